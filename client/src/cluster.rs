@@ -1,0 +1,349 @@
+//! The connection to a handlestore cluster: a list of endpoints, the node
+//! believed to lead, and the retry loop every call goes through.
+//!
+//! A call is tried on the leader (or the last node that answered); on
+//! UNAVAILABLE, a transport error or a per-attempt timeout it moves on, to
+//! the leader named in the error if there is one, else to the next node,
+//! after an exponential backoff with full jitter, until the call's overall
+//! deadline. Writes carry a `(client_id, seq)` that every retry reuses, so a
+//! write retried after a leader crash is applied exactly once.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use handlestore_proto::v1 as pb;
+use rand::Rng;
+use tokio::time::Instant;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::error::{Error, Result, detail};
+
+/// Metadata key with the leader's address on UNAVAILABLE answers.
+const LEADER_HEADER: &str = "x-handlestore-leader";
+
+/// Read consistency, chosen per call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Consistency {
+    /// Read-index from the leader, served once the node has applied it.
+    #[default]
+    Linearizable,
+    /// Served by a node that has applied at least this revision
+    /// (read-your-writes without a leader round trip).
+    AtLeast(u64),
+    /// Whatever the node has applied.
+    Stale,
+}
+
+impl Consistency {
+    pub(crate) fn to_pb(self) -> pb::ReadOptions {
+        match self {
+            Consistency::Linearizable => pb::ReadOptions {
+                consistency: pb::Consistency::Linearizable as i32,
+                min_revision: 0,
+            },
+            Consistency::AtLeast(r) => pb::ReadOptions {
+                consistency: pb::Consistency::AtLeast as i32,
+                min_revision: r,
+            },
+            Consistency::Stale => pb::ReadOptions {
+                consistency: pb::Consistency::Stale as i32,
+                min_revision: 0,
+            },
+        }
+    }
+}
+
+/// Builds a [`Client`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    endpoints: Vec<String>,
+    namespace: String,
+    deadline: Duration,
+    attempt_timeout: Duration,
+    connect_timeout: Duration,
+    backoff_base: Duration,
+    backoff_max: Duration,
+}
+
+impl ClientBuilder {
+    /// The namespace (tenant) every call of this client uses. Default:
+    /// "default".
+    pub fn namespace(mut self, ns: impl Into<String>) -> Self {
+        self.namespace = ns.into();
+        self
+    }
+
+    /// Overall deadline of one call, across all its retries (default 15 s).
+    pub fn deadline(mut self, d: Duration) -> Self {
+        self.deadline = d;
+        self
+    }
+
+    /// Longest one attempt on one node may take (default 3 s).
+    pub fn attempt_timeout(mut self, d: Duration) -> Self {
+        self.attempt_timeout = d;
+        self
+    }
+
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+
+    /// Backoff between retries: full jitter over `base * 2^attempt`,
+    /// capped at `max` (defaults 25 ms and 1 s).
+    pub fn backoff(mut self, base: Duration, max: Duration) -> Self {
+        self.backoff_base = base;
+        self.backoff_max = max;
+        self
+    }
+
+    /// Creates the client. Connections are made lazily, so this succeeds
+    /// while nodes are down; it fails only on malformed endpoints.
+    pub fn build(self) -> Result<Client> {
+        if self.endpoints.is_empty() {
+            return Err(Error::InvalidArgument("no endpoints given".into()));
+        }
+        if !crate::id::is_name(&self.namespace, 64) {
+            return Err(Error::InvalidArgument(format!(
+                "namespace {:?} may only contain A-Z a-z 0-9 _ - . (1-64 bytes)",
+                self.namespace
+            )));
+        }
+        let mut nodes = Vec::new();
+        for raw in &self.endpoints {
+            let url = if raw.contains("://") {
+                raw.clone()
+            } else {
+                format!("http://{raw}")
+            };
+            let endpoint = Endpoint::from_shared(url.clone())
+                .map_err(|e| Error::InvalidArgument(format!("endpoint {raw:?}: {e}")))?
+                .connect_timeout(self.connect_timeout)
+                .tcp_nodelay(true)
+                .http2_keep_alive_interval(Duration::from_secs(10))
+                .keep_alive_timeout(Duration::from_secs(5));
+            let authority = endpoint.uri().authority().map(|a| a.to_string()).unwrap_or_default();
+            nodes.push(Node {
+                url,
+                authority,
+                channel: endpoint.connect_lazy(),
+            });
+        }
+        Ok(Client {
+            inner: Arc::new(Inner {
+                nodes,
+                preferred: AtomicUsize::new(0),
+                namespace: self.namespace,
+                client_id: rand::rng().random_range(1..u64::MAX),
+                next_seq: AtomicU64::new(1),
+                in_flight: Mutex::new(BTreeSet::new()),
+                deadline: self.deadline,
+                attempt_timeout: self.attempt_timeout,
+                backoff_base: self.backoff_base,
+                backoff_max: self.backoff_max,
+            }),
+        })
+    }
+}
+
+struct Node {
+    url: String,
+    /// "host:port", to match leader hints.
+    authority: String,
+    channel: Channel,
+}
+
+struct Inner {
+    nodes: Vec<Node>,
+    preferred: AtomicUsize,
+    namespace: String,
+    client_id: u64,
+    next_seq: AtomicU64,
+    in_flight: Mutex<BTreeSet<u64>>,
+    deadline: Duration,
+    attempt_timeout: Duration,
+    backoff_base: Duration,
+    backoff_max: Duration,
+}
+
+/// A handle to a cluster. Cheap to clone; clones share connections and the
+/// exactly-once sequence.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("endpoints", &self.endpoints())
+            .field("namespace", &self.inner.namespace)
+            .finish()
+    }
+}
+
+/// A write's identity for exactly-once retries; released when dropped.
+pub(crate) struct WriteTicket {
+    inner: Arc<Inner>,
+    pub(crate) id: pb::WriteId,
+}
+
+impl Drop for WriteTicket {
+    fn drop(&mut self) {
+        self.inner
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id.seq);
+    }
+}
+
+impl Client {
+    /// A builder with defaults for these endpoints ("http://host:port" or
+    /// "host:port").
+    pub fn builder<I, S>(endpoints: I) -> ClientBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ClientBuilder {
+            endpoints: endpoints.into_iter().map(Into::into).collect(),
+            namespace: "default".into(),
+            deadline: Duration::from_secs(15),
+            attempt_timeout: Duration::from_secs(3),
+            connect_timeout: Duration::from_secs(1),
+            backoff_base: Duration::from_millis(25),
+            backoff_max: Duration::from_secs(1),
+        }
+    }
+
+    /// Connects with the defaults. Nodes are dialed lazily, on first use.
+    pub async fn connect<I, S>(endpoints: I) -> Result<Client>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::builder(endpoints).build()
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.inner.namespace
+    }
+
+    pub fn endpoints(&self) -> Vec<String> {
+        self.inner.nodes.iter().map(|n| n.url.clone()).collect()
+    }
+
+    /// The random id under which this client's writes are deduplicated.
+    pub fn client_id(&self) -> u64 {
+        self.inner.client_id
+    }
+
+    /// A handle store of JSON values named `store` (e.g. "cart").
+    pub fn handle_store<T>(&self, store: &str) -> crate::cluster_store::ClusterHandleStoreBuilder<T> {
+        crate::cluster_store::ClusterHandleStoreBuilder::new(self.clone(), store)
+    }
+
+    /// The channel to one endpoint (by index), for admin tools.
+    pub fn channel(&self, index: usize) -> Option<Channel> {
+        self.inner.nodes.get(index).map(|n| n.channel.clone())
+    }
+
+    /// Allocates a write id. Keep the ticket alive across all retries of
+    /// the write.
+    pub(crate) fn write_ticket(&self) -> WriteTicket {
+        let seq = self.inner.next_seq.fetch_add(1, Ordering::Relaxed);
+        let first_incomplete_seq = {
+            let mut set = self.inner.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            set.insert(seq);
+            set.first().copied().unwrap_or(seq)
+        };
+        WriteTicket {
+            inner: self.inner.clone(),
+            id: pb::WriteId {
+                client_id: self.inner.client_id,
+                seq,
+                first_incomplete_seq,
+            },
+        }
+    }
+
+    /// Runs `attempt` against the cluster with failover and retries until
+    /// it succeeds, fails for a reason retrying cannot fix, or the deadline
+    /// passes.
+    pub(crate) async fn call<R, F, Fut>(&self, mut attempt: F) -> Result<R>
+    where
+        F: FnMut(Channel, Duration) -> Fut,
+        Fut: Future<Output = std::result::Result<tonic::Response<R>, tonic::Status>>,
+    {
+        let inner = &self.inner;
+        let n = inner.nodes.len();
+        let start = Instant::now();
+        let deadline = start + inner.deadline;
+        let mut idx = inner.preferred.load(Ordering::Relaxed) % n;
+        let mut tries: u32 = 0;
+        loop {
+            let now = Instant::now();
+            let remaining = deadline.saturating_duration_since(now);
+            let timeout = remaining.min(inner.attempt_timeout).max(Duration::from_millis(1));
+            let node = &inner.nodes[idx];
+            let res = match tokio::time::timeout(timeout, attempt(node.channel.clone(), timeout)).await {
+                Ok(r) => r,
+                Err(_) => Err(tonic::Status::deadline_exceeded(format!(
+                    "no answer from {} within {timeout:?}",
+                    node.url
+                ))),
+            };
+            let status = match res {
+                Ok(resp) => {
+                    inner.preferred.store(idx, Ordering::Relaxed);
+                    return Ok(resp.into_inner());
+                }
+                Err(s) if retryable(&s) => s,
+                Err(s) => return Err(Error::from(s)),
+            };
+            tracing::debug!(node = %node.url, code = ?status.code(), msg = status.message(), "retrying");
+            idx = self.leader_index(&status).unwrap_or((idx + 1) % n);
+            inner.preferred.store(idx, Ordering::Relaxed);
+            let cap = inner
+                .backoff_base
+                .saturating_mul(1u32 << tries.min(16))
+                .min(inner.backoff_max);
+            let sleep = Duration::from_micros(rand::rng().random_range(0..=cap.as_micros() as u64));
+            tries += 1;
+            if Instant::now() + sleep >= deadline {
+                return Err(Error::Deadline {
+                    deadline: inner.deadline,
+                    last: format!("{}: {}", node.url, status.message()),
+                });
+            }
+            tokio::time::sleep(sleep).await;
+        }
+    }
+
+    /// The endpoint the error names as leader, if it is one of ours.
+    fn leader_index(&self, status: &tonic::Status) -> Option<usize> {
+        let from_header = status
+            .metadata()
+            .get(LEADER_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let addr = from_header.or_else(|| Some(detail(status).leader_addr).filter(|a| !a.is_empty()))?;
+        self.inner.nodes.iter().position(|n| n.authority == addr)
+    }
+}
+
+/// Worth trying again (elsewhere): the node could not serve it now.
+fn retryable(s: &tonic::Status) -> bool {
+    use tonic::Code::*;
+    match s.code() {
+        Unavailable | DeadlineExceeded | Aborted | Cancelled => true,
+        // Connection resets surface as Unknown/Internal from h2.
+        Unknown | Internal => s.details().is_empty(),
+        _ => false,
+    }
+}

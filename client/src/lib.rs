@@ -1,0 +1,41 @@
+//! Client for handlestore, the Raft-replicated store for the state that
+//! stateless MCP servers still need.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use handlestore_client::{Client, ClusterHandleStore, HandleStore, Ttl};
+//!
+//! #[derive(serde::Serialize, serde::Deserialize, Default, Clone)]
+//! struct Cart { items: Vec<String> }
+//!
+//! # async fn demo() -> handlestore_client::Result<()> {
+//! let client = Client::connect(["http://127.0.0.1:7401", "http://127.0.0.1:7402"]).await?;
+//! let carts: ClusterHandleStore<Cart> = client
+//!     .handle_store("cart")
+//!     .default_ttl(Duration::from_secs(3600))
+//!     .build();
+//! let id = carts.mint(Cart::default(), Ttl::Default).await?;
+//! carts.update(&id, &mut |c: &mut Cart| c.items.push("sku-1".into())).await?;
+//! let cart: Option<Cart> = carts.get(&id).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod cluster;
+pub mod cluster_store;
+pub mod error;
+pub mod handle_store;
+pub mod id;
+pub mod memory;
+#[cfg(feature = "testkit")]
+pub mod testkit;
+pub mod ttl;
+
+pub use cluster::{Client, ClientBuilder, Consistency};
+pub use cluster_store::{ClusterHandleStore, ClusterHandleStoreBuilder, Versioned, WriteOutcome};
+pub use error::{Error, Result};
+pub use handle_store::HandleStore;
+pub use memory::{MemoryHandleStore, MemoryOptions};
+pub use ttl::Ttl;
+
+/// Generated wire types, for tools that talk to the services directly.
+pub use handlestore_proto as proto;

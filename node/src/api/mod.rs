@@ -1,0 +1,66 @@
+//! Client-facing gRPC services: input validation, the read gate, and the
+//! mapping of command results to gRPC statuses. Writes go to `raft`
+//! (proposer), reads come from `state`; nothing here touches RocksDB.
+
+pub mod admin;
+pub mod handles;
+pub mod read;
+pub mod validate;
+
+use std::sync::Arc;
+
+use handlestore_proto::v1 as pb;
+use tonic::{Code, Status};
+
+use crate::config::Limits;
+use crate::raft::proposer::Proposer;
+use crate::state::StateStore;
+use crate::status;
+
+/// What every client-facing service needs.
+pub struct Api {
+    pub limits: Limits,
+    pub state: Arc<StateStore>,
+    pub proposer: Arc<Proposer>,
+    pub reads: read::ReadGate,
+}
+
+impl Api {
+    /// Proposes a write and turns a failed result into a status.
+    pub async fn write(&self, cmd: pb::Command) -> Result<pb::CommandResult, Status> {
+        let key = crate::state::keys::conflict_key(&cmd);
+        let res = self.proposer.write(cmd, key, false).await.map_err(|e| e.to_status())?;
+        result_status(res)
+    }
+}
+
+/// Maps a command's (deterministic) failure to its gRPC status.
+pub fn result_status(r: pb::CommandResult) -> Result<pb::CommandResult, Status> {
+    let (code, reason) = match pb::ResultCode::try_from(r.code) {
+        Ok(pb::ResultCode::ResultOk) => return Ok(r),
+        Ok(pb::ResultCode::ResultNotFound) => (Code::NotFound, "not_found"),
+        Ok(pb::ResultCode::ResultAlreadyExists) => (Code::AlreadyExists, "already_exists"),
+        Ok(pb::ResultCode::ResultRevisionMismatch) => (Code::FailedPrecondition, "revision_mismatch"),
+        Ok(pb::ResultCode::ResultInvalid) => (Code::InvalidArgument, "invalid_argument"),
+        Err(_) => (Code::Internal, "internal"),
+    };
+    Err(status::with_detail(
+        code,
+        r.message.clone(),
+        pb::ErrorDetail {
+            reason: reason.into(),
+            current_revision: r.current_revision,
+            ..Default::default()
+        },
+    ))
+}
+
+/// Runs blocking state reads off the async runtime.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> crate::state::Result<T> + Send + 'static,
+) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| status::internal(format!("read task failed: {e}")))?
+        .map_err(|e| status::internal(format!("storage error: {e}")))
+}

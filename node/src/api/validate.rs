@@ -1,0 +1,116 @@
+//! Input checks, done before anything reaches Raft: a bad request gets
+//! INVALID_ARGUMENT and changes nothing. The id format itself is defined
+//! once, in the client crate (`handlestore_client::id`).
+
+use handlestore_client::id::is_name;
+use handlestore_proto::v1 as pb;
+use tonic::Status;
+
+use crate::config::Limits;
+use crate::status::invalid;
+
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// A namespace; empty means "default".
+pub fn namespace(ns: &str, limits: &Limits) -> Result<String, Status> {
+    if ns.is_empty() {
+        return Ok(DEFAULT_NAMESPACE.to_string());
+    }
+    name("namespace", ns, limits)?;
+    Ok(ns.to_string())
+}
+
+/// A store (handle kind) name such as "cart".
+pub fn store(store: &str, limits: &Limits) -> Result<(), Status> {
+    name("store", store, limits)
+}
+
+fn name(what: &str, s: &str, limits: &Limits) -> Result<(), Status> {
+    if s.is_empty() {
+        return Err(invalid(format!("{what} must not be empty")));
+    }
+    if s.len() > limits.max_name_len {
+        return Err(invalid(format!(
+            "{what} is {} bytes long; the limit is {}",
+            s.len(),
+            limits.max_name_len
+        )));
+    }
+    if !is_name(s, limits.max_name_len) {
+        let shown: String = s.chars().take(80).collect();
+        return Err(invalid(format!("{what} {shown:?} may only contain A-Z a-z 0-9 _ - .")));
+    }
+    Ok(())
+}
+
+/// A handle id: 26 base32 characters, optionally after `<prefix>-`.
+pub fn handle_id(id: &str) -> Result<(), Status> {
+    handlestore_client::id::validate_handle_id(id).map_err(invalid)
+}
+
+pub fn value(v: &[u8], limits: &Limits) -> Result<(), Status> {
+    if v.len() > limits.max_value_bytes {
+        return Err(crate::status::with_detail(
+            tonic::Code::InvalidArgument,
+            format!(
+                "value is {} bytes; the limit is {} bytes",
+                v.len(),
+                limits.max_value_bytes
+            ),
+            pb::ErrorDetail {
+                reason: "value_too_large".into(),
+                ..Default::default()
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// Resolves a TTL to milliseconds (0 = never) with the HandleStore
+/// convention: > 0 after ttl, 0 the store default (0 = never), < 0 never.
+pub fn ttl(t: Option<&pb::Ttl>, limits: &Limits) -> Result<u64, Status> {
+    let Some(t) = t else { return Ok(0) };
+    let max = limits.max_ttl.as_millis() as u64;
+    let ms = match t.ttl_ms {
+        n if n > 0 => n as u64,
+        0 => t.default_ttl_ms,
+        _ => return Ok(0),
+    };
+    if ms > max {
+        return Err(invalid(format!("ttl of {ms} ms exceeds the limit of {max} ms")));
+    }
+    Ok(ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttls() {
+        let l = Limits::default();
+        let t = |ttl_ms, default_ttl_ms| pb::Ttl {
+            ttl_ms,
+            default_ttl_ms,
+            keep: false,
+        };
+        assert_eq!(ttl(None, &l).unwrap(), 0);
+        assert_eq!(ttl(Some(&t(500, 9)), &l).unwrap(), 500);
+        assert_eq!(ttl(Some(&t(0, 9)), &l).unwrap(), 9);
+        assert_eq!(ttl(Some(&t(0, 0)), &l).unwrap(), 0);
+        assert_eq!(ttl(Some(&t(-1, 9)), &l).unwrap(), 0);
+        assert!(ttl(Some(&t(i64::MAX, 0)), &l).is_err());
+        assert!(ttl(Some(&t(0, u64::MAX)), &l).is_err());
+    }
+
+    #[test]
+    fn names() {
+        let l = Limits::default();
+        assert_eq!(namespace("", &l).unwrap(), "default");
+        assert!(store("cart", &l).is_ok());
+        assert!(store("", &l).is_err());
+        assert!(store("a/b", &l).is_err());
+        assert!(store(&"x".repeat(65), &l).is_err());
+        assert!(handle_id("nope").is_err());
+    }
+}

@@ -1,0 +1,114 @@
+//! `handlestore member`: list, add (as learner), promote, remove.
+
+use std::collections::BTreeSet;
+
+use handlestore_proto::v1 as pb;
+use pb::admin_client::AdminClient;
+use tonic::transport::Channel;
+
+use super::{CliError, Conn};
+
+#[derive(clap::Subcommand, Debug)]
+pub enum MemberCmd {
+    /// List members.
+    List,
+    /// Add a node as a learner (it receives the log, does not vote).
+    Add {
+        id: u64,
+        /// The new node's HOST:PORT.
+        addr: String,
+        /// Return at once instead of waiting for it to catch up.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Make a learner a voter.
+    Promote { id: u64 },
+    /// Remove a node from the cluster.
+    Remove { id: u64 },
+}
+
+/// The status of the first node that answers, and a channel to the leader.
+async fn leader(conn: &Conn) -> Result<(pb::StatusResponse, Channel), CliError> {
+    let client = conn.client()?;
+    let mut last_err = String::from("no endpoints");
+    for i in 0..client.endpoints().len() {
+        let Some(ch) = client.channel(i) else { continue };
+        match AdminClient::new(ch.clone()).status(pb::StatusRequest {}).await {
+            Ok(r) => {
+                let s = r.into_inner();
+                if s.state == "leader" {
+                    return Ok((s, ch));
+                }
+                if s.leader_id != 0 && !s.leader_addr.is_empty() {
+                    let ch = tonic::transport::Endpoint::from_shared(format!("http://{}", s.leader_addr))
+                        .map_err(|e| CliError::new(2, e.to_string()))?
+                        .connect_lazy();
+                    return Ok((s, ch));
+                }
+                last_err = "no leader elected".into();
+            }
+            Err(e) => last_err = e.message().to_string(),
+        }
+    }
+    Err(CliError::new(2, format!("cannot reach the leader: {last_err}")))
+}
+
+fn print_members(members: &[pb::Member]) {
+    for m in members {
+        println!(
+            "{:>4}  {:<24} {}",
+            m.id,
+            m.addr,
+            if m.voter { "voter" } else { "learner" }
+        );
+    }
+}
+
+pub async fn run(conn: &Conn, cmd: MemberCmd) -> Result<(), CliError> {
+    let (status, ch) = leader(conn).await?;
+    let mut admin = AdminClient::new(ch);
+    let voters: BTreeSet<u64> = status.members.iter().filter(|m| m.voter).map(|m| m.id).collect();
+    let resp = match cmd {
+        MemberCmd::List => {
+            print_members(&status.members);
+            return Ok(());
+        }
+        MemberCmd::Add { id, addr, no_wait } => {
+            admin
+                .add_learner(pb::AddLearnerRequest {
+                    id,
+                    addr,
+                    blocking: !no_wait,
+                })
+                .await
+        }
+        MemberCmd::Promote { id } => {
+            let mut v = voters;
+            v.insert(id);
+            admin
+                .change_membership(pb::ChangeMembershipRequest {
+                    voters: v.into_iter().collect(),
+                    retain: false,
+                })
+                .await
+        }
+        MemberCmd::Remove { id } => {
+            let mut v = voters;
+            let was_voter = v.remove(&id);
+            if !was_voter && !status.members.iter().any(|m| m.id == id) {
+                return Err(CliError::new(1, format!("node {id} is not a member")));
+            }
+            admin
+                .change_membership(pb::ChangeMembershipRequest {
+                    voters: v.into_iter().collect(),
+                    retain: false,
+                })
+                .await
+        }
+    };
+    let resp = resp
+        .map_err(|s| CliError::new(2, s.message().to_string()))?
+        .into_inner();
+    print_members(&resp.members);
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! The `handlestore` command line: `node` and `dev` run servers; the other
+//! subcommands are an etcdctl-like admin client.
+
+mod dev;
+mod handle;
+mod member;
+mod node;
+mod status;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+/// The dev cluster's client endpoints: the default for every admin command.
+pub const DEFAULT_ENDPOINTS: &str = "http://127.0.0.1:7401,http://127.0.0.1:7402,http://127.0.0.1:7403";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "handlestore",
+    version,
+    about = "Raft-replicated store for the state of stateless MCP servers"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where admin commands connect.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Conn {
+    /// Comma-separated client endpoints of the cluster.
+    #[arg(long, env = "HANDLESTORE_ENDPOINTS", default_value = DEFAULT_ENDPOINTS, value_delimiter = ',', global = true)]
+    pub endpoints: Vec<String>,
+    /// Namespace (tenant).
+    #[arg(long, env = "HANDLESTORE_NAMESPACE", default_value = "default", global = true)]
+    pub namespace: String,
+    /// Overall deadline of one command, retries included.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, global = true)]
+    pub timeout: Duration,
+}
+
+impl Conn {
+    pub fn client(&self) -> Result<handlestore_client::Client, CliError> {
+        handlestore_client::Client::builder(self.endpoints.iter().map(|e| e.trim().to_string()))
+            .namespace(self.namespace.clone())
+            .deadline(self.timeout)
+            .build()
+            .map_err(CliError::from)
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one node.
+    Node(node::NodeArgs),
+    /// Run a three-node cluster on loopback (development).
+    Dev(dev::DevArgs),
+    /// Show the cluster: leader, term, members, and per node its log and applied index.
+    Status {
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Handles: mint, get, put, delete, len.
+    Handle {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(subcommand)]
+        cmd: handle::HandleCmd,
+    },
+    /// Membership: list, add a learner, promote, remove.
+    Member {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(subcommand)]
+        cmd: member::MemberCmd,
+    },
+}
+
+/// A command's failure: what to print and the exit code.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl CliError {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<handlestore_client::Error> for CliError {
+    fn from(e: handlestore_client::Error) -> Self {
+        CliError::new(2, e.to_string())
+    }
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(e: anyhow::Error) -> Self {
+        CliError::new(2, format!("{e:#}"))
+    }
+}
+
+fn init_tracing(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let server = matches!(cli.command, Command::Node(_) | Command::Dev(_));
+    // openraft's own info lines are internal detail; ours say what matters.
+    init_tracing(if server { "info,openraft=warn" } else { "warn" });
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let res = rt.block_on(async move {
+        match cli.command {
+            Command::Node(args) => node::run(args).await,
+            Command::Dev(args) => dev::run(args).await,
+            Command::Status { conn } => status::run(&conn).await,
+            Command::Handle { conn, cmd } => handle::run(&conn, cmd).await,
+            Command::Member { conn, cmd } => member::run(&conn, cmd).await,
+        }
+    });
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            ExitCode::from(e.code)
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        // Without signal handlers, run until killed.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {},
+        _ = term.recv() => {},
+    }
+}

@@ -1,0 +1,97 @@
+//! `handlestore node`: run one node.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::CliError;
+use crate::config::{ClusterState, NodeConfig, parse_initial_cluster};
+
+#[derive(clap::Args, Debug)]
+pub struct NodeArgs {
+    /// This node's id (a positive integer, unique in the cluster).
+    #[arg(long)]
+    pub id: u64,
+    /// Address to serve gRPC (clients and peers) on.
+    #[arg(long, default_value = "127.0.0.1:7401")]
+    pub listen: SocketAddr,
+    /// Address others reach this node at; default: its --initial-cluster
+    /// entry, else --listen.
+    #[arg(long)]
+    pub advertise: Option<String>,
+    /// Data directory (RocksDB and snapshots).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// All members: 1=HOST:PORT,2=HOST:PORT,... Without it the node is a
+    /// one-node cluster.
+    #[arg(long)]
+    pub initial_cluster: Option<String>,
+    /// "new": the lowest id bootstraps an empty cluster; "existing": join
+    /// only by being added (never bootstrap).
+    #[arg(long, value_enum, default_value = "new")]
+    pub initial_cluster_state: ClusterState,
+    /// Largest value accepted, in bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_value_bytes: usize,
+    /// A write not committed within this is refused with UNAVAILABLE.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub write_timeout: Duration,
+    /// Longest a read waits for this node to catch up.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub read_timeout: Duration,
+    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
+    pub heartbeat: Duration,
+    /// Election timeout (the upper bound is twice this).
+    #[arg(long, default_value = "800ms", value_parser = humantime::parse_duration)]
+    pub election_timeout: Duration,
+    /// Build a snapshot every this many log entries.
+    #[arg(long, default_value_t = 20_000)]
+    pub snapshot_entries: u64,
+    /// Log entries kept behind a snapshot for slow followers.
+    #[arg(long, default_value_t = 5_000)]
+    pub keep_entries: u64,
+    /// How often the leader sweeps expired entries.
+    #[arg(long, default_value = "250ms", value_parser = humantime::parse_duration)]
+    pub sweep_interval: Duration,
+    /// How long answers are remembered for exactly-once retries.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub dedup_window: Duration,
+}
+
+impl NodeArgs {
+    pub fn into_config(self) -> Result<NodeConfig, CliError> {
+        if self.id == 0 {
+            return Err(CliError::new(2, "--id must be a positive integer"));
+        }
+        let mut cfg = NodeConfig::new(self.id, self.listen, self.data);
+        if let Some(ic) = &self.initial_cluster {
+            cfg.initial_cluster =
+                parse_initial_cluster(ic).map_err(|e| CliError::new(2, format!("--initial-cluster: {e}")))?;
+        }
+        cfg.advertise = self
+            .advertise
+            .or_else(|| cfg.initial_cluster.get(&self.id).cloned())
+            .unwrap_or_else(|| self.listen.to_string());
+        cfg.cluster_state = self.initial_cluster_state;
+        cfg.limits.max_value_bytes = self.max_value_bytes;
+        cfg.write_timeout = self.write_timeout;
+        cfg.read_timeout = self.read_timeout;
+        cfg.raft.heartbeat = self.heartbeat;
+        cfg.raft.election_min = self.election_timeout;
+        cfg.raft.election_max = self.election_timeout * 2;
+        if self.heartbeat >= self.election_timeout {
+            return Err(CliError::new(2, "--heartbeat must be shorter than --election-timeout"));
+        }
+        cfg.raft.snapshot_logs = self.snapshot_entries.max(1);
+        cfg.raft.keep_logs = self.keep_entries;
+        cfg.sweep_interval = self.sweep_interval.max(Duration::from_millis(10));
+        cfg.dedup_window = self.dedup_window;
+        Ok(cfg)
+    }
+}
+
+pub async fn run(args: NodeArgs) -> Result<(), CliError> {
+    let cfg = args.into_config()?;
+    crate::node::run(cfg, super::shutdown_signal()).await?;
+    Ok(())
+}

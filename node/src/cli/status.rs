@@ -1,0 +1,65 @@
+//! `handlestore status`.
+
+use handlestore_proto::v1 as pb;
+use pb::admin_client::AdminClient;
+
+use super::{CliError, Conn};
+
+pub async fn run(conn: &Conn) -> Result<(), CliError> {
+    let client = conn.client()?;
+    let mut rows = Vec::new();
+    let mut any = None;
+    for (i, url) in client.endpoints().iter().enumerate() {
+        let Some(ch) = client.channel(i) else { continue };
+        let mut req = tonic::Request::new(pb::StatusRequest {});
+        req.set_timeout(conn.timeout.min(std::time::Duration::from_secs(3)));
+        match AdminClient::new(ch).status(req).await {
+            Ok(r) => {
+                let s = r.into_inner();
+                rows.push(format!(
+                    "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10}",
+                    url, s.node_id, s.state, s.term, s.last_log_index, s.applied_index
+                ));
+                if any
+                    .as_ref()
+                    .is_none_or(|a: &pb::StatusResponse| s.term > a.term || (s.state == "leader"))
+                {
+                    any = Some(s);
+                }
+            }
+            Err(e) => rows.push(format!("{url:<28} unreachable: {}", e.message())),
+        }
+    }
+    let Some(view) = any else {
+        for r in &rows {
+            println!("{r}");
+        }
+        return Err(CliError::new(2, "no node answered"));
+    };
+    if view.leader_id == 0 {
+        println!("leader: none (term {})", view.term);
+    } else {
+        println!(
+            "leader: node {} at {} (term {})",
+            view.leader_id, view.leader_addr, view.term
+        );
+    }
+    println!("members:");
+    for m in &view.members {
+        println!(
+            "  {:>4}  {:<24} {}",
+            m.id,
+            m.addr,
+            if m.voter { "voter" } else { "learner" }
+        );
+    }
+    println!();
+    println!(
+        "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10}",
+        "ENDPOINT", "ID", "STATE", "TERM", "LAST LOG", "APPLIED"
+    );
+    for r in rows {
+        println!("{r}");
+    }
+    Ok(())
+}

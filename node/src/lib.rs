@@ -1,0 +1,15 @@
+//! handlestore node: a Raft-replicated store (openraft + RocksDB) for the
+//! state stateless MCP servers need, served over gRPC.
+//!
+//! Data flows one way: `api` -> `raft` (writes) / `state` (reads);
+//! `raft` -> `state` (apply). `state` knows nothing of gRPC, `api` never
+//! touches RocksDB.
+
+pub mod api;
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod node;
+pub mod raft;
+pub mod state;
+pub mod status;

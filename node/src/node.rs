@@ -1,0 +1,215 @@
+//! Assembles and runs one node: RocksDB, openraft, the gRPC server, the
+//! sweep, and a clean shutdown.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::Context;
+use handlestore_proto::v1 as pb;
+use openraft::{BasicNode, SnapshotPolicy};
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+
+use crate::api::{Api, admin::AdminService, handles::HandlesService, read::ReadGate};
+use crate::config::{ClusterState, NodeConfig};
+use crate::raft::log_store::LogStore;
+use crate::raft::network::{MAX_PEER_MESSAGE, Network, Peers};
+use crate::raft::proposer::{Proposer, ProposerConfig};
+use crate::raft::service::RaftService;
+use crate::raft::state_machine::StateMachine;
+use crate::raft::{Raft, sweeper};
+use crate::state::snapshot::{self, SnapshotDir};
+use crate::state::{StateLimits, StateStore};
+
+/// Client messages may carry a value up to the configured limit plus
+/// envelope; larger ones are refused by the transport before decoding.
+fn max_client_message(cfg: &NodeConfig) -> usize {
+    cfg.limits.max_value_bytes.saturating_mul(2).max(4 << 20) + (64 << 10)
+}
+
+/// Runs a node until `shutdown` resolves, then stops it cleanly.
+pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    if !cfg.initial_cluster.is_empty() && !cfg.initial_cluster.contains_key(&cfg.id) {
+        anyhow::bail!("node id {} is not in --initial-cluster", cfg.id);
+    }
+    std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating data dir {}", cfg.data_dir.display()))?;
+    let db = crate::db::open(&cfg.data_dir.join("db")).with_context(|| {
+        format!(
+            "opening the database in {} (is another node using this data dir?)",
+            cfg.data_dir.display()
+        )
+    })?;
+    let state = StateStore::open(
+        db.clone(),
+        StateLimits {
+            dedup_max_entries: cfg.dedup_max_entries,
+        },
+    )?;
+    let snapshots = Arc::new(SnapshotDir::new(cfg.data_dir.join("snapshots"))?);
+    snapshots.remove_leftovers()?;
+    snapshot::resume_install(&state, &snapshots)?;
+
+    let log_store = LogStore::new(db.clone())?;
+    let log_syncs = log_store.sync_counter();
+    let sm = StateMachine::new(state.clone(), snapshots.clone());
+    let raft_peers = Arc::new(Peers::default());
+    let forward_peers = Arc::new(Peers::default());
+    let raft_config = openraft::Config {
+        cluster_name: "handlestore".into(),
+        heartbeat_interval: cfg.raft.heartbeat.as_millis() as u64,
+        election_timeout_min: cfg.raft.election_min.as_millis() as u64,
+        election_timeout_max: cfg.raft.election_max.as_millis() as u64,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.raft.snapshot_logs),
+        max_in_snapshot_log_to_keep: cfg.raft.keep_logs,
+        // Our snapshot transport streams and is bounded by replication
+        // cancellation, not by this per-chunk timeout.
+        install_snapshot_timeout: 60_000,
+        max_payload_entries: 256,
+        ..Default::default()
+    }
+    .validate()
+    .context("raft configuration")?;
+    let raft = Raft::new(
+        cfg.id,
+        Arc::new(raft_config),
+        Network::new(raft_peers.clone()),
+        log_store,
+        sm,
+    )
+    .await
+    .context("starting raft")?;
+
+    let listener = TcpListener::bind(cfg.listen)
+        .await
+        .with_context(|| format!("listening on {}", cfg.listen))?;
+
+    initialize_if_new(&raft, &cfg).await?;
+
+    let quorum_silence = cfg.raft.election_max;
+    let proposer = Proposer::start(
+        cfg.id,
+        raft.clone(),
+        forward_peers,
+        ProposerConfig {
+            write_timeout: cfg.write_timeout,
+            quorum_silence,
+            max_batch_commands: cfg.max_batch_commands,
+            max_batch_bytes: 4 << 20,
+            max_in_flight: 4,
+        },
+    );
+    sweeper::spawn(state.clone(), proposer.clone(), cfg.sweep_interval, cfg.dedup_window);
+    spawn_leader_log(&raft);
+
+    let api = Arc::new(Api {
+        limits: cfg.limits.clone(),
+        state: state.clone(),
+        proposer: proposer.clone(),
+        reads: ReadGate {
+            proposer: proposer.clone(),
+            state: state.clone(),
+            raft_peers,
+            timeout: cfg.read_timeout,
+            quorum_silence,
+        },
+    });
+    let max_msg = max_client_message(&cfg);
+    let router = tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .add_service(
+            pb::raft_server::RaftServer::new(RaftService::new(raft.clone(), proposer.clone(), snapshots.clone()))
+                .max_decoding_message_size(MAX_PEER_MESSAGE)
+                .max_encoding_message_size(MAX_PEER_MESSAGE),
+        )
+        .add_service(
+            pb::handles_server::HandlesServer::new(HandlesService::new(api.clone()))
+                .max_decoding_message_size(max_msg)
+                .max_encoding_message_size(max_msg),
+        )
+        .add_service(pb::admin_server::AdminServer::new(AdminService::new(
+            api,
+            cfg.id,
+            cfg.advertise.clone(),
+            log_syncs,
+        )));
+
+    tracing::info!(id = cfg.id, listen = %cfg.listen, data = %cfg.data_dir.display(), "node started");
+    let served = router
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await;
+    tracing::info!(id = cfg.id, "stopping");
+    if let Err(e) = raft.shutdown().await {
+        tracing::warn!("raft shutdown: {e}");
+    }
+    // Everything acknowledged was synced already; flush memtables so the
+    // next start does not need to replay the WAL.
+    if let Err(e) = db.flush_wal(true) {
+        tracing::warn!("final WAL sync: {e}");
+    }
+    served.context("gRPC server")?;
+    tracing::info!(id = cfg.id, "stopped");
+    Ok(())
+}
+
+/// Static bootstrap (like etcd): with `--initial-cluster`, the lowest id
+/// initializes a new cluster when its log is empty; a restart never does.
+/// Without it, the node is a one-node cluster.
+async fn initialize_if_new(raft: &Raft, cfg: &NodeConfig) -> anyhow::Result<()> {
+    if raft.is_initialized().await? {
+        return Ok(());
+    }
+    let members: BTreeMap<u64, BasicNode> = if cfg.initial_cluster.is_empty() {
+        [(cfg.id, BasicNode::new(&cfg.advertise))].into()
+    } else {
+        if cfg.cluster_state == ClusterState::Existing {
+            tracing::info!("empty log; waiting to be added to the existing cluster");
+            return Ok(());
+        }
+        let lowest = cfg.initial_cluster.keys().next().copied();
+        if lowest != Some(cfg.id) {
+            tracing::info!("empty log; node {} initializes the cluster", lowest.unwrap_or(0));
+            return Ok(());
+        }
+        cfg.initial_cluster
+            .iter()
+            .map(|(id, addr)| (*id, BasicNode::new(addr)))
+            .collect()
+    };
+    tracing::info!(members = ?members.keys().collect::<Vec<_>>(), "initializing a new cluster");
+    raft.initialize(members).await.context("initializing the cluster")?;
+    Ok(())
+}
+
+/// One info line per leader change and per membership change.
+fn spawn_leader_log(raft: &Raft) {
+    let mut rx = raft.metrics();
+    tokio::spawn(async move {
+        let mut last_leader = None;
+        let mut last_membership = None;
+        while rx.changed().await.is_ok() {
+            let (leader, term, membership_log, voters, learners) = {
+                let m = rx.borrow();
+                let mem = m.membership_config.membership();
+                (
+                    m.current_leader,
+                    m.current_term,
+                    m.membership_config.log_id().map(|l| l.index),
+                    mem.voter_ids().collect::<Vec<_>>(),
+                    mem.learner_ids().collect::<Vec<_>>(),
+                )
+            };
+            if leader != last_leader {
+                match leader {
+                    Some(l) => tracing::info!(leader = l, term, "leader changed"),
+                    None => tracing::info!(term, "no leader"),
+                }
+                last_leader = leader;
+            }
+            if membership_log != last_membership {
+                tracing::info!(?voters, ?learners, at = ?membership_log, "membership changed");
+                last_membership = membership_log;
+            }
+        }
+    });
+}

@@ -1,0 +1,243 @@
+//! Conversions between openraft's types and their prost messages: the same
+//! encoding is used on the wire between nodes and for log entries on disk.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use handlestore_proto::v1 as pb;
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, VoteRequest, VoteResponse};
+use openraft::{BasicNode, EntryPayload, LeaderId};
+
+use super::{Entry, LogId, Membership, NodeId, SnapshotMeta, StoredMembership, TypeConfig, Vote};
+
+/// A message from a peer (or from disk) that lacks a required field.
+#[derive(Debug, thiserror::Error)]
+#[error("malformed {0}: missing field")]
+pub struct Malformed(pub &'static str);
+
+type Res<T> = Result<T, Malformed>;
+
+pub fn leader_id_to_pb(l: &LeaderId<NodeId>) -> pb::LeaderId {
+    pb::LeaderId {
+        term: l.term,
+        node_id: l.node_id,
+    }
+}
+
+pub fn leader_id_from_pb(l: Option<&pb::LeaderId>) -> Res<LeaderId<NodeId>> {
+    let l = l.ok_or(Malformed("leader_id"))?;
+    Ok(LeaderId::new(l.term, l.node_id))
+}
+
+pub fn log_id_to_pb(l: &LogId) -> pb::LogId {
+    pb::LogId {
+        leader_id: Some(leader_id_to_pb(&l.leader_id)),
+        index: l.index,
+    }
+}
+
+pub fn log_id_from_pb(l: &pb::LogId) -> Res<LogId> {
+    Ok(LogId::new(leader_id_from_pb(l.leader_id.as_ref())?, l.index))
+}
+
+pub fn opt_log_id_to_pb(l: &Option<LogId>) -> Option<pb::LogId> {
+    l.as_ref().map(log_id_to_pb)
+}
+
+pub fn opt_log_id_from_pb(l: &Option<pb::LogId>) -> Res<Option<LogId>> {
+    l.as_ref().map(log_id_from_pb).transpose()
+}
+
+pub fn vote_to_pb(v: &Vote) -> pb::Vote {
+    pb::Vote {
+        leader_id: Some(leader_id_to_pb(&v.leader_id)),
+        committed: v.committed,
+    }
+}
+
+pub fn vote_from_pb(v: Option<&pb::Vote>) -> Res<Vote> {
+    let v = v.ok_or(Malformed("vote"))?;
+    let leader = leader_id_from_pb(v.leader_id.as_ref())?;
+    Ok(if v.committed {
+        Vote::new_committed(leader.term, leader.node_id)
+    } else {
+        Vote::new(leader.term, leader.node_id)
+    })
+}
+
+pub fn membership_to_pb(m: &Membership) -> pb::Membership {
+    pb::Membership {
+        configs: m
+            .get_joint_config()
+            .iter()
+            .map(|c| pb::NodeSet {
+                ids: c.iter().copied().collect(),
+            })
+            .collect(),
+        nodes: m.nodes().map(|(id, n)| (*id, n.addr.clone())).collect(),
+    }
+}
+
+pub fn membership_from_pb(m: &pb::Membership) -> Membership {
+    let configs: Vec<BTreeSet<NodeId>> = m.configs.iter().map(|c| c.ids.iter().copied().collect()).collect();
+    let nodes: BTreeMap<NodeId, BasicNode> = m.nodes.iter().map(|(id, addr)| (*id, BasicNode::new(addr))).collect();
+    Membership::new(configs, nodes)
+}
+
+pub fn stored_membership_to_pb(m: &StoredMembership) -> pb::StoredMembership {
+    pb::StoredMembership {
+        log_id: opt_log_id_to_pb(m.log_id()),
+        membership: Some(membership_to_pb(m.membership())),
+    }
+}
+
+pub fn stored_membership_from_pb(m: &pb::StoredMembership) -> Res<StoredMembership> {
+    let membership = m.membership.as_ref().ok_or(Malformed("membership"))?;
+    Ok(StoredMembership::new(
+        opt_log_id_from_pb(&m.log_id)?,
+        membership_from_pb(membership),
+    ))
+}
+
+pub fn entry_to_pb(e: &Entry) -> pb::Entry {
+    let payload = match &e.payload {
+        EntryPayload::Blank => pb::entry::Payload::Blank(pb::Blank {}),
+        EntryPayload::Normal(p) => pb::entry::Payload::Normal(p.clone()),
+        EntryPayload::Membership(m) => pb::entry::Payload::Membership(membership_to_pb(m)),
+    };
+    pb::Entry {
+        log_id: Some(log_id_to_pb(&e.log_id)),
+        payload: Some(payload),
+    }
+}
+
+pub fn entry_from_pb(e: pb::Entry) -> Res<Entry> {
+    let log_id = log_id_from_pb(e.log_id.as_ref().ok_or(Malformed("entry.log_id"))?)?;
+    let payload = match e.payload.ok_or(Malformed("entry.payload"))? {
+        pb::entry::Payload::Blank(_) => EntryPayload::Blank,
+        pb::entry::Payload::Normal(p) => EntryPayload::Normal(p),
+        pb::entry::Payload::Membership(m) => EntryPayload::Membership(membership_from_pb(&m)),
+    };
+    Ok(Entry { log_id, payload })
+}
+
+pub fn append_request_to_pb(r: &AppendEntriesRequest<TypeConfig>) -> pb::AppendEntriesRequest {
+    pb::AppendEntriesRequest {
+        vote: Some(vote_to_pb(&r.vote)),
+        prev_log_id: opt_log_id_to_pb(&r.prev_log_id),
+        entries: r.entries.iter().map(entry_to_pb).collect(),
+        leader_commit: opt_log_id_to_pb(&r.leader_commit),
+    }
+}
+
+pub fn append_request_from_pb(r: pb::AppendEntriesRequest) -> Res<AppendEntriesRequest<TypeConfig>> {
+    Ok(AppendEntriesRequest {
+        vote: vote_from_pb(r.vote.as_ref())?,
+        prev_log_id: opt_log_id_from_pb(&r.prev_log_id)?,
+        leader_commit: opt_log_id_from_pb(&r.leader_commit)?,
+        entries: r.entries.into_iter().map(entry_from_pb).collect::<Res<_>>()?,
+    })
+}
+
+pub fn append_response_to_pb(r: &AppendEntriesResponse<NodeId>) -> pb::AppendEntriesResponse {
+    use pb::append_entries_response::Result as R;
+    let result = match r {
+        AppendEntriesResponse::Success => R::Success(pb::Blank {}),
+        AppendEntriesResponse::PartialSuccess(m) => R::PartialSuccess(pb::PartialSuccess {
+            matching: opt_log_id_to_pb(m),
+        }),
+        AppendEntriesResponse::Conflict => R::Conflict(pb::Blank {}),
+        AppendEntriesResponse::HigherVote(v) => R::HigherVote(vote_to_pb(v)),
+    };
+    pb::AppendEntriesResponse { result: Some(result) }
+}
+
+pub fn append_response_from_pb(r: pb::AppendEntriesResponse) -> Res<AppendEntriesResponse<NodeId>> {
+    use pb::append_entries_response::Result as R;
+    Ok(match r.result.ok_or(Malformed("append_entries.result"))? {
+        R::Success(_) => AppendEntriesResponse::Success,
+        R::PartialSuccess(p) => AppendEntriesResponse::PartialSuccess(opt_log_id_from_pb(&p.matching)?),
+        R::Conflict(_) => AppendEntriesResponse::Conflict,
+        R::HigherVote(v) => AppendEntriesResponse::HigherVote(vote_from_pb(Some(&v))?),
+    })
+}
+
+pub fn vote_request_to_pb(r: &VoteRequest<NodeId>) -> pb::VoteRequest {
+    pb::VoteRequest {
+        vote: Some(vote_to_pb(&r.vote)),
+        last_log_id: opt_log_id_to_pb(&r.last_log_id),
+    }
+}
+
+pub fn vote_request_from_pb(r: pb::VoteRequest) -> Res<VoteRequest<NodeId>> {
+    Ok(VoteRequest {
+        vote: vote_from_pb(r.vote.as_ref())?,
+        last_log_id: opt_log_id_from_pb(&r.last_log_id)?,
+    })
+}
+
+pub fn vote_response_to_pb(r: &VoteResponse<NodeId>) -> pb::VoteResponse {
+    pb::VoteResponse {
+        vote: Some(vote_to_pb(&r.vote)),
+        vote_granted: r.vote_granted,
+        last_log_id: opt_log_id_to_pb(&r.last_log_id),
+    }
+}
+
+pub fn vote_response_from_pb(r: pb::VoteResponse) -> Res<VoteResponse<NodeId>> {
+    Ok(VoteResponse {
+        vote: vote_from_pb(r.vote.as_ref())?,
+        vote_granted: r.vote_granted,
+        last_log_id: opt_log_id_from_pb(&r.last_log_id)?,
+    })
+}
+
+pub fn snapshot_meta_to_pb(m: &SnapshotMeta) -> pb::SnapshotMeta {
+    pb::SnapshotMeta {
+        last_log_id: opt_log_id_to_pb(&m.last_log_id),
+        last_membership: Some(stored_membership_to_pb(&m.last_membership)),
+        snapshot_id: m.snapshot_id.clone(),
+    }
+}
+
+pub fn snapshot_meta_from_pb(m: &pb::SnapshotMeta) -> Res<SnapshotMeta> {
+    Ok(SnapshotMeta {
+        last_log_id: opt_log_id_from_pb(&m.last_log_id)?,
+        last_membership: match &m.last_membership {
+            Some(sm) => stored_membership_from_pb(sm)?,
+            None => StoredMembership::default(),
+        },
+        snapshot_id: m.snapshot_id.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_round_trip() {
+        let lid = LogId::new(LeaderId::new(3, 2), 17);
+        let nodes: BTreeMap<NodeId, BasicNode> = [(1, BasicNode::new("a:1")), (2, BasicNode::new("b:2"))].into();
+        let m = Membership::new(vec![[1, 2].into()], nodes);
+        for payload in [
+            EntryPayload::Blank,
+            EntryPayload::Normal(pb::Proposal {
+                stamp_ms: 9,
+                commands: vec![],
+            }),
+            EntryPayload::Membership(m),
+        ] {
+            let e = Entry { log_id: lid, payload };
+            let back = entry_from_pb(entry_to_pb(&e)).expect("decodes");
+            assert_eq!(format!("{e:?}"), format!("{back:?}"));
+        }
+    }
+
+    #[test]
+    fn votes_round_trip() {
+        for v in [Vote::new(5, 1), Vote::new_committed(6, 2)] {
+            assert_eq!(vote_from_pb(Some(&vote_to_pb(&v))).expect("decodes"), v);
+        }
+        assert!(vote_from_pb(None).is_err());
+    }
+}

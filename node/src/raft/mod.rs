@@ -1,0 +1,41 @@
+//! Raft: openraft's type configuration, the RocksDB log store, the state
+//! machine adapter, the gRPC network, and the write path (batching proposer,
+//! forwarding). Everything openraft-specific stays inside this module so a
+//! later openraft upgrade is contained here.
+
+// openraft's error types (StorageError, RPCError) are large, and their shape
+// is fixed by its traits; boxing them here would only add conversions.
+#![allow(clippy::result_large_err)]
+
+pub mod codec;
+pub mod log_store;
+pub mod network;
+pub mod proposer;
+pub mod service;
+pub mod state_machine;
+pub mod sweeper;
+
+use handlestore_proto::v1 as pb;
+
+openraft::declare_raft_types!(
+    /// handlestore's Raft types: a log entry carries a batch of commands
+    /// (`Proposal`), applying it yields one result per command.
+    pub TypeConfig:
+        D = pb::Proposal,
+        R = pb::ProposalResult,
+        NodeId = u64,
+        Node = openraft::BasicNode,
+        Entry = openraft::Entry<TypeConfig>,
+        SnapshotData = tokio::fs::File,
+        AsyncRuntime = openraft::TokioRuntime,
+);
+
+pub type NodeId = u64;
+pub type Raft = openraft::Raft<TypeConfig>;
+pub type LogId = openraft::LogId<NodeId>;
+pub type Vote = openraft::Vote<NodeId>;
+pub type Entry = openraft::Entry<TypeConfig>;
+pub type StorageError = openraft::StorageError<NodeId>;
+pub type StoredMembership = openraft::StoredMembership<NodeId, openraft::BasicNode>;
+pub type Membership = openraft::Membership<NodeId, openraft::BasicNode>;
+pub type SnapshotMeta = openraft::SnapshotMeta<NodeId, openraft::BasicNode>;

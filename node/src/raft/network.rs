@@ -1,0 +1,237 @@
+//! Raft RPCs to peers over tonic, one cached HTTP/2 channel per peer address.
+//! Snapshots are streamed (client-streaming gRPC) in chunks read from the
+//! snapshot file, so memory stays flat whatever the snapshot size.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use handlestore_proto::v1 as pb;
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, SnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, Snapshot};
+use pb::raft_client::RaftClient;
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+use tonic::transport::{Channel, Endpoint};
+
+use super::codec;
+use super::{NodeId, TypeConfig, Vote};
+
+/// Snapshot data per streamed message.
+const SNAPSHOT_CHUNK: usize = 1 << 20;
+/// Node-to-node messages can carry many log entries.
+pub const MAX_PEER_MESSAGE: usize = 1 << 30;
+
+/// A cache of gRPC channels by peer address ("host:port"). Keep separate
+/// pools for Raft traffic and forwarded client traffic, so a burst of one
+/// does not queue behind the other on one HTTP/2 connection.
+#[derive(Default)]
+pub struct Peers {
+    channels: Mutex<HashMap<String, Channel>>,
+}
+
+impl Peers {
+    pub fn channel(&self, addr: &str) -> Result<Channel, tonic::transport::Error> {
+        let mut map = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ch) = map.get(addr) {
+            return Ok(ch.clone());
+        }
+        let ch = Endpoint::from_shared(format!("http://{addr}"))?
+            .connect_timeout(Duration::from_secs(1))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(5))
+            .keep_alive_timeout(Duration::from_secs(5))
+            .connect_lazy();
+        map.insert(addr.to_string(), ch.clone());
+        Ok(ch)
+    }
+
+    pub fn raft_client(&self, addr: &str) -> Result<RaftClient<Channel>, tonic::transport::Error> {
+        Ok(RaftClient::new(self.channel(addr)?)
+            .max_decoding_message_size(MAX_PEER_MESSAGE)
+            .max_encoding_message_size(MAX_PEER_MESSAGE))
+    }
+}
+
+#[derive(Clone)]
+pub struct Network {
+    peers: Arc<Peers>,
+}
+
+impl Network {
+    pub fn new(peers: Arc<Peers>) -> Self {
+        Self { peers }
+    }
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = PeerConnection;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Self::Network {
+        PeerConnection {
+            target,
+            addr: node.addr.clone(),
+            peers: self.peers.clone(),
+        }
+    }
+}
+
+pub struct PeerConnection {
+    target: NodeId,
+    addr: String,
+    peers: Arc<Peers>,
+}
+
+/// Transport failures and an unavailable peer mean "back off and retry";
+/// anything else is reported as a network error.
+fn classify(target: NodeId, status: &tonic::Status) -> (bool, io::Error) {
+    let unreachable = matches!(
+        status.code(),
+        tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled | tonic::Code::DeadlineExceeded
+    );
+    (
+        unreachable,
+        io::Error::other(format!("peer {target}: {}: {}", status.code(), status.message())),
+    )
+}
+
+fn rpc_err<E: std::error::Error>(target: NodeId, status: tonic::Status) -> RPCError<NodeId, BasicNode, E> {
+    match classify(target, &status) {
+        (true, e) => RPCError::Unreachable(Unreachable::new(&e)),
+        (false, e) => RPCError::Network(NetworkError::new(&e)),
+    }
+}
+
+fn malformed<E: std::error::Error>(e: codec::Malformed) -> RPCError<NodeId, BasicNode, E> {
+    RPCError::Network(NetworkError::new(&e))
+}
+
+impl PeerConnection {
+    fn client<E: std::error::Error>(&self) -> Result<RaftClient<Channel>, RPCError<NodeId, BasicNode, E>> {
+        self.peers
+            .raft_client(&self.addr)
+            .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerConnection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        let mut req = tonic::Request::new(codec::append_request_to_pb(&rpc));
+        req.set_timeout(option.hard_ttl());
+        let resp = self
+            .client()?
+            .append_entries(req)
+            .await
+            .map_err(|s| rpc_err(self.target, s))?;
+        codec::append_response_from_pb(resp.into_inner()).map_err(malformed)
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        _rpc: InstallSnapshotRequest<TypeConfig>,
+        _option: RPCOption,
+    ) -> Result<InstallSnapshotResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>>
+    {
+        // openraft only calls this from its default `full_snapshot`, which
+        // handlestore replaces with a streaming implementation below.
+        Err(RPCError::Network(NetworkError::new(&io::Error::other(
+            "chunk-wise install_snapshot is not used: snapshots are streamed by full_snapshot",
+        ))))
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        let mut req = tonic::Request::new(codec::vote_request_to_pb(&rpc));
+        req.set_timeout(option.hard_ttl());
+        let resp = self.client()?.vote(req).await.map_err(|s| rpc_err(self.target, s))?;
+        codec::vote_response_from_pb(resp.into_inner()).map_err(malformed)
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: Snapshot<TypeConfig>,
+        cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
+        _option: RPCOption,
+    ) -> Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, openraft::error::Fatal<NodeId>>> {
+        let target = self.target;
+        let mut client = self
+            .peers
+            .raft_client(&self.addr)
+            .map_err(|e| StreamingError::Unreachable(Unreachable::new(&e)))?;
+        let first = pb::SnapshotChunk {
+            vote: Some(codec::vote_to_pb(&vote)),
+            meta: Some(codec::snapshot_meta_to_pb(&snapshot.meta)),
+            data: Vec::new(),
+        };
+        let mut file = *snapshot.snapshot;
+        file.seek(io::SeekFrom::Start(0))
+            .await
+            .map_err(|e| StreamingError::StorageError(openraft::StorageIOError::read_snapshot(None, &e).into()))?;
+        let (tx, rx) = tokio::sync::mpsc::channel::<pb::SnapshotChunk>(4);
+        let reader = tokio::spawn(async move {
+            if tx.send(first).await.is_err() {
+                return Ok(());
+            }
+            loop {
+                let mut buf = vec![0u8; SNAPSHOT_CHUNK];
+                let n = file.read(&mut buf).await?;
+                if n == 0 {
+                    return Ok::<(), io::Error>(());
+                }
+                buf.truncate(n);
+                if tx
+                    .send(pb::SnapshotChunk {
+                        vote: None,
+                        meta: None,
+                        data: buf,
+                    })
+                    .await
+                    .is_err()
+                {
+                    return Ok(());
+                }
+            }
+        });
+        let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+        let send = client.install_snapshot(tonic::Request::new(stream));
+        let resp = tokio::select! {
+            closed = cancel => {
+                reader.abort();
+                return Err(StreamingError::Closed(closed));
+            }
+            resp = send => resp,
+        };
+        match reader.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                return Err(StreamingError::StorageError(
+                    openraft::StorageIOError::read_snapshot(None, &e).into(),
+                ));
+            }
+            Err(e) => return Err(StreamingError::Network(NetworkError::new(&e))),
+        }
+        let resp = resp.map_err(|s| match classify(target, &s) {
+            (true, e) => StreamingError::Unreachable(Unreachable::new(&e)),
+            (false, e) => StreamingError::Network(NetworkError::new(&e)),
+        })?;
+        let vote = codec::vote_from_pb(resp.into_inner().vote.as_ref())
+            .map_err(|e| StreamingError::Network(NetworkError::new(&e)))?;
+        Ok(SnapshotResponse { vote })
+    }
+}

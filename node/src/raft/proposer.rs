@@ -1,0 +1,328 @@
+//! The write path: validated commands are batched into Raft entries on the
+//! leader, or forwarded to the leader from a follower.
+//!
+//! Batching: requests queue on a channel; a single task takes everything that
+//! has queued (up to a bound) into one `Proposal`, i.e. one log entry, one
+//! append and (with the log store's group commit) a shared fsync. A bounded
+//! number of proposals are in flight at once, so under load the queue grows
+//! and batches get bigger instead of entries piling up.
+//!
+//! Two commands on the same key never share an entry: a key's revision (the
+//! log index) then always names exactly one version, which compare-and-set
+//! relies on. The later command waits for the next batch.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use handlestore_proto::v1 as pb;
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::{RaftMetrics, ServerState};
+use prost::Message;
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+use tonic::Code;
+
+use super::network::Peers;
+use super::{NodeId, Raft};
+use crate::state::now_ms;
+use crate::status::{self, LeaderHint};
+
+/// Why a write was not (known to be) applied.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProposeError {
+    #[error("this node is not the leader")]
+    NotLeader(Option<LeaderHint>),
+    #[error("{0}")]
+    NoQuorum(String),
+    #[error("write not committed within {0:?}; it may still be applied: retry with the same write id")]
+    Timeout(Duration),
+    #[error("node is shutting down")]
+    Shutdown,
+    #[error("{0}")]
+    Remote(tonic::Status),
+}
+
+impl ProposeError {
+    pub fn to_status(&self) -> tonic::Status {
+        match self {
+            ProposeError::NotLeader(hint) => status::unavailable(
+                "not_leader",
+                match hint {
+                    Some(h) => format!("not the leader; the leader is node {} at {}", h.id, h.addr),
+                    None => "no leader is known right now (election in progress or no quorum)".into(),
+                },
+                hint.as_ref(),
+            ),
+            ProposeError::NoQuorum(msg) => status::unavailable("no_quorum", msg.clone(), None),
+            ProposeError::Timeout(_) => status::unavailable("timeout", self.to_string(), None),
+            ProposeError::Shutdown => status::unavailable("shutdown", self.to_string(), None),
+            ProposeError::Remote(s) => s.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ProposerConfig {
+    pub write_timeout: Duration,
+    /// The leader refuses writes at once when it has not heard from a quorum
+    /// for this long (fail fast, never queue).
+    pub quorum_silence: Duration,
+    pub max_batch_commands: usize,
+    pub max_batch_bytes: usize,
+    pub max_in_flight: usize,
+}
+
+struct Pending {
+    cmd: pb::Command,
+    key: Option<Vec<u8>>,
+    done: oneshot::Sender<Result<pb::CommandResult, ProposeError>>,
+}
+
+pub struct Proposer {
+    id: NodeId,
+    raft: Raft,
+    metrics: watch::Receiver<RaftMetrics<NodeId, openraft::BasicNode>>,
+    tx: mpsc::Sender<Pending>,
+    forward_peers: Arc<Peers>,
+    cfg: ProposerConfig,
+}
+
+/// This node's view of leadership, read from the metrics without holding the
+/// borrow across an await.
+#[derive(Debug, Clone)]
+pub struct LeaderView {
+    pub state: ServerState,
+    pub leader: Option<LeaderHint>,
+    pub millis_since_quorum_ack: Option<u64>,
+}
+
+impl Proposer {
+    pub fn start(id: NodeId, raft: Raft, forward_peers: Arc<Peers>, cfg: ProposerConfig) -> Arc<Self> {
+        let (tx, rx) = mpsc::channel(cfg.max_batch_commands * 8);
+        let metrics = raft.metrics();
+        tokio::spawn(batch_loop(raft.clone(), rx, cfg.clone()));
+        Arc::new(Self {
+            id,
+            raft,
+            metrics,
+            tx,
+            forward_peers,
+            cfg,
+        })
+    }
+
+    pub fn leader_view(&self) -> LeaderView {
+        let m = self.metrics.borrow();
+        let leader = m.current_leader.map(|id| LeaderHint {
+            id,
+            addr: m
+                .membership_config
+                .membership()
+                .get_node(&id)
+                .map(|n| n.addr.clone())
+                .unwrap_or_default(),
+        });
+        LeaderView {
+            state: m.state,
+            leader,
+            millis_since_quorum_ack: m.millis_since_quorum_ack,
+        }
+    }
+
+    /// Applies `cmd` through Raft and returns its result. On a follower the
+    /// command is forwarded to the leader once (`forwarded` marks a command
+    /// that already was, so it is never bounced around).
+    pub async fn write(
+        &self,
+        cmd: pb::Command,
+        key: Option<Vec<u8>>,
+        forwarded: bool,
+    ) -> Result<pb::CommandResult, ProposeError> {
+        let view = self.leader_view();
+        match view.leader {
+            Some(hint)
+                if view.state != ServerState::Leader && !forwarded && hint.id != self.id && !hint.addr.is_empty() =>
+            {
+                self.forward(&hint, cmd).await
+            }
+            _ => self.propose_local(cmd, key).await,
+        }
+    }
+
+    async fn forward(&self, leader: &LeaderHint, cmd: pb::Command) -> Result<pb::CommandResult, ProposeError> {
+        let mut client = self.forward_peers.raft_client(&leader.addr).map_err(|e| {
+            ProposeError::NotLeader(Some(LeaderHint {
+                addr: format!("{} ({e})", leader.addr),
+                ..leader.clone()
+            }))
+        })?;
+        let mut req = tonic::Request::new(pb::ForwardRequest { command: Some(cmd) });
+        req.set_timeout(self.cfg.write_timeout);
+        match client.forward(req).await {
+            Ok(resp) => Ok(resp.into_inner().result.unwrap_or_default()),
+            Err(s) if s.code() == Code::Unavailable && !s.details().is_empty() => Err(ProposeError::Remote(s)),
+            Err(s) => Err(ProposeError::Remote(status::unavailable(
+                "leader_unreachable",
+                format!(
+                    "could not reach the leader (node {} at {}): {}",
+                    leader.id,
+                    leader.addr,
+                    s.message()
+                ),
+                Some(leader),
+            ))),
+        }
+    }
+
+    /// Proposes on this node, which must be the leader.
+    pub async fn propose_local(
+        &self,
+        cmd: pb::Command,
+        key: Option<Vec<u8>>,
+    ) -> Result<pb::CommandResult, ProposeError> {
+        let view = self.leader_view();
+        if view.state != ServerState::Leader {
+            return Err(ProposeError::NotLeader(view.leader));
+        }
+        if let Some(ms) = view.millis_since_quorum_ack
+            && ms > self.cfg.quorum_silence.as_millis() as u64
+        {
+            return Err(ProposeError::NoQuorum(format!(
+                "no quorum: the leader has not heard from a majority for {ms} ms; the write was not applied"
+            )));
+        }
+        let (done, rx) = oneshot::channel();
+        self.tx
+            .send(Pending { cmd, key, done })
+            .await
+            .map_err(|_| ProposeError::Shutdown)?;
+        match tokio::time::timeout(self.cfg.write_timeout, rx).await {
+            Ok(Ok(res)) => res,
+            Ok(Err(_)) => Err(ProposeError::Shutdown),
+            Err(_) => Err(ProposeError::Timeout(self.cfg.write_timeout)),
+        }
+    }
+
+    pub fn raft(&self) -> &Raft {
+        &self.raft
+    }
+}
+
+async fn batch_loop(raft: Raft, mut rx: mpsc::Receiver<Pending>, cfg: ProposerConfig) {
+    let permits = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
+    let mut deferred: VecDeque<Pending> = VecDeque::new();
+    loop {
+        let first = match deferred.pop_front() {
+            Some(p) => p,
+            None => match rx.recv().await {
+                Some(p) => p,
+                None => return,
+            },
+        };
+        // Wait for a slot before collecting: while every slot is busy,
+        // requests accumulate and the next batch is larger.
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return;
+        };
+        let mut batch = Batch::default();
+        let mut still_deferred = VecDeque::new();
+        batch.add(first, &mut still_deferred);
+        while let Some(p) = deferred.pop_front() {
+            if batch.full(&cfg) {
+                still_deferred.push_back(p);
+            } else {
+                batch.add(p, &mut still_deferred);
+            }
+        }
+        while !batch.full(&cfg) {
+            match rx.try_recv() {
+                Ok(p) => batch.add(p, &mut still_deferred),
+                Err(_) => break,
+            }
+        }
+        deferred = still_deferred;
+        if batch.items.is_empty() {
+            continue;
+        }
+        let (cmds, dones): (Vec<_>, Vec<_>) = batch.items.into_iter().map(|p| (p.cmd, p.done)).unzip();
+        let proposal = pb::Proposal {
+            stamp_ms: now_ms(),
+            commands: cmds,
+        };
+        match raft.client_write_ff(proposal).await {
+            Err(_) => fail_all(dones, ProposeError::Shutdown),
+            Ok(responder) => {
+                let timeout = cfg.write_timeout;
+                tokio::spawn(async move {
+                    let _permit = permit;
+                    match tokio::time::timeout(timeout, responder).await {
+                        Err(_) => fail_all(dones, ProposeError::Timeout(timeout)),
+                        Ok(Err(_)) => fail_all(dones, ProposeError::Shutdown),
+                        Ok(Ok(Err(e))) => fail_all(dones, write_error(e)),
+                        Ok(Ok(Ok(resp))) => {
+                            let results = resp.data.results;
+                            if results.len() != dones.len() {
+                                fail_all(dones, ProposeError::Remote(status::internal("result count mismatch")));
+                                return;
+                            }
+                            for (done, r) in dones.into_iter().zip(results) {
+                                let _ = done.send(Ok(r));
+                            }
+                        }
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// The commands of one log entry being collected.
+#[derive(Default)]
+struct Batch {
+    items: Vec<Pending>,
+    keys: HashSet<Vec<u8>>,
+    bytes: usize,
+}
+
+impl Batch {
+    fn full(&self, cfg: &ProposerConfig) -> bool {
+        self.items.len() >= cfg.max_batch_commands || self.bytes >= cfg.max_batch_bytes
+    }
+
+    /// Adds `p`, or defers it to a later entry if its key is already here.
+    fn add(&mut self, p: Pending, later: &mut VecDeque<Pending>) {
+        if let Some(k) = &p.key
+            && !self.keys.insert(k.clone())
+        {
+            later.push_back(p);
+            return;
+        }
+        self.bytes += p.cmd.encoded_len();
+        self.items.push(p);
+    }
+}
+
+fn fail_all(dones: Vec<oneshot::Sender<Result<pb::CommandResult, ProposeError>>>, err: ProposeError) {
+    for d in dones {
+        let _ = d.send(Err(err.clone()));
+    }
+}
+
+fn write_error(e: ClientWriteError<NodeId, openraft::BasicNode>) -> ProposeError {
+    match e {
+        ClientWriteError::ForwardToLeader(f) => ProposeError::NotLeader(f.leader_id.map(|id| LeaderHint {
+            id,
+            addr: f.leader_node.map(|n| n.addr).unwrap_or_default(),
+        })),
+        ClientWriteError::ChangeMembershipError(e) => ProposeError::Remote(status::internal(e.to_string())),
+    }
+}
+
+/// Maps errors of `Raft` calls that confirm leadership (read-index,
+/// membership changes) to the same vocabulary.
+pub fn raft_error<E: std::fmt::Display>(e: RaftError<NodeId, E>) -> ProposeError {
+    match e {
+        RaftError::Fatal(_) => ProposeError::Shutdown,
+        RaftError::APIError(e) => ProposeError::Remote(status::unavailable("not_leader", e.to_string(), None)),
+    }
+}

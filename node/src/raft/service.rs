@@ -1,0 +1,132 @@
+//! The node-to-node gRPC service: Raft RPCs into openraft, snapshot
+//! streams into a file, forwarded writes into the proposer, read-index.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use handlestore_proto::v1 as pb;
+use openraft::Snapshot;
+use tokio::io::AsyncWriteExt;
+use tonic::{Request, Response, Status, Streaming};
+
+use super::codec;
+use super::proposer::{Proposer, raft_error};
+use super::{Raft, TypeConfig};
+use crate::state::snapshot::SnapshotDir;
+use crate::status;
+
+pub struct RaftService {
+    raft: Raft,
+    proposer: Arc<Proposer>,
+    snapshots: Arc<SnapshotDir>,
+}
+
+impl RaftService {
+    pub fn new(raft: Raft, proposer: Arc<Proposer>, snapshots: Arc<SnapshotDir>) -> Self {
+        Self {
+            raft,
+            proposer,
+            snapshots,
+        }
+    }
+}
+
+fn malformed(e: codec::Malformed) -> Status {
+    status::invalid(e.to_string())
+}
+
+fn fatal(e: impl std::fmt::Display) -> Status {
+    status::unavailable("shutdown", format!("raft is not running: {e}"), None)
+}
+
+#[tonic::async_trait]
+impl pb::raft_server::Raft for RaftService {
+    async fn append_entries(
+        &self,
+        request: Request<pb::AppendEntriesRequest>,
+    ) -> Result<Response<pb::AppendEntriesResponse>, Status> {
+        let req = codec::append_request_from_pb(request.into_inner()).map_err(malformed)?;
+        let resp = self.raft.append_entries(req).await.map_err(fatal)?;
+        Ok(Response::new(codec::append_response_to_pb(&resp)))
+    }
+
+    async fn vote(&self, request: Request<pb::VoteRequest>) -> Result<Response<pb::VoteResponse>, Status> {
+        let req = codec::vote_request_from_pb(request.into_inner()).map_err(malformed)?;
+        let resp = self.raft.vote(req).await.map_err(fatal)?;
+        Ok(Response::new(codec::vote_response_to_pb(&resp)))
+    }
+
+    async fn install_snapshot(
+        &self,
+        request: Request<Streaming<pb::SnapshotChunk>>,
+    ) -> Result<Response<pb::InstallSnapshotResponse>, Status> {
+        let mut stream = request.into_inner();
+        let first = stream
+            .next()
+            .await
+            .ok_or_else(|| status::invalid("empty snapshot stream"))??;
+        let vote = codec::vote_from_pb(first.vote.as_ref()).map_err(malformed)?;
+        let meta_pb = first
+            .meta
+            .ok_or_else(|| status::invalid("first snapshot chunk lacks meta"))?;
+        let meta = codec::snapshot_meta_from_pb(&meta_pb).map_err(malformed)?;
+        let path = self.snapshots.incoming_path(&meta.snapshot_id);
+        let received = async {
+            let mut file = tokio::fs::File::create(&path).await?;
+            file.write_all(&first.data).await?;
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(std::io::Error::other)?;
+                file.write_all(&chunk.data).await?;
+            }
+            file.sync_all().await?;
+            Ok::<(), std::io::Error>(())
+        }
+        .await;
+        if let Err(e) = received {
+            let _ = tokio::fs::remove_file(&path).await;
+            return Err(status::unavailable(
+                "snapshot_stream",
+                format!("receiving snapshot: {e}"),
+                None,
+            ));
+        }
+        let file = tokio::fs::File::open(&path)
+            .await
+            .map_err(|e| status::internal(format!("reopening snapshot: {e}")))?;
+        let snapshot = Snapshot::<TypeConfig> {
+            meta,
+            snapshot: Box::new(file),
+        };
+        let resp = self.raft.install_full_snapshot(vote, snapshot).await.map_err(fatal);
+        // Installed snapshots were renamed into place; anything left over
+        // (a stale or refused snapshot) is removed.
+        let _ = tokio::fs::remove_file(&path).await;
+        Ok(Response::new(pb::InstallSnapshotResponse {
+            vote: Some(codec::vote_to_pb(&resp?.vote)),
+        }))
+    }
+
+    async fn forward(&self, request: Request<pb::ForwardRequest>) -> Result<Response<pb::ForwardResponse>, Status> {
+        let cmd = request
+            .into_inner()
+            .command
+            .ok_or_else(|| status::invalid("forward without a command"))?;
+        let key = crate::state::keys::conflict_key(&cmd);
+        let result = self.proposer.write(cmd, key, true).await.map_err(|e| e.to_status())?;
+        Ok(Response::new(pb::ForwardResponse { result: Some(result) }))
+    }
+
+    async fn read_index(
+        &self,
+        _request: Request<pb::ReadIndexRequest>,
+    ) -> Result<Response<pb::ReadIndexResponse>, Status> {
+        let (read_log_id, _applied) = self
+            .raft
+            .get_read_log_id()
+            .await
+            .map_err(|e| raft_error(e).to_status())?;
+        Ok(Response::new(pb::ReadIndexResponse {
+            index: read_log_id.map(|l| l.index).unwrap_or(0),
+        }))
+    }
+}

@@ -1,0 +1,182 @@
+//! Adapts `state::StateStore` to openraft's `RaftStateMachine`. RocksDB work
+//! runs on blocking threads, never on the async runtime.
+
+use std::io;
+use std::sync::Arc;
+
+use handlestore_proto::v1 as pb;
+use openraft::storage::{RaftStateMachine, Snapshot};
+use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
+use tokio::io::AsyncSeekExt;
+
+use super::codec::{
+    log_id_from_pb, log_id_to_pb, snapshot_meta_from_pb, snapshot_meta_to_pb, stored_membership_from_pb,
+    stored_membership_to_pb,
+};
+use super::{Entry, LogId, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
+use crate::state::snapshot::{self, SnapshotDir};
+use crate::state::{ApplyBatch, ApplyEntry, StateStore};
+
+#[derive(Clone)]
+pub struct StateMachine {
+    state: Arc<StateStore>,
+    snapshots: Arc<SnapshotDir>,
+}
+
+impl StateMachine {
+    pub fn new(state: Arc<StateStore>, snapshots: Arc<SnapshotDir>) -> Self {
+        Self { state, snapshots }
+    }
+}
+
+fn sm_read<E: std::error::Error + 'static>(e: E) -> StorageError {
+    StorageIOError::read_state_machine(&e).into()
+}
+
+fn sm_write<E: std::error::Error + 'static>(e: E) -> StorageError {
+    StorageIOError::write_state_machine(&e).into()
+}
+
+fn snap_err<E: std::error::Error + 'static>(e: E) -> StorageError {
+    StorageIOError::write_snapshot(None, &e).into()
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, StorageError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| sm_write(io::Error::other(e)))
+}
+
+async fn open_snapshot(
+    path: std::path::PathBuf,
+    meta: &pb::SnapshotMeta,
+) -> Result<Snapshot<TypeConfig>, StorageError> {
+    let mut file = tokio::fs::File::open(&path).await.map_err(snap_err)?;
+    file.seek(io::SeekFrom::Start(0)).await.map_err(snap_err)?;
+    Ok(Snapshot {
+        meta: snapshot_meta_from_pb(meta).map_err(snap_err)?,
+        snapshot: Box::new(file),
+    })
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
+        let (state, snapshots) = (self.state.clone(), self.snapshots.clone());
+        let meta = blocking(move || snapshots.build(&state)).await?.map_err(snap_err)?;
+        tracing::info!(snapshot_id = %meta.snapshot_id, "built snapshot");
+        open_snapshot(self.snapshots.current_path(), &meta).await
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
+        let (applied, membership) = self.state.applied_state().map_err(sm_read)?;
+        let applied = applied.map(|l| log_id_from_pb(&l)).transpose().map_err(sm_read)?;
+        let membership = match membership {
+            Some(m) => stored_membership_from_pb(&m).map_err(sm_read)?,
+            None => StoredMembership::default(),
+        };
+        Ok((applied, membership))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<pb::ProposalResult>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut items = Vec::new();
+        let mut membership = None;
+        let mut last = None;
+        for e in entries {
+            last = Some(e.log_id);
+            let proposal = match e.payload {
+                EntryPayload::Normal(p) => Some(p),
+                EntryPayload::Membership(m) => {
+                    membership = Some(stored_membership_to_pb(&StoredMembership::new(Some(e.log_id), m)));
+                    None
+                }
+                EntryPayload::Blank => None,
+            };
+            items.push(ApplyEntry {
+                index: e.log_id.index,
+                proposal,
+            });
+        }
+        let Some(last) = last else {
+            return Ok(Vec::new());
+        };
+        let batch = ApplyBatch {
+            entries: items,
+            last_log_id: log_id_to_pb(&last),
+            membership,
+        };
+        let state = self.state.clone();
+        let results = blocking(move || state.apply(batch))
+            .await?
+            .map_err(|e| StorageError::from(StorageIOError::apply(last, &e)))?;
+        Ok(results.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>, StorageError> {
+        // Only openraft's chunk-by-chunk transport uses this; handlestore
+        // streams snapshots itself (see raft::service), but keep it correct.
+        let path = self
+            .snapshots
+            .incoming_path(&format!("chunked-{}", crate::state::now_ms()));
+        let file = tokio::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .await
+            .map_err(snap_err)?;
+        Ok(Box::new(file))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        mut data: Box<tokio::fs::File>,
+    ) -> Result<(), StorageError> {
+        let incoming = self.snapshots.incoming_path(&meta.snapshot_id);
+        if !incoming.exists() {
+            // Not received by our streaming service: copy the data handle.
+            let mut out = tokio::fs::File::create(&incoming).await.map_err(snap_err)?;
+            data.seek(io::SeekFrom::Start(0)).await.map_err(snap_err)?;
+            tokio::io::copy(&mut *data, &mut out).await.map_err(snap_err)?;
+            out.sync_all().await.map_err(snap_err)?;
+        }
+        let (state, snapshots) = (self.state.clone(), self.snapshots.clone());
+        let meta_pb = snapshot_meta_to_pb(meta);
+        let installed = blocking(move || -> Result<pb::SnapshotMeta, crate::state::StateError> {
+            snapshot::verify(&incoming)?;
+            snapshots.force_current(&incoming)?;
+            snapshot::install(&state, &snapshots.current_path())
+        })
+        .await?
+        .map_err(snap_err)?;
+        if installed.last_log_id != meta_pb.last_log_id {
+            return Err(snap_err(io::Error::other(
+                "installed snapshot does not match its metadata",
+            )));
+        }
+        tracing::info!(snapshot_id = %meta.snapshot_id, "installed snapshot");
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
+        let snapshots = self.snapshots.clone();
+        let meta = blocking(move || snapshots.current_meta()).await?.map_err(sm_read)?;
+        match meta {
+            None => Ok(None),
+            Some(meta) => Ok(Some(open_snapshot(self.snapshots.current_path(), &meta).await?)),
+        }
+    }
+}

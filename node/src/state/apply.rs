@@ -1,0 +1,410 @@
+//! Applying committed Raft entries: one RocksDB write batch per call, with an
+//! in-memory overlay so later commands in the batch see earlier ones.
+//!
+//! Everything here is deterministic given the entries and the prior state:
+//! time comes from the leader's stamp in each proposal (never this node's
+//! clock), so every replica computes the same expiries and answers.
+
+use std::collections::HashMap;
+
+use handlestore_proto::v1 as pb;
+use pb::command::Op;
+use prost::Message;
+use rocksdb::{DB, IteratorMode, ReadOptions, WriteBatch};
+
+use super::{Record, Result, StateLimits, decode, decode_u64, is_live, keys, meta};
+use crate::db::{self, CF_DEDUP, CF_DEDUP_AGE, CF_EXPIRY, CF_KV, CF_SM_META};
+
+/// Most remembered answers one command prunes or ages out, so a single entry
+/// never turns into an unbounded amount of work.
+const MAX_DEDUP_REMOVALS_PER_COMMAND: usize = 10_000;
+
+/// A run of committed entries to apply.
+pub struct ApplyBatch {
+    pub entries: Vec<ApplyEntry>,
+    /// The log id of the last entry (stored as the applied id).
+    pub last_log_id: pb::LogId,
+    /// The membership to record, if an entry in the batch changed it.
+    pub membership: Option<pb::StoredMembership>,
+}
+
+pub struct ApplyEntry {
+    pub index: u64,
+    /// None for blank and membership entries.
+    pub proposal: Option<pb::Proposal>,
+}
+
+pub(super) fn apply(db: &DB, limits: &StateLimits, batch: ApplyBatch) -> Result<Vec<Option<pb::ProposalResult>>> {
+    let mut tx = Tx::new(db, limits)?;
+    let mut out = Vec::with_capacity(batch.entries.len());
+    for entry in batch.entries {
+        let Some(proposal) = entry.proposal else {
+            out.push(None);
+            continue;
+        };
+        tx.clock = tx.clock.max(proposal.stamp_ms);
+        let mut results = Vec::with_capacity(proposal.commands.len());
+        for cmd in proposal.commands {
+            results.push(tx.apply_command(entry.index, cmd)?);
+        }
+        out.push(Some(pb::ProposalResult { results }));
+    }
+    tx.commit(&batch.last_log_id, batch.membership.as_ref())?;
+    Ok(out)
+}
+
+struct Tx<'a> {
+    db: &'a DB,
+    limits: &'a StateLimits,
+    wb: WriteBatch,
+    clock: u64,
+    kv: HashMap<Vec<u8>, Option<Record>>,
+    counts: HashMap<Vec<u8>, i64>,
+    dedup: HashMap<[u8; 16], Option<pb::DedupRecord>>,
+    dedup_count: u64,
+}
+
+fn ok() -> pb::CommandResult {
+    pb::CommandResult::default()
+}
+
+fn fail(code: pb::ResultCode, message: impl Into<String>) -> pb::CommandResult {
+    pb::CommandResult {
+        code: code as i32,
+        message: message.into(),
+        ..Default::default()
+    }
+}
+
+impl<'a> Tx<'a> {
+    fn new(db: &'a DB, limits: &'a StateLimits) -> Result<Self> {
+        let meta_cf = db::cf(db, CF_SM_META);
+        let clock = db.get_cf(meta_cf, meta::CLOCK)?.map(|v| decode_u64(&v)).unwrap_or(0);
+        let dedup_count = db
+            .get_cf(meta_cf, meta::DEDUP_COUNT)?
+            .map(|v| decode_u64(&v))
+            .unwrap_or(0);
+        Ok(Self {
+            db,
+            limits,
+            wb: WriteBatch::default(),
+            clock,
+            kv: HashMap::new(),
+            counts: HashMap::new(),
+            dedup: HashMap::new(),
+            dedup_count,
+        })
+    }
+
+    fn apply_command(&mut self, index: u64, cmd: pb::Command) -> Result<pb::CommandResult> {
+        let write_id = cmd.write_id.filter(|w| w.client_id != 0);
+        if let Some(w) = &write_id
+            && let Some(prev) = self.dedup_get(w.client_id, w.seq)?
+        {
+            return Ok(prev.result.unwrap_or_default());
+        }
+        let mut result = match cmd.op {
+            Some(Op::HandleWrite(w)) => self.handle_write(index, w)?,
+            Some(Op::HandleDelete(d)) => self.handle_delete(index, d)?,
+            Some(Op::Expire(e)) => self.expire(e)?,
+            None => fail(pb::ResultCode::ResultInvalid, "empty command"),
+        };
+        result.revision = index;
+        if let Some(w) = write_id {
+            self.remember(&w, &result)?;
+        }
+        Ok(result)
+    }
+
+    fn handle_write(&mut self, index: u64, w: pb::HandleWrite) -> Result<pb::CommandResult> {
+        if w.store.is_empty() || w.id.is_empty() {
+            return Ok(fail(pb::ResultCode::ResultInvalid, "store and id must not be empty"));
+        }
+        let key = keys::handle_key(&w.namespace, &w.store, &w.id);
+        let old = self.get_record(&key)?;
+        let live = old.as_ref().filter(|r| is_live(r, self.clock));
+        if let Some(expected) = w.expected_revision {
+            match live {
+                None => {
+                    return Ok(fail(
+                        pb::ResultCode::ResultNotFound,
+                        format!("handle {} does not exist (or expired)", w.id),
+                    ));
+                }
+                Some(r) if r.mod_revision != expected => {
+                    let mut res = fail(
+                        pb::ResultCode::ResultRevisionMismatch,
+                        format!(
+                            "handle {} is at revision {}, not the expected {expected}",
+                            w.id, r.mod_revision
+                        ),
+                    );
+                    res.current_revision = r.mod_revision;
+                    return Ok(res);
+                }
+                Some(_) => {}
+            }
+        }
+        if w.mode == pb::WriteMode::Create as i32 && live.is_some() {
+            return Ok(fail(
+                pb::ResultCode::ResultAlreadyExists,
+                format!("handle {} already exists", w.id),
+            ));
+        }
+        let expires_at_ms = match live {
+            Some(r) if w.keep_ttl => r.expires_at_ms,
+            _ if w.ttl_ms > 0 => self.clock.saturating_add(w.ttl_ms),
+            _ => 0,
+        };
+        let existed = live.is_some();
+        let id = w.id;
+        let rec = Record {
+            value: w.value,
+            create_revision: live.map(|r| r.create_revision).unwrap_or(index),
+            mod_revision: index,
+            expires_at_ms,
+            owner: String::new(),
+        };
+        self.put_record(key, rec, old.as_ref());
+        Ok(pb::CommandResult {
+            existed,
+            expires_at_ms,
+            id,
+            ..ok()
+        })
+    }
+
+    fn handle_delete(&mut self, _index: u64, d: pb::HandleDelete) -> Result<pb::CommandResult> {
+        let key = keys::handle_key(&d.namespace, &d.store, &d.id);
+        let Some(old) = self.get_record(&key)? else {
+            return Ok(if d.expected_revision.is_some() {
+                fail(
+                    pb::ResultCode::ResultNotFound,
+                    format!("handle {} does not exist", d.id),
+                )
+            } else {
+                ok()
+            });
+        };
+        let live = is_live(&old, self.clock);
+        if let Some(expected) = d.expected_revision {
+            if !live {
+                return Ok(fail(
+                    pb::ResultCode::ResultNotFound,
+                    format!("handle {} does not exist (or expired)", d.id),
+                ));
+            }
+            if old.mod_revision != expected {
+                let mut res = fail(
+                    pb::ResultCode::ResultRevisionMismatch,
+                    format!(
+                        "handle {} is at revision {}, not the expected {expected}",
+                        d.id, old.mod_revision
+                    ),
+                );
+                res.current_revision = old.mod_revision;
+                return Ok(res);
+            }
+        }
+        // An expired entry is removed as well, but was not "existing".
+        self.delete_record(key, &old);
+        Ok(pb::CommandResult { existed: live, ..ok() })
+    }
+
+    fn expire(&mut self, e: pb::Expire) -> Result<pb::CommandResult> {
+        let mut removed = 0u64;
+        for item in e.items {
+            let current = self.get_record(&item.key)?;
+            match current {
+                Some(rec)
+                    if rec.expires_at_ms == item.expires_at_ms
+                        && rec.expires_at_ms != 0
+                        && rec.expires_at_ms <= self.clock =>
+                {
+                    self.delete_record(item.key, &rec);
+                    removed += 1;
+                }
+                // Renewed since the sweep read the index: leave it. A stale
+                // index entry (the record is gone or has another expiry) is
+                // dropped.
+                Some(rec) if rec.expires_at_ms == item.expires_at_ms => {}
+                _ => self.wb.delete_cf(
+                    db::cf(self.db, CF_EXPIRY),
+                    keys::expiry_key(item.expires_at_ms, &item.key),
+                ),
+            }
+        }
+        self.age_out_dedup(e.dedup_before_ms)?;
+        Ok(pb::CommandResult { count: removed, ..ok() })
+    }
+
+    // ---- records ----------------------------------------------------------
+
+    fn get_record(&mut self, key: &[u8]) -> Result<Option<Record>> {
+        if let Some(v) = self.kv.get(key) {
+            return Ok(v.clone());
+        }
+        match self.db.get_pinned_cf(db::cf(self.db, CF_KV), key)? {
+            Some(raw) => Ok(Some(decode(&raw, "kv")?)),
+            None => Ok(None),
+        }
+    }
+
+    fn put_record(&mut self, key: Vec<u8>, rec: Record, old: Option<&Record>) {
+        let expiry_cf = db::cf(self.db, CF_EXPIRY);
+        if let Some(old) = old
+            && old.expires_at_ms != 0
+        {
+            self.wb.delete_cf(expiry_cf, keys::expiry_key(old.expires_at_ms, &key));
+        }
+        if rec.expires_at_ms != 0 {
+            self.wb.put_cf(expiry_cf, keys::expiry_key(rec.expires_at_ms, &key), []);
+        }
+        if old.is_none() {
+            self.bump_count(&key, 1);
+        }
+        self.wb.put_cf(db::cf(self.db, CF_KV), &key, rec.encode_to_vec());
+        self.kv.insert(key, Some(rec));
+    }
+
+    fn delete_record(&mut self, key: Vec<u8>, old: &Record) {
+        if old.expires_at_ms != 0 {
+            self.wb
+                .delete_cf(db::cf(self.db, CF_EXPIRY), keys::expiry_key(old.expires_at_ms, &key));
+        }
+        self.wb.delete_cf(db::cf(self.db, CF_KV), &key);
+        self.bump_count(&key, -1);
+        self.kv.insert(key, None);
+    }
+
+    fn bump_count(&mut self, key: &[u8], delta: i64) {
+        if let Some(scope) = keys::count_scope(key) {
+            *self.counts.entry(scope.to_vec()).or_default() += delta;
+        }
+    }
+
+    // ---- exactly-once answers ---------------------------------------------
+
+    fn dedup_get(&mut self, client_id: u64, seq: u64) -> Result<Option<pb::DedupRecord>> {
+        let k = keys::dedup_key(client_id, seq);
+        if let Some(v) = self.dedup.get(&k) {
+            return Ok(v.clone());
+        }
+        match self.db.get_pinned_cf(db::cf(self.db, CF_DEDUP), k)? {
+            Some(raw) => Ok(Some(decode(&raw, "dedup")?)),
+            None => Ok(None),
+        }
+    }
+
+    fn remember(&mut self, w: &pb::WriteId, result: &pb::CommandResult) -> Result<()> {
+        let rec = pb::DedupRecord {
+            stamp_ms: self.clock,
+            result: Some(result.clone()),
+        };
+        let k = keys::dedup_key(w.client_id, w.seq);
+        self.wb.put_cf(db::cf(self.db, CF_DEDUP), k, rec.encode_to_vec());
+        self.wb.put_cf(
+            db::cf(self.db, CF_DEDUP_AGE),
+            keys::dedup_age_key(self.clock, w.client_id, w.seq),
+            [],
+        );
+        self.dedup.insert(k, Some(rec));
+        self.dedup_count += 1;
+        if w.first_incomplete_seq > 0 {
+            self.prune_client(w.client_id, w.first_incomplete_seq.min(w.seq))?;
+        }
+        Ok(())
+    }
+
+    /// Forgets a client's answers below `below`: it told us it will never
+    /// retry those.
+    fn prune_client(&mut self, client_id: u64, below: u64) -> Result<()> {
+        let mut opts = ReadOptions::default();
+        opts.set_iterate_upper_bound(keys::dedup_key(client_id, below).to_vec());
+        let start = keys::dedup_key(client_id, 0);
+        let iter = self.db.iterator_cf_opt(
+            db::cf(self.db, CF_DEDUP),
+            opts,
+            IteratorMode::From(&start, rocksdb::Direction::Forward),
+        );
+        let mut victims = Vec::new();
+        for item in iter.take(MAX_DEDUP_REMOVALS_PER_COMMAND) {
+            let (k, v) = item?;
+            let rec: pb::DedupRecord = decode(&v, "dedup")?;
+            if let Some((c, s)) = keys::split_dedup_key(&k) {
+                victims.push((rec.stamp_ms, c, s));
+            }
+        }
+        for (stamp, c, s) in victims {
+            self.forget(stamp, c, s);
+        }
+        Ok(())
+    }
+
+    /// Ages out answers stamped before `before_ms`, and the oldest beyond the
+    /// size bound.
+    fn age_out_dedup(&mut self, before_ms: u64) -> Result<()> {
+        let iter = self.db.iterator_cf(db::cf(self.db, CF_DEDUP_AGE), IteratorMode::Start);
+        let mut victims = Vec::new();
+        let mut projected = self.dedup_count;
+        for item in iter.take(MAX_DEDUP_REMOVALS_PER_COMMAND) {
+            let (k, _) = item?;
+            let Some((stamp, c, s)) = keys::split_dedup_age_key(&k) else {
+                continue;
+            };
+            if stamp >= before_ms && projected <= self.limits.dedup_max_entries {
+                break;
+            }
+            victims.push((stamp, c, s));
+            projected = projected.saturating_sub(1);
+        }
+        for (stamp, c, s) in victims {
+            self.forget(stamp, c, s);
+        }
+        Ok(())
+    }
+
+    fn forget(&mut self, stamp: u64, client_id: u64, seq: u64) {
+        let k = keys::dedup_key(client_id, seq);
+        if matches!(self.dedup.get(&k), Some(None)) {
+            return; // already forgotten in this batch
+        }
+        self.wb.delete_cf(db::cf(self.db, CF_DEDUP), k);
+        self.wb.delete_cf(
+            db::cf(self.db, CF_DEDUP_AGE),
+            keys::dedup_age_key(stamp, client_id, seq),
+        );
+        self.dedup.insert(k, None);
+        self.dedup_count = self.dedup_count.saturating_sub(1);
+    }
+
+    // ---- commit -----------------------------------------------------------
+
+    fn commit(mut self, last: &pb::LogId, membership: Option<&pb::StoredMembership>) -> Result<()> {
+        let meta_cf = db::cf(self.db, CF_SM_META);
+        for (scope, delta) in std::mem::take(&mut self.counts) {
+            if delta == 0 {
+                continue;
+            }
+            let ck = keys::count_key(&scope);
+            let cur = self.db.get_cf(meta_cf, &ck)?.map(|v| decode_u64(&v)).unwrap_or(0);
+            let new = (cur as i64).saturating_add(delta).max(0) as u64;
+            if new == 0 {
+                self.wb.delete_cf(meta_cf, ck);
+            } else {
+                self.wb.put_cf(meta_cf, ck, new.to_be_bytes());
+            }
+        }
+        self.wb.put_cf(meta_cf, meta::CLOCK, self.clock.to_be_bytes());
+        self.wb
+            .put_cf(meta_cf, meta::DEDUP_COUNT, self.dedup_count.to_be_bytes());
+        self.wb.put_cf(meta_cf, meta::APPLIED, last.encode_to_vec());
+        if let Some(m) = membership {
+            self.wb.put_cf(meta_cf, meta::MEMBERSHIP, m.encode_to_vec());
+        }
+        // Not synced here: the Raft log (same WAL) is the durable source, and
+        // a restart re-applies from the persisted applied id.
+        self.db.write(self.wb)?;
+        Ok(())
+    }
+}

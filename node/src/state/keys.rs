@@ -1,0 +1,162 @@
+//! Byte encodings of keys in the state machine's column families.
+//!
+//! Data keys are length-prefixed so that one namespace (and one store inside
+//! it) is a contiguous, prefix-scannable range:
+//! `b'h' | len(ns) | ns | len(store) | store | id` for handles.
+
+use handlestore_proto::v1 as pb;
+
+/// Tag of handle keys.
+pub const TAG_HANDLE: u8 = b'h';
+
+/// Prefix of every handle in `store` of namespace `ns`.
+pub fn handle_store_prefix(ns: &str, store: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(3 + ns.len() + store.len());
+    k.push(TAG_HANDLE);
+    push_short(&mut k, ns.as_bytes());
+    push_short(&mut k, store.as_bytes());
+    k
+}
+
+/// The data key of one handle.
+pub fn handle_key(ns: &str, store: &str, id: &str) -> Vec<u8> {
+    let mut k = handle_store_prefix(ns, store);
+    k.extend_from_slice(id.as_bytes());
+    k
+}
+
+/// The prefix that owns `key` for counting purposes (its store), if `key` is
+/// a well-formed handle key.
+pub fn count_scope(key: &[u8]) -> Option<&[u8]> {
+    if key.first() != Some(&TAG_HANDLE) {
+        return None;
+    }
+    let ns_len = *key.get(1)? as usize;
+    let store_len_at = 2 + ns_len;
+    let store_len = *key.get(store_len_at)? as usize;
+    let end = store_len_at + 1 + store_len;
+    (key.len() >= end).then(|| &key[..end])
+}
+
+/// Meta key holding the number of entries (live or awaiting expiry) under a
+/// count scope.
+pub fn count_key(scope: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + scope.len());
+    k.push(b'c');
+    k.extend_from_slice(scope);
+    k
+}
+
+/// Expiry index key: `expires_at_ms BE | data key`. Ordered by time, so the
+/// sweep reads only what is due.
+pub fn expiry_key(expires_at_ms: u64, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(8 + key.len());
+    k.extend_from_slice(&expires_at_ms.to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
+
+/// Splits an expiry index key back into its time and data key.
+pub fn split_expiry_key(k: &[u8]) -> Option<(u64, &[u8])> {
+    let (ts, key) = k.split_at_checked(8)?;
+    Some((u64::from_be_bytes(ts.try_into().ok()?), key))
+}
+
+pub fn dedup_key(client_id: u64, seq: u64) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&client_id.to_be_bytes());
+    k[8..].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+pub fn dedup_age_key(stamp_ms: u64, client_id: u64, seq: u64) -> [u8; 24] {
+    let mut k = [0u8; 24];
+    k[..8].copy_from_slice(&stamp_ms.to_be_bytes());
+    k[8..16].copy_from_slice(&client_id.to_be_bytes());
+    k[16..].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+pub fn split_dedup_age_key(k: &[u8]) -> Option<(u64, u64, u64)> {
+    if k.len() != 24 {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| u64::from_be_bytes(k[r].try_into().unwrap_or([0; 8]));
+    Some((n(0..8), n(8..16), n(16..24)))
+}
+
+pub fn split_dedup_key(k: &[u8]) -> Option<(u64, u64)> {
+    if k.len() != 16 {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| u64::from_be_bytes(k[r].try_into().unwrap_or([0; 8]));
+    Some((n(0..8), n(8..16)))
+}
+
+/// The smallest key strictly greater than every key that starts with
+/// `prefix`, or None if there is none (prefix of all 0xFF).
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// The data key a command writes, if it writes exactly one: the proposer
+/// keeps two writes of one key out of one log entry.
+pub fn conflict_key(cmd: &pb::Command) -> Option<Vec<u8>> {
+    use pb::command::Op;
+    match cmd.op.as_ref()? {
+        Op::HandleWrite(w) => Some(handle_key(&w.namespace, &w.store, &w.id)),
+        Op::HandleDelete(d) => Some(handle_key(&d.namespace, &d.store, &d.id)),
+        Op::Expire(_) => None,
+    }
+}
+
+fn push_short(k: &mut Vec<u8>, part: &[u8]) {
+    // Callers validate lengths (<= 64 bytes) before anything reaches here;
+    // saturate rather than wrap so a bug can never alias two keys silently.
+    k.push(u8::try_from(part.len()).unwrap_or(u8::MAX));
+    k.extend_from_slice(part);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stores_do_not_alias() {
+        // "ab"+"c" and "a"+"bc" must not share a prefix.
+        let a = handle_store_prefix("ab", "c");
+        let b = handle_store_prefix("a", "bc");
+        assert!(!a.starts_with(&b) && !b.starts_with(&a));
+        assert_ne!(handle_key("default", "cart", "X"), handle_key("default", "carts", ""));
+    }
+
+    #[test]
+    fn count_scope_is_store_prefix() {
+        let k = handle_key("ns", "cart", "ABC");
+        assert_eq!(count_scope(&k), Some(handle_store_prefix("ns", "cart").as_slice()));
+        assert_eq!(count_scope(b"h"), None);
+        assert_eq!(count_scope(&[b'h', 200]), None);
+    }
+
+    #[test]
+    fn expiry_key_round_trip_and_order() {
+        let k1 = expiry_key(5, b"zzz");
+        let k2 = expiry_key(6, b"aaa");
+        assert!(k1 < k2);
+        assert_eq!(split_expiry_key(&k1), Some((5, &b"zzz"[..])));
+    }
+
+    #[test]
+    fn prefix_end_works() {
+        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_end(&[1, 0xFF]), Some(vec![2]));
+        assert_eq!(prefix_end(&[0xFF]), None);
+    }
+}

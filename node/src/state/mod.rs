@@ -1,0 +1,217 @@
+//! The replicated state machine: keyspace, expiry, revisions, exactly-once
+//! answers. It knows RocksDB and the prost command types, nothing of gRPC or
+//! of openraft (the `raft` module adapts it to openraft's traits).
+//!
+//! Reads here are local: callers (the api layer) decide beforehand whether
+//! this node has applied enough for the consistency they promised.
+
+mod apply;
+pub mod keys;
+pub mod snapshot;
+
+use std::sync::Arc;
+
+use handlestore_proto::v1 as pb;
+use prost::Message;
+use rocksdb::{DB, IteratorMode, ReadOptions};
+use tokio::sync::watch;
+
+use crate::db::{self, CF_EXPIRY, CF_KV, CF_SM_META};
+
+pub use apply::{ApplyBatch, ApplyEntry};
+
+/// Meta keys in `CF_SM_META`.
+pub(crate) mod meta {
+    pub const APPLIED: &[u8] = b"applied";
+    pub const MEMBERSHIP: &[u8] = b"membership";
+    pub const CLOCK: &[u8] = b"clock";
+    pub const DEDUP_COUNT: &[u8] = b"dedup_count";
+    /// Present while a snapshot is being installed: the state is only partly
+    /// replaced and must be installed again from the snapshot file on start.
+    pub const INSTALLING: &[u8] = b"installing";
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("rocksdb: {0}")]
+    Db(#[from] rocksdb::Error),
+    #[error("corrupt record under {what}: {err}")]
+    Decode { what: &'static str, err: String },
+    #[error("snapshot: {0}")]
+    Snapshot(String),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub type Result<T, E = StateError> = std::result::Result<T, E>;
+
+/// Tunables of the state machine that every replica must agree on are in the
+/// commands themselves; these are local bounds.
+#[derive(Debug, Clone)]
+pub struct StateLimits {
+    /// Upper bound on remembered write answers; the oldest are forgotten
+    /// first when it is exceeded.
+    pub dedup_max_entries: u64,
+}
+
+impl Default for StateLimits {
+    fn default() -> Self {
+        Self {
+            dedup_max_entries: 1_000_000,
+        }
+    }
+}
+
+/// A handle as stored, with its revisions.
+pub type Record = pb::Record;
+
+/// The state machine over the shared RocksDB.
+pub struct StateStore {
+    db: Arc<DB>,
+    applied_tx: watch::Sender<u64>,
+    limits: StateLimits,
+}
+
+impl StateStore {
+    pub fn open(db: Arc<DB>, limits: StateLimits) -> Result<Arc<Self>> {
+        let applied = read_meta::<pb::LogId>(&db, meta::APPLIED)?
+            .map(|l| l.index)
+            .unwrap_or(0);
+        let (applied_tx, _) = watch::channel(applied);
+        Ok(Arc::new(Self { db, applied_tx, limits }))
+    }
+
+    pub fn db(&self) -> &Arc<DB> {
+        &self.db
+    }
+
+    /// The index of the last applied Raft entry: the store's revision.
+    pub fn applied_index(&self) -> u64 {
+        *self.applied_tx.borrow()
+    }
+
+    /// Watch the applied index (for read gates that wait for a revision).
+    pub fn subscribe_applied(&self) -> watch::Receiver<u64> {
+        self.applied_tx.subscribe()
+    }
+
+    pub(crate) fn publish_applied(&self, index: u64) {
+        self.applied_tx.send_if_modified(|cur| {
+            let changed = index != *cur;
+            *cur = index;
+            changed
+        });
+    }
+
+    /// The last applied log id and membership, as persisted.
+    pub fn applied_state(&self) -> Result<(Option<pb::LogId>, Option<pb::StoredMembership>)> {
+        Ok((
+            read_meta(&self.db, meta::APPLIED)?,
+            read_meta(&self.db, meta::MEMBERSHIP)?,
+        ))
+    }
+
+    /// Reads one handle, hiding it if it expired at `now_ms`.
+    pub fn get_handle(&self, ns: &str, store: &str, id: &str, now_ms: u64) -> Result<Option<Record>> {
+        let key = keys::handle_key(ns, store, id);
+        let Some(raw) = self.db.get_pinned_cf(db::cf(&self.db, CF_KV), &key)? else {
+            return Ok(None);
+        };
+        let rec = decode::<Record>(&raw, "kv")?;
+        Ok(is_live(&rec, now_ms).then_some(rec))
+    }
+
+    /// The number of live handles in one store at `now_ms`: the stored count
+    /// minus entries that are due but not yet swept (read from the expiry
+    /// index, which the sweep keeps short), from one consistent snapshot.
+    pub fn len(&self, ns: &str, store: &str, now_ms: u64) -> Result<u64> {
+        let scope = keys::handle_store_prefix(ns, store);
+        let snap = self.db.snapshot();
+        let count = snap
+            .get_cf(db::cf(&self.db, CF_SM_META), keys::count_key(&scope))?
+            .map(|v| decode_u64(&v))
+            .unwrap_or(0);
+        let mut due = 0u64;
+        let mut opts = ReadOptions::default();
+        opts.set_iterate_upper_bound(keys::expiry_key(now_ms.saturating_add(1), &[]));
+        let iter = snap.iterator_cf_opt(db::cf(&self.db, CF_EXPIRY), opts, IteratorMode::Start);
+        for item in iter {
+            let (k, _) = item?;
+            if let Some((_, key)) = keys::split_expiry_key(&k)
+                && key.starts_with(&scope)
+            {
+                due += 1;
+            }
+        }
+        Ok(count.saturating_sub(due))
+    }
+
+    /// Entries whose expiry has passed at `now_ms`, oldest first, at most
+    /// `limit`: the input of one sweep command.
+    pub fn due_expiries(&self, now_ms: u64, limit: usize) -> Result<Vec<pb::ExpireItem>> {
+        let mut opts = ReadOptions::default();
+        opts.set_iterate_upper_bound(keys::expiry_key(now_ms.saturating_add(1), &[]));
+        let iter = self
+            .db
+            .iterator_cf_opt(db::cf(&self.db, CF_EXPIRY), opts, IteratorMode::Start);
+        let mut out = Vec::new();
+        for item in iter.take(limit) {
+            let (k, _) = item?;
+            if let Some((ts, key)) = keys::split_expiry_key(&k) {
+                out.push(pb::ExpireItem {
+                    key: key.to_vec(),
+                    expires_at_ms: ts,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The state machine's clock: the latest leader stamp applied.
+    pub fn clock_ms(&self) -> Result<u64> {
+        Ok(self
+            .db
+            .get_cf(db::cf(&self.db, CF_SM_META), meta::CLOCK)?
+            .map(|v| decode_u64(&v))
+            .unwrap_or(0))
+    }
+
+    /// Applies committed entries (blocking: call from a blocking thread).
+    pub fn apply(&self, batch: ApplyBatch) -> Result<Vec<Option<pb::ProposalResult>>> {
+        let last = batch.last_log_id.index;
+        let out = apply::apply(&self.db, &self.limits, batch)?;
+        self.publish_applied(last);
+        Ok(out)
+    }
+}
+
+/// Whether a record is visible at `now_ms`.
+pub fn is_live(rec: &Record, now_ms: u64) -> bool {
+    rec.expires_at_ms == 0 || rec.expires_at_ms > now_ms
+}
+
+pub(crate) fn read_meta<M: Message + Default>(db: &DB, key: &[u8]) -> Result<Option<M>> {
+    match db.get_pinned_cf(db::cf(db, CF_SM_META), key)? {
+        Some(raw) => Ok(Some(decode(&raw, "sm_meta")?)),
+        None => Ok(None),
+    }
+}
+
+pub(crate) fn decode<M: Message + Default>(raw: &[u8], what: &'static str) -> Result<M> {
+    M::decode(raw).map_err(|e| StateError::Decode {
+        what,
+        err: e.to_string(),
+    })
+}
+
+pub(crate) fn decode_u64(raw: &[u8]) -> u64 {
+    raw.try_into().map(u64::from_be_bytes).unwrap_or(0)
+}
+
+/// Wall clock in unix milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

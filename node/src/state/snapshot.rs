@@ -1,0 +1,285 @@
+//! Snapshot files: a point-in-time copy of the state machine's column
+//! families, taken from a RocksDB snapshot (so building one never blocks
+//! writes), written to disk, streamed to laggards in chunks, and installed by
+//! replacing the state column families.
+//!
+//! File format (all integers big-endian):
+//! `MAGIC | u32 meta_len | meta (prost SnapshotMeta) |`
+//! `{ u8 cf | u32 key_len | key | u32 value_len | value }* | u8 END | u64 records`
+
+use std::fs::{self, File};
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use handlestore_proto::v1 as pb;
+use prost::Message;
+use rocksdb::{DB, IteratorMode, WriteBatch};
+
+use super::{Result, StateError, StateStore, decode, meta};
+use crate::db::{self, CF_SM_META, STATE_CFS};
+
+const MAGIC: &[u8; 8] = b"HSSNAP01";
+const END: u8 = 0xFF;
+/// Flush the install write batch at this size.
+const INSTALL_BATCH_BYTES: usize = 4 << 20;
+/// Upper bound on one key or value in a snapshot file (sanity check).
+const MAX_FIELD: u32 = 256 << 20;
+const CURRENT: &str = "current.snap";
+
+/// The snapshot directory of one node.
+pub struct SnapshotDir {
+    dir: PathBuf,
+}
+
+impl SnapshotDir {
+    pub fn new(dir: PathBuf) -> Result<Self> {
+        fs::create_dir_all(&dir)?;
+        Ok(Self { dir })
+    }
+
+    pub fn current_path(&self) -> PathBuf {
+        self.dir.join(CURRENT)
+    }
+
+    /// A fresh path for a snapshot being received.
+    pub fn incoming_path(&self, snapshot_id: &str) -> PathBuf {
+        let safe: String = snapshot_id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .take(100)
+            .collect();
+        self.dir.join(format!("incoming-{safe}.snap"))
+    }
+
+    /// The metadata of the current snapshot, if there is one.
+    pub fn current_meta(&self) -> Result<Option<pb::SnapshotMeta>> {
+        let path = self.current_path();
+        if !path.exists() {
+            return Ok(None);
+        }
+        let mut r = BufReader::new(File::open(&path)?);
+        Ok(Some(read_header(&mut r)?))
+    }
+
+    /// Builds a snapshot of `state` and makes it current. Returns its meta.
+    pub fn build(&self, state: &StateStore) -> Result<pb::SnapshotMeta> {
+        let db = state.db();
+        let snap = db.snapshot();
+        let meta_cf = db::cf(db, CF_SM_META);
+        let last_log_id: Option<pb::LogId> = snap
+            .get_cf(meta_cf, meta::APPLIED)?
+            .map(|raw| decode(&raw, "sm_meta"))
+            .transpose()?;
+        let last_membership: Option<pb::StoredMembership> = snap
+            .get_cf(meta_cf, meta::MEMBERSHIP)?
+            .map(|raw| decode(&raw, "sm_meta"))
+            .transpose()?;
+        let (term, index) = last_log_id
+            .as_ref()
+            .map(|l| (l.leader_id.as_ref().map(|x| x.term).unwrap_or(0), l.index))
+            .unwrap_or((0, 0));
+        let meta = pb::SnapshotMeta {
+            last_log_id,
+            last_membership,
+            snapshot_id: format!("{term}-{index}-{}", super::now_ms()),
+        };
+        let tmp = self.dir.join(format!("building-{}.snap", meta.snapshot_id));
+        let written = (|| -> Result<()> {
+            let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+            write_header(&mut w, &meta)?;
+            let mut records = 0u64;
+            for (i, name) in STATE_CFS.iter().enumerate() {
+                let iter = snap.iterator_cf(db::cf(db, name), IteratorMode::Start);
+                for item in iter {
+                    let (k, v) = item?;
+                    w.write_all(&[i as u8])?;
+                    write_field(&mut w, &k)?;
+                    write_field(&mut w, &v)?;
+                    records += 1;
+                }
+            }
+            w.write_all(&[END])?;
+            w.write_all(&records.to_be_bytes())?;
+            let f = w.into_inner().map_err(|e| e.into_error())?;
+            f.sync_all()?;
+            Ok(())
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        self.make_current(&tmp, &meta)?;
+        Ok(meta)
+    }
+
+    /// Atomically makes `path` the current snapshot, unless the current one
+    /// is already newer.
+    pub fn make_current(&self, path: &Path, meta: &pb::SnapshotMeta) -> Result<()> {
+        let newer_exists = self.current_meta()?.is_some_and(|cur| {
+            let idx = |m: &pb::SnapshotMeta| m.last_log_id.as_ref().map(|l| l.index);
+            idx(&cur) > idx(meta)
+        });
+        if newer_exists {
+            fs::remove_file(path)?;
+            return Ok(());
+        }
+        self.force_current(path)
+    }
+
+    /// Makes `path` the current snapshot unconditionally (installing a
+    /// snapshot the leader sent).
+    pub fn force_current(&self, path: &Path) -> Result<()> {
+        fs::rename(path, self.current_path())?;
+        File::open(&self.dir)?.sync_all()?;
+        Ok(())
+    }
+
+    /// Removes snapshot files left half-written by a previous run. Call at
+    /// start-up, before anything builds or receives a snapshot.
+    pub fn remove_leftovers(&self) -> Result<()> {
+        for entry in fs::read_dir(&self.dir)? {
+            let p = entry?.path();
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if name.starts_with("building-") || name.starts_with("incoming-") {
+                fs::remove_file(&p)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn write_header(w: &mut impl Write, meta: &pb::SnapshotMeta) -> std::io::Result<()> {
+    w.write_all(MAGIC)?;
+    write_field(w, &meta.encode_to_vec())
+}
+
+fn write_field(w: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    w.write_all(&(bytes.len() as u32).to_be_bytes())?;
+    w.write_all(bytes)
+}
+
+fn bad(msg: impl Into<String>) -> StateError {
+    StateError::Snapshot(msg.into())
+}
+
+/// Reads and checks the header of a snapshot file.
+pub fn read_header(r: &mut impl Read) -> Result<pb::SnapshotMeta> {
+    let mut magic = [0u8; 8];
+    r.read_exact(&mut magic).map_err(|_| bad("file too short"))?;
+    if &magic != MAGIC {
+        return Err(bad("not a handlestore snapshot (bad magic)"));
+    }
+    let raw = read_field(r)?;
+    decode(&raw, "snapshot meta")
+}
+
+fn read_field(r: &mut impl Read) -> Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len).map_err(|_| bad("truncated record"))?;
+    let len = u32::from_be_bytes(len);
+    if len > MAX_FIELD {
+        return Err(bad(format!("record of {len} bytes is implausible")));
+    }
+    let mut buf = vec![0u8; len as usize];
+    r.read_exact(&mut buf).map_err(|_| bad("truncated record"))?;
+    Ok(buf)
+}
+
+/// Reads every record of a snapshot file, calling `f(cf_index, key, value)`.
+/// Fails on any malformation, including a missing end marker or a wrong
+/// record count.
+fn for_each_record(path: &Path, mut f: impl FnMut(usize, Vec<u8>, Vec<u8>) -> Result<()>) -> Result<pb::SnapshotMeta> {
+    let mut r = BufReader::with_capacity(1 << 20, File::open(path)?);
+    let meta = read_header(&mut r)?;
+    let mut records = 0u64;
+    loop {
+        let mut tag = [0u8; 1];
+        r.read_exact(&mut tag).map_err(|_| bad("missing end marker"))?;
+        if tag[0] == END {
+            let mut n = [0u8; 8];
+            r.read_exact(&mut n).map_err(|_| bad("missing record count"))?;
+            if u64::from_be_bytes(n) != records {
+                return Err(bad("record count mismatch"));
+            }
+            return Ok(meta);
+        }
+        let cf = tag[0] as usize;
+        if cf >= STATE_CFS.len() {
+            return Err(bad(format!("unknown column family tag {cf}")));
+        }
+        let k = read_field(&mut r)?;
+        let v = read_field(&mut r)?;
+        f(cf, k, v)?;
+        records += 1;
+    }
+}
+
+/// Checks that a snapshot file is complete and well-formed.
+pub fn verify(path: &Path) -> Result<pb::SnapshotMeta> {
+    for_each_record(path, |_, _, _| Ok(()))
+}
+
+/// Replaces the state machine's contents with the snapshot at `path`
+/// (which must already be the current snapshot file, so that a crash in the
+/// middle is finished on the next start; see [`resume_install`]).
+pub fn install(state: &StateStore, path: &Path) -> Result<pb::SnapshotMeta> {
+    let db = state.db();
+    let meta = verify(path)?;
+    let meta_cf = db::cf(db, CF_SM_META);
+    let mut sync = rocksdb::WriteOptions::default();
+    sync.set_sync(true);
+    db.put_cf_opt(meta_cf, meta::INSTALLING, [1], &sync)?;
+    clear_state(db)?;
+    let mut wb = WriteBatch::default();
+    for_each_record(path, |cf, k, v| {
+        let name = STATE_CFS[cf];
+        // The marker is ours, not the snapshot's.
+        if !(name == CF_SM_META && k == meta::INSTALLING) {
+            wb.put_cf(db::cf(db, name), k, v);
+        }
+        if wb.size_in_bytes() >= INSTALL_BATCH_BYTES {
+            db.write(std::mem::take(&mut wb))?;
+        }
+        Ok(())
+    })?;
+    if let Some(l) = &meta.last_log_id {
+        wb.put_cf(meta_cf, meta::APPLIED, l.encode_to_vec());
+    }
+    if let Some(m) = &meta.last_membership {
+        wb.put_cf(meta_cf, meta::MEMBERSHIP, m.encode_to_vec());
+    }
+    wb.delete_cf(meta_cf, meta::INSTALLING);
+    db.write_opt(wb, &sync)?;
+    state.publish_applied(meta.last_log_id.as_ref().map(|l| l.index).unwrap_or(0));
+    Ok(meta)
+}
+
+/// Finishes an install that a crash interrupted. Call once at start-up.
+pub fn resume_install(state: &StateStore, dir: &SnapshotDir) -> Result<bool> {
+    let db = state.db();
+    if db.get_cf(db::cf(db, CF_SM_META), meta::INSTALLING)?.is_none() {
+        return Ok(false);
+    }
+    tracing::warn!("a snapshot install was interrupted; installing it again");
+    install(state, &dir.current_path())?;
+    Ok(true)
+}
+
+fn clear_state(db: &DB) -> Result<()> {
+    // Every state key is shorter than this (ids, stores and namespaces are
+    // length-checked at the api), so the range covers all of them.
+    let end = vec![0xFFu8; 64 * 1024];
+    for name in STATE_CFS {
+        let cf = db::cf(db, name);
+        if name == CF_SM_META {
+            // Keep the install marker: it must survive until the end.
+            let mut after = meta::INSTALLING.to_vec();
+            after.push(0);
+            db.delete_range_cf(cf, [].as_slice(), meta::INSTALLING)?;
+            db.delete_range_cf(cf, after.as_slice(), end.as_slice())?;
+        } else {
+            db.delete_range_cf(cf, [].as_slice(), end.as_slice())?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,24 @@
+//! Generates the handlestore.v1 gRPC code with a vendored `protoc`, so a fresh
+//! machine needs no protobuf compiler installed.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let protoc = protoc_bin_vendored::protoc_bin_path()?;
+    // SAFETY: build scripts are single-threaded; nothing else reads the
+    // environment concurrently.
+    unsafe { std::env::set_var("PROTOC", protoc) };
+
+    let protos = [
+        "handlestore/v1/common.proto",
+        "handlestore/v1/handles.proto",
+        "handlestore/v1/admin.proto",
+        "handlestore/v1/raft.proto",
+    ];
+    for p in &protos {
+        println!("cargo:rerun-if-changed={p}");
+    }
+    tonic_prost_build::configure()
+        // Raft log payloads must be serde types (openraft's `serde` feature).
+        .type_attribute(".handlestore.v1", "#[derive(serde::Serialize, serde::Deserialize)]")
+        .compile_protos(&protos, &["."])?;
+    Ok(())
+}

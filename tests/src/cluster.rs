@@ -1,0 +1,410 @@
+//! A cluster of real `handlestore node` processes.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use handlestore_client::Client;
+use handlestore_proto::v1 as pb;
+use pb::admin_client::AdminClient;
+
+/// The `handlestore` binary under test: `$HANDLESTORE_BIN`, or the one
+/// built beside this test executable (`target/<profile>/handlestore`).
+pub fn handlestore_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("HANDLESTORE_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> -> target/<profile>/handlestore
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let bin = dir.join("handlestore");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first (cargo build --release -p handlestore-node), or run tests/run.sh",
+        bin.display()
+    );
+    bin
+}
+
+/// Ports handed out by this process, so parallel tests never share one.
+static USED_PORTS: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+
+/// A free loopback port, never the same twice in this process.
+pub fn free_port() -> u16 {
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("binding an ephemeral port");
+        let mut used = USED_PORTS.lock().unwrap_or_else(|p| p.into_inner());
+        if used.get_or_insert_with(HashSet::new).insert(port) {
+            return port;
+        }
+    }
+}
+
+/// The first of `n` consecutive free loopback ports.
+pub fn free_port_run(n: u16) -> u16 {
+    loop {
+        let base = free_port();
+        let rest_free = (1..n).all(|i| {
+            base.checked_add(i)
+                .is_some_and(|p| TcpListener::bind(("127.0.0.1", p)).is_ok())
+        });
+        if rest_free {
+            let mut used = USED_PORTS.lock().unwrap_or_else(|p| p.into_inner());
+            let used = used.get_or_insert_with(HashSet::new);
+            if (1..n).all(|i| used.insert(base + i)) {
+                return base;
+            }
+        }
+    }
+}
+
+pub struct TestNode {
+    pub id: u64,
+    pub addr: String,
+    pub data: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+    /// Paused with SIGSTOP.
+    paused: bool,
+}
+
+impl TestNode {
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+}
+
+/// Builds a [`TestCluster`].
+pub struct TestClusterBuilder {
+    size: usize,
+    extra_args: Vec<String>,
+}
+
+impl TestClusterBuilder {
+    /// Extra flags for every node (e.g. `--snapshot-entries 50`).
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.extra_args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub async fn start(self) -> Result<TestCluster> {
+        let dir = tempfile::Builder::new().prefix("handlestore-test-").tempdir()?;
+        let mut nodes = Vec::new();
+        for i in 0..self.size {
+            let id = i as u64 + 1;
+            nodes.push(TestNode {
+                id,
+                addr: format!("127.0.0.1:{}", free_port()),
+                data: dir.path().join(format!("n{id}")),
+                log: dir.path().join(format!("n{id}.log")),
+                child: None,
+                paused: false,
+            });
+        }
+        let mut cluster = TestCluster {
+            nodes,
+            dir,
+            extra_args: self.extra_args,
+        };
+        for id in 1..=self.size as u64 {
+            cluster.spawn(id)?;
+        }
+        cluster.wait_leader(Duration::from_secs(30)).await?;
+        Ok(cluster)
+    }
+}
+
+/// Real `handlestore` processes on loopback. Dropping it kills them all
+/// and removes their data; if the test is failing, node logs are printed.
+pub struct TestCluster {
+    pub nodes: Vec<TestNode>,
+    dir: tempfile::TempDir,
+    extra_args: Vec<String>,
+}
+
+impl TestCluster {
+    pub fn builder(size: usize) -> TestClusterBuilder {
+        TestClusterBuilder {
+            size,
+            extra_args: Vec::new(),
+        }
+    }
+
+    /// Starts `size` nodes with test defaults and waits for a leader.
+    pub async fn start(size: usize) -> Result<Self> {
+        Self::builder(size).start().await
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn node(&self, id: u64) -> &TestNode {
+        &self.nodes[(id - 1) as usize]
+    }
+
+    fn node_mut(&mut self, id: u64) -> &mut TestNode {
+        &mut self.nodes[(id - 1) as usize]
+    }
+
+    pub fn initial_cluster(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("{}={}", n.id, n.addr))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn spawn(&mut self, id: u64) -> Result<()> {
+        let initial = self.initial_cluster();
+        let extra = self.extra_args.clone();
+        let node = self.node_mut(id);
+        std::fs::create_dir_all(&node.data)?;
+        let log = File::options().create(true).append(true).open(&node.log)?;
+        let child = Command::new(handlestore_bin())
+            .arg("node")
+            .args(["--id", &id.to_string()])
+            .args(["--listen", &node.addr])
+            .arg("--data")
+            .arg(&node.data)
+            .args(["--initial-cluster", &initial])
+            .args([
+                "--heartbeat",
+                "100ms",
+                "--election-timeout",
+                "700ms",
+                "--sweep-interval",
+                "100ms",
+            ])
+            .args(&extra)
+            .env(
+                "RUST_LOG",
+                std::env::var("HANDLESTORE_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdout(Stdio::from(log.try_clone()?))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .context("spawning handlestore node")?;
+        node.child = Some(child);
+        node.paused = false;
+        Ok(())
+    }
+
+    /// Adds (and starts) a node that is not in the initial cluster; it
+    /// starts with `--initial-cluster-state existing` and waits to be added.
+    pub fn spawn_extra(&mut self) -> Result<u64> {
+        let id = self.nodes.len() as u64 + 1;
+        self.nodes.push(TestNode {
+            id,
+            addr: format!("127.0.0.1:{}", free_port()),
+            data: self.dir.path().join(format!("n{id}")),
+            log: self.dir.path().join(format!("n{id}.log")),
+            child: None,
+            paused: false,
+        });
+        let saved = self.extra_args.clone();
+        self.extra_args
+            .extend(["--initial-cluster-state".to_string(), "existing".to_string()]);
+        let res = self.spawn(id);
+        self.extra_args = saved;
+        res.map(|_| id)
+    }
+
+    pub fn endpoints(&self) -> Vec<String> {
+        self.nodes.iter().map(TestNode::endpoint).collect()
+    }
+
+    /// A client over every node.
+    pub fn client(&self) -> Client {
+        Client::builder(self.endpoints()).build().expect("client")
+    }
+
+    /// A client that only talks to one node.
+    pub fn client_for(&self, id: u64) -> Client {
+        Client::builder([self.node(id).endpoint()]).build().expect("client")
+    }
+
+    /// Kills a node with SIGKILL (a crash: no shutdown path runs).
+    pub fn kill(&mut self, id: u64) {
+        let node = self.node_mut(id);
+        if let Some(mut c) = node.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        node.paused = false;
+    }
+
+    /// Stops a node with SIGTERM and waits for it to exit.
+    pub fn stop(&mut self, id: u64) -> Result<()> {
+        let node = self.node_mut(id);
+        if let Some(mut c) = node.child.take() {
+            signal(c.id(), "TERM")?;
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                if c.try_wait()?.is_some() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    bail!("node {id} did not stop within 20s of SIGTERM");
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Ok(())
+    }
+
+    /// SIGSTOP: the process freezes (like a long GC pause or a stalled VM).
+    pub fn pause(&mut self, id: u64) -> Result<()> {
+        let node = self.node_mut(id);
+        let pid = node.pid().ok_or_else(|| anyhow!("node {id} is not running"))?;
+        signal(pid, "STOP")?;
+        node.paused = true;
+        Ok(())
+    }
+
+    /// SIGCONT after `pause`.
+    pub fn resume(&mut self, id: u64) -> Result<()> {
+        let node = self.node_mut(id);
+        let pid = node.pid().ok_or_else(|| anyhow!("node {id} is not running"))?;
+        signal(pid, "CONT")?;
+        node.paused = false;
+        Ok(())
+    }
+
+    /// Starts a stopped or killed node again from its data directory.
+    pub fn restart(&mut self, id: u64) -> Result<()> {
+        if self.node(id).is_running() {
+            bail!("node {id} is running");
+        }
+        self.spawn(id)
+    }
+
+    pub async fn status(&self, id: u64) -> Result<pb::StatusResponse> {
+        let ch = tonic::transport::Endpoint::from_shared(self.node(id).endpoint())?
+            .connect_timeout(Duration::from_secs(1))
+            .connect()
+            .await?;
+        let mut req = tonic::Request::new(pb::StatusRequest {});
+        req.set_timeout(Duration::from_secs(2));
+        Ok(AdminClient::new(ch).status(req).await?.into_inner())
+    }
+
+    /// Waits until the running nodes agree on a leader; returns its id.
+    pub async fn wait_leader(&self, timeout: Duration) -> Result<u64> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut leaders = HashSet::new();
+            let mut answered = 0;
+            for n in self.nodes.iter().filter(|n| n.is_running() && !n.paused) {
+                if let Ok(s) = self.status(n.id).await {
+                    answered += 1;
+                    if s.leader_id != 0 {
+                        leaders.insert((s.leader_id, s.term));
+                    }
+                    if s.state == "leader" {
+                        leaders.insert((s.node_id, s.term));
+                    }
+                }
+            }
+            if answered > 0 && leaders.len() == 1 {
+                let (leader, _) = leaders.iter().next().copied().unwrap_or_default();
+                if self.node(leader).is_running() && !self.node(leader).paused {
+                    return Ok(leader);
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("no single leader within {timeout:?}: saw {leaders:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until node `id` has applied at least `index`.
+    pub async fn wait_applied(&self, id: u64, index: u64, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(s) = self.status(id).await
+                && s.applied_index >= index
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let seen = self.status(id).await.map(|s| s.applied_index).ok();
+                bail!("node {id} did not apply {index} within {timeout:?} (at {seen:?})");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The last lines of a node's log.
+    pub fn log_tail(&self, id: u64, lines: usize) -> String {
+        let Ok(f) = File::open(&self.node(id).log) else {
+            return String::new();
+        };
+        let all: Vec<String> = BufReader::new(f).lines().map_while(Result::ok).collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// The whole log of a node.
+    pub fn log(&self, id: u64) -> String {
+        std::fs::read_to_string(&self.node(id).log).unwrap_or_default()
+    }
+}
+
+fn signal(pid: u32, sig: &str) -> Result<()> {
+    let st = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()?;
+    if !st.success() {
+        bail!("kill -{sig} {pid} failed");
+    }
+    Ok(())
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        let failing = std::thread::panicking();
+        for n in &mut self.nodes {
+            if let Some(mut c) = n.child.take() {
+                if n.paused {
+                    let _ = signal(c.id(), "CONT");
+                }
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        if failing {
+            for n in &self.nodes {
+                eprintln!(
+                    "---- node {} log (last 60 lines) ----\n{}",
+                    n.id,
+                    self.log_tail(n.id, 60)
+                );
+            }
+        }
+    }
+}

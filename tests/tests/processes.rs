@@ -1,0 +1,175 @@
+//! The two ways to run nodes besides a full cluster: `handlestore dev` (three
+//! nodes in one command, Ctrl-C, resume) and a single node without
+//! `--initial-cluster`.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use handlestore_client::{Client, ClusterHandleStore, HandleStore, Ttl};
+use handlestore_tests::{free_port, free_port_run, handlestore_bin};
+use serde_json::{Value, json};
+
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(child.id().to_string())
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+}
+
+fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            return st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("process did not exit within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Kills the process if the test fails before stopping it.
+struct Guard(Option<Child>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+async fn mint_until_ready(store: &ClusterHandleStore<Value>, value: Value) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match store.mint(value.clone(), Ttl::Never).await {
+            Ok(id) => return id,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("not ready yet: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("cluster never became ready: {e}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_runs_three_nodes_stops_on_ctrl_c_and_resumes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = free_port_run(3);
+    let start = || {
+        Command::new(handlestore_bin())
+            .args(["dev", "--base-port", &base.to_string(), "--data"])
+            .arg(dir.path().join("dev"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn dev")
+    };
+    let endpoints: Vec<String> = (0..3).map(|i| format!("http://127.0.0.1:{}", base + i)).collect();
+
+    let mut dev = Guard(Some(start()));
+    let store: ClusterHandleStore<Value> = Client::builder(endpoints.clone())
+        .build()
+        .expect("client")
+        .handle_store("dev")
+        .build();
+    let id = mint_until_ready(&store, json!({"kept": true})).await;
+    // Every node answers: all three are up.
+    for e in &endpoints {
+        let one: ClusterHandleStore<Value> = Client::builder([e.clone()])
+            .build()
+            .expect("client")
+            .handle_store("dev")
+            .build();
+        assert_eq!(one.get(&id).await.expect("get"), Some(json!({"kept": true})), "via {e}");
+    }
+    let child = dev.0.as_mut().expect("running");
+    signal(child, "INT");
+    let st = wait_exit(child, Duration::from_secs(30));
+    assert!(st.success(), "Ctrl-C stops dev cleanly: {st}");
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().expect("stdout"), &mut out).expect("read stdout");
+    for e in &endpoints {
+        assert!(out.contains(e.as_str()), "dev prints the endpoint {e}:\n{out}");
+    }
+    dev.0 = None;
+    for i in 0..3 {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", base + i)).is_err(),
+            "node on port {} stopped with dev",
+            base + i
+        );
+    }
+
+    // Run again: same data.
+    let mut dev = Guard(Some(start()));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let got = loop {
+        match store.get(&id).await {
+            Ok(v) => break v,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("not ready yet: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("restarted dev cluster never answered: {e}"),
+        }
+    };
+    assert_eq!(
+        got,
+        Some(json!({"kept": true})),
+        "a restarted dev cluster resumes from its data"
+    );
+    let child = dev.0.as_mut().expect("running");
+    signal(child, "INT");
+    assert!(wait_exit(child, Duration::from_secs(30)).success());
+    dev.0 = None;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_without_initial_cluster_is_a_one_node_cluster() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let start = || {
+        Command::new(handlestore_bin())
+            .args(["node", "--id", "1", "--listen", &format!("127.0.0.1:{port}"), "--data"])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn node")
+    };
+    let store: ClusterHandleStore<Value> = Client::builder([format!("http://127.0.0.1:{port}")])
+        .build()
+        .expect("client")
+        .handle_store("single")
+        .build();
+    let mut node = Guard(Some(start()));
+    let id = mint_until_ready(&store, json!(1)).await;
+    let child = node.0.as_mut().expect("running");
+    signal(child, "TERM");
+    assert!(
+        wait_exit(child, Duration::from_secs(30)).success(),
+        "SIGTERM stops a node cleanly"
+    );
+    node.0 = Some(start());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match store.get(&id).await {
+            Ok(v) => {
+                assert_eq!(v, Some(json!(1)), "the node restarted from its data dir");
+                break;
+            }
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("not ready yet: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! Replication across real nodes: reads on every node at every consistency,
+//! exactly-once retries, batching, and the operator CLI.
+
+use std::process::Command;
+use std::time::Duration;
+
+use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
+use handlestore_proto::v1 as pb;
+use handlestore_tests::{TestCluster, handlestore_bin};
+use pb::handles_client::HandlesClient;
+use serde_json::{Value, json};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mint_on_one_node_read_on_the_others() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let on = |id: u64| cluster.client_for(id).handle_store::<Value>("cart").build();
+    let n1: ClusterHandleStore<Value> = on(1);
+    let id = handlestore_client::id::new_handle_id("cart");
+    let wrote = n1
+        .mint_with_id(&id, &json!({"items": ["a"]}), Ttl::Default)
+        .await
+        .expect("mint");
+    for node in [2, 3] {
+        let s = on(node);
+        let lin = s
+            .get_with(&id, Consistency::Linearizable)
+            .await
+            .expect("linearizable get");
+        assert_eq!(lin, Some(json!({"items": ["a"]})), "linearizable read on node {node}");
+        let at = s
+            .get_versioned_with(&id, Consistency::AtLeast(wrote.revision))
+            .await
+            .expect("at-least get");
+        let at = at.expect("present at the write's revision");
+        assert_eq!(
+            at.mod_revision, wrote.revision,
+            "node {node} serves the write's revision"
+        );
+    }
+    // A stale read eventually sees it on every node, too.
+    for node in [1, 2, 3] {
+        cluster
+            .wait_applied(node, wrote.revision, Duration::from_secs(10))
+            .await
+            .expect("applied");
+        let stale = on(node).get_with(&id, Consistency::Stale).await.expect("stale get");
+        assert_eq!(stale, Some(json!({"items": ["a"]})));
+    }
+}
+
+fn write_id(client_id: u64, seq: u64) -> Option<pb::WriteId> {
+    Some(pb::WriteId {
+        client_id,
+        seq,
+        first_incomplete_seq: seq,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retried_write_is_applied_once() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let mut follower_conns = Vec::new();
+    for id in 1..=3 {
+        follower_conns.push(
+            HandlesClient::connect(cluster.node(id).endpoint())
+                .await
+                .expect("connect"),
+        );
+    }
+    let id = handlestore_client::id::new_handle_id("");
+    let mint = pb::MintRequest {
+        store: "dedup".into(),
+        id: id.clone(),
+        value: b"1".to_vec(),
+        write_id: write_id(77, 1),
+        ..Default::default()
+    };
+    // The same mint sent to different nodes (a retry after failover) is one
+    // mint: the second answers the first answer instead of ALREADY_EXISTS.
+    let a = follower_conns[0]
+        .mint(mint.clone())
+        .await
+        .expect("first mint")
+        .into_inner();
+    let b = follower_conns[1]
+        .mint(mint.clone())
+        .await
+        .expect("retried mint")
+        .into_inner();
+    assert_eq!(a, b, "a retry gets the first answer");
+    // A new write id for the same id is a different mint: ALREADY_EXISTS.
+    let other = pb::MintRequest {
+        write_id: write_id(77, 2),
+        ..mint.clone()
+    };
+    let err = follower_conns[2].mint(other).await.expect_err("second mint of the id");
+    assert_eq!(err.code(), tonic::Code::AlreadyExists);
+
+    // A delete retried after it was applied still says "existed".
+    let del = pb::DeleteRequest {
+        store: "dedup".into(),
+        id: id.clone(),
+        write_id: write_id(77, 3),
+        ..Default::default()
+    };
+    let d1 = follower_conns[0]
+        .delete(del.clone())
+        .await
+        .expect("delete")
+        .into_inner();
+    let d2 = follower_conns[2]
+        .delete(del.clone())
+        .await
+        .expect("retried delete")
+        .into_inner();
+    assert!(d1.existed && d2.existed, "the retry answers the first delete's answer");
+    assert_eq!(d1.revision, d2.revision);
+    // A put retried with the same id is not applied twice: the revision of
+    // the handle is that of the first put.
+    let put = pb::PutRequest {
+        store: "dedup".into(),
+        id: id.clone(),
+        value: b"2".to_vec(),
+        write_id: write_id(77, 4),
+        ..Default::default()
+    };
+    let p1 = follower_conns[1].put(put.clone()).await.expect("put").into_inner();
+    let p2 = follower_conns[0].put(put).await.expect("retried put").into_inner();
+    assert_eq!(p1, p2);
+    let got = follower_conns[2]
+        .get(pb::GetRequest {
+            store: "dedup".into(),
+            id,
+            ..Default::default()
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(got.mod_revision, p1.revision, "only one put was applied");
+    assert_eq!(got.value, b"2");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_writes_share_log_entries() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    let before = cluster.status(leader).await.expect("status");
+    let store: ClusterHandleStore<Value> = cluster.client_for(leader).handle_store("batch").build();
+    let store = std::sync::Arc::new(store);
+    let writes = 400;
+    let mut tasks = Vec::new();
+    for i in 0..writes {
+        let s = store.clone();
+        tasks.push(tokio::spawn(async move { s.mint(json!(i), Ttl::Default).await }));
+    }
+    for t in tasks {
+        t.await.expect("task").expect("mint");
+    }
+    let after = cluster.status(leader).await.expect("status");
+    let entries = after.last_log_index - before.last_log_index;
+    let syncs = after.log_syncs - before.log_syncs;
+    eprintln!("{writes} concurrent writes used {entries} log entries and {syncs} log fsyncs");
+    assert!(
+        entries < writes / 2,
+        "{writes} concurrent writes took {entries} log entries: not batched"
+    );
+    assert!(
+        syncs < writes / 2,
+        "{writes} concurrent writes took {syncs} fsyncs: no group commit"
+    );
+    assert_eq!(store.len().await.expect("len"), writes);
+}
+
+fn cli(cluster: &TestCluster, args: &[&str]) -> std::process::Output {
+    Command::new(handlestore_bin())
+        .args(args)
+        .env("HANDLESTORE_ENDPOINTS", cluster.endpoints().join(","))
+        .output()
+        .expect("running the CLI")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn operator_cli() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let out = cli(
+        &cluster,
+        &[
+            "handle",
+            "mint",
+            "--store",
+            "cli",
+            "--value",
+            r#"{"a":1}"#,
+            "--ttl",
+            "1h",
+        ],
+    );
+    assert!(out.status.success(), "mint: {}", String::from_utf8_lossy(&out.stderr));
+    let id = String::from_utf8(out.stdout).expect("utf8").trim().to_string();
+    handlestore_client::id::validate_handle_id(&id).expect("mint prints an id");
+
+    let out = cli(&cluster, &["handle", "get", "--store", "cli", &id]);
+    assert!(out.status.success());
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).expect("json"),
+        json!({"a": 1})
+    );
+
+    let out = cli(&cluster, &["handle", "put", "--store", "cli", &id, "--value", "[1,2]"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "replaced");
+    let out = cli(&cluster, &["handle", "len", "--store", "cli"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+
+    let out = cli(&cluster, &["handle", "delete", "--store", "cli", &id]);
+    assert!(out.status.success());
+    let out = cli(&cluster, &["handle", "get", "--store", "cli", &id]);
+    assert_eq!(out.status.code(), Some(1), "absent handle: exit 1");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not found"),
+        "and a clear message"
+    );
+
+    let out = cli(&cluster, &["handle", "get", "--store", "cli", "not-an-id"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("malformed"));
+    let out = cli(&cluster, &["handle", "mint", "--store", "cli", "--value", "{not json"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = cli(&cluster, &["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "status: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("leader: node"), "{text}");
+    assert_eq!(text.matches("voter").count(), 3, "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("http://")).count(), 3, "{text}");
+}

@@ -1,0 +1,112 @@
+//! Log compaction: a follower that was down while the log was purged, and a
+//! brand-new member, both catch up by snapshot.
+
+use std::time::Duration;
+
+use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
+use handlestore_proto::v1 as pb;
+use handlestore_tests::TestCluster;
+use pb::admin_client::AdminClient;
+use serde_json::{Value, json};
+
+async fn admin(cluster: &TestCluster, id: u64) -> AdminClient<tonic::transport::Channel> {
+    AdminClient::connect(cluster.node(id).endpoint())
+        .await
+        .expect("admin connect")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn laggard_and_new_member_catch_up_by_snapshot() {
+    let mut cluster = TestCluster::builder(3)
+        .args(["--snapshot-entries", "50", "--keep-entries", "5"])
+        .start()
+        .await
+        .expect("cluster");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    let down = (1..=3).find(|id| *id != leader).expect("a follower");
+    cluster.stop(down).expect("stop follower");
+    let down_last = cluster.status(leader).await.expect("status").last_log_index;
+
+    let store: ClusterHandleStore<Value> = cluster.client_for(leader).handle_store("snap").build();
+    let mut ids = Vec::new();
+    for i in 0..300 {
+        ids.push((
+            store.mint(json!({"i": i}), Ttl::Default).await.expect("mint"),
+            json!({"i": i}),
+        ));
+    }
+    let snap = admin(&cluster, leader)
+        .await
+        .snapshot(pb::SnapshotRequest {})
+        .await
+        .expect("snapshot")
+        .into_inner();
+    assert!(
+        snap.purged_index > down_last,
+        "the log the follower needs is purged ({snap:?}, it has {down_last})"
+    );
+
+    cluster.restart(down).expect("restart");
+    let target = cluster.status(leader).await.expect("status").applied_index;
+    cluster
+        .wait_applied(down, target, Duration::from_secs(30))
+        .await
+        .expect("laggard caught up");
+    assert!(
+        cluster.log(down).contains("installed snapshot"),
+        "the laggard was sent a snapshot"
+    );
+    let on_down = cluster.client_for(down).handle_store::<Value>("snap").build();
+    for (id, v) in &ids {
+        assert_eq!(
+            on_down.get_with(id, Consistency::Stale).await.expect("get").as_ref(),
+            Some(v)
+        );
+    }
+    assert_eq!(
+        on_down.len_with(Consistency::Stale).await.expect("len"),
+        ids.len() as u64
+    );
+
+    // A new member joins: add it as a learner, then promote it.
+    let new = cluster.spawn_extra().expect("spawn node 4");
+    let addr = cluster.node(new).addr.clone();
+    admin(&cluster, leader)
+        .await
+        .add_learner(pb::AddLearnerRequest {
+            id: new,
+            addr,
+            blocking: true,
+        })
+        .await
+        .expect("add learner");
+    let target = cluster.status(leader).await.expect("status").applied_index;
+    cluster
+        .wait_applied(new, target, Duration::from_secs(30))
+        .await
+        .expect("new member caught up");
+    assert!(
+        cluster.log(new).contains("installed snapshot"),
+        "the new member got a snapshot"
+    );
+    let resp = admin(&cluster, leader)
+        .await
+        .change_membership(pb::ChangeMembershipRequest {
+            voters: vec![1, 2, 3, new],
+            retain: false,
+        })
+        .await
+        .expect("promote")
+        .into_inner();
+    assert_eq!(resp.members.iter().filter(|m| m.voter).count(), 4);
+    let on_new = cluster.client_for(new).handle_store::<Value>("snap").build();
+    for (id, v) in ids.iter().take(20) {
+        assert_eq!(
+            on_new.get_with(id, Consistency::Stale).await.expect("get").as_ref(),
+            Some(v)
+        );
+    }
+    // And it serves linearizable reads as a voter.
+    let (id, v) = &ids[0];
+    assert_eq!(on_new.get(id).await.expect("get").as_ref(), Some(v));
+}
