@@ -40,8 +40,7 @@ pub fn open(dir: &Path) -> Result<Arc<DB>, rocksdb::Error> {
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.create_missing_column_families(true);
-    // Writes are made durable by explicit WAL syncs (see raft::log_store); the
-    // WAL must therefore never be disabled or recycled under us.
+    // RocksDB's own info log: keep a few, not an unbounded history.
     opts.set_keep_log_file_num(8);
     opts.increase_parallelism(2);
     let cfs = ALL_CFS.iter().map(|name| {

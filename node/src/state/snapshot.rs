@@ -29,12 +29,18 @@ const CURRENT: &str = "current.snap";
 /// The snapshot directory of one node.
 pub struct SnapshotDir {
     dir: PathBuf,
+    /// Serializes replacing `current.snap` (a build finishing while a
+    /// received snapshot is installed).
+    replace: std::sync::Mutex<()>,
 }
 
 impl SnapshotDir {
     pub fn new(dir: PathBuf) -> Result<Self> {
         fs::create_dir_all(&dir)?;
-        Ok(Self { dir })
+        Ok(Self {
+            dir,
+            replace: std::sync::Mutex::new(()),
+        })
     }
 
     pub fn current_path(&self) -> PathBuf {
@@ -115,6 +121,7 @@ impl SnapshotDir {
     /// Atomically makes `path` the current snapshot, unless the current one
     /// is already newer.
     pub fn make_current(&self, path: &Path, meta: &pb::SnapshotMeta) -> Result<()> {
+        let _guard = self.replace.lock().unwrap_or_else(|p| p.into_inner());
         let newer_exists = self.current_meta()?.is_some_and(|cur| {
             let idx = |m: &pb::SnapshotMeta| m.last_log_id.as_ref().map(|l| l.index);
             idx(&cur) > idx(meta)
@@ -123,12 +130,17 @@ impl SnapshotDir {
             fs::remove_file(path)?;
             return Ok(());
         }
-        self.force_current(path)
+        self.rename_current(path)
     }
 
     /// Makes `path` the current snapshot unconditionally (installing a
     /// snapshot the leader sent).
     pub fn force_current(&self, path: &Path) -> Result<()> {
+        let _guard = self.replace.lock().unwrap_or_else(|p| p.into_inner());
+        self.rename_current(path)
+    }
+
+    fn rename_current(&self, path: &Path) -> Result<()> {
         fs::rename(path, self.current_path())?;
         File::open(&self.dir)?.sync_all()?;
         Ok(())
