@@ -10,6 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
         "handlestore/v1/common.proto",
         "handlestore/v1/handles.proto",
+        "handlestore/v1/state.proto",
         "handlestore/v1/admin.proto",
         "handlestore/v1/raft.proto",
     ];

@@ -248,6 +248,44 @@ impl Client {
         crate::cluster_store::ClusterHandleStoreBuilder::new(self.clone(), store)
     }
 
+    /// The state tool in this client's namespace.
+    pub fn state_tool(&self) -> crate::cluster_state::ClusterStateTool {
+        crate::cluster_state::ClusterStateTool::new(self.clone())
+    }
+
+    /// The same cluster connection in another namespace (shares
+    /// connections; its own exactly-once sequence).
+    pub fn with_namespace(&self, ns: &str) -> Result<Client> {
+        if !crate::id::is_name(ns, 64) {
+            return Err(Error::InvalidArgument(format!(
+                "namespace {ns:?} may only contain A-Z a-z 0-9 _ - . (1-64 bytes)"
+            )));
+        }
+        let i = &self.inner;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                nodes: i
+                    .nodes
+                    .iter()
+                    .map(|n| Node {
+                        url: n.url.clone(),
+                        authority: n.authority.clone(),
+                        channel: n.channel.clone(),
+                    })
+                    .collect(),
+                preferred: AtomicUsize::new(i.preferred.load(Ordering::Relaxed)),
+                namespace: ns.to_string(),
+                client_id: rand::rng().random_range(1..u64::MAX),
+                next_seq: AtomicU64::new(1),
+                in_flight: Mutex::new(BTreeSet::new()),
+                deadline: i.deadline,
+                attempt_timeout: i.attempt_timeout,
+                backoff_base: i.backoff_base,
+                backoff_max: i.backoff_max,
+            }),
+        })
+    }
+
     /// The channel to one endpoint (by index), for admin tools.
     pub fn channel(&self, index: usize) -> Option<Channel> {
         self.inner.nodes.get(index).map(|n| n.channel.clone())

@@ -21,20 +21,29 @@
 //! ```
 
 pub mod cluster;
+pub mod cluster_state;
 pub mod cluster_store;
 pub mod error;
 pub mod handle_store;
 pub mod id;
+pub mod key;
 pub mod memory;
+pub mod memory_state;
+pub mod state_tool;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod ttl;
 
 pub use cluster::{Client, ClientBuilder, Consistency};
+pub use cluster_state::ClusterStateTool;
 pub use cluster_store::{ClusterHandleStore, ClusterHandleStoreBuilder, Versioned, WriteOutcome};
 pub use error::{Error, Result};
 pub use handle_store::HandleStore;
 pub use memory::{MemoryHandleStore, MemoryOptions};
+pub use memory_state::MemoryStateTool;
+pub use state_tool::{
+    DeleteOptions, Deleted, ListOptions, ListPage, StateEntry, StateTool, StateValue, StoreItem, StoreOptions,
+};
 pub use ttl::Ttl;
 
 /// Generated wire types, for tools that talk to the services directly.

@@ -19,6 +19,12 @@ pub enum ClusterState {
 #[derive(Debug, Clone)]
 pub struct Limits {
     pub max_value_bytes: usize,
+    /// Longest state key or prefix.
+    pub max_key_bytes: usize,
+    /// Most items in one batch store or batch retrieve.
+    pub max_batch_items: usize,
+    /// Most value bytes in one batch store.
+    pub max_batch_bytes: usize,
     pub max_name_len: usize,
     pub max_ttl: Duration,
 }
@@ -27,6 +33,9 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_value_bytes: 1 << 20,
+            max_key_bytes: 1024,
+            max_batch_items: 1000,
+            max_batch_bytes: 4 << 20,
             max_name_len: 64,
             // Ten years: far beyond any session, short enough to never
             // overflow unix milliseconds.

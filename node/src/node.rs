@@ -11,7 +11,7 @@ use openraft::{BasicNode, SnapshotPolicy};
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 
-use crate::api::{Api, admin::AdminService, handles::HandlesService, read::ReadGate};
+use crate::api::{Api, admin::AdminService, handles::HandlesService, read::ReadGate, state::StateService};
 use crate::config::{ClusterState, NodeConfig};
 use crate::raft::log_store::LogStore;
 use crate::raft::network::{MAX_PEER_MESSAGE, Network, Peers};
@@ -25,7 +25,12 @@ use crate::state::{StateLimits, StateStore};
 /// Client messages may carry a value up to the configured limit plus
 /// envelope; larger ones are refused by the transport before decoding.
 fn max_client_message(cfg: &NodeConfig) -> usize {
-    cfg.limits.max_value_bytes.saturating_mul(2).max(4 << 20) + (64 << 10)
+    let l = &cfg.limits;
+    l.max_value_bytes
+        .saturating_mul(2)
+        .max(l.max_batch_bytes)
+        .saturating_add(l.max_batch_items.saturating_mul(l.max_key_bytes + 64))
+        .saturating_add(64 << 10)
 }
 
 /// Runs a node until `shutdown` resolves, then stops it cleanly.
@@ -124,6 +129,11 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         )
         .add_service(
             pb::handles_server::HandlesServer::new(HandlesService::new(api.clone()))
+                .max_decoding_message_size(max_msg)
+                .max_encoding_message_size(max_msg),
+        )
+        .add_service(
+            pb::state_server::StateServer::new(StateService::new(api.clone()))
                 .max_decoding_message_size(max_msg)
                 .max_encoding_message_size(max_msg),
         )

@@ -342,6 +342,18 @@ impl TestCluster {
         }
     }
 
+    /// An admin client on the current leader (waiting for one). Errors are
+    /// UNAVAILABLE, so `retry_unavailable` can re-resolve the leader.
+    pub async fn leader_admin(&self) -> Result<AdminClient<tonic::transport::Channel>, tonic::Status> {
+        let leader = self
+            .wait_leader(Duration::from_secs(30))
+            .await
+            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+        AdminClient::connect(self.node(leader).endpoint())
+            .await
+            .map_err(|e| tonic::Status::unavailable(e.to_string()))
+    }
+
     /// Waits until node `id` has applied at least `index`.
     pub async fn wait_applied(&self, id: u64, index: u64, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;

@@ -5,3 +5,38 @@
 pub mod cluster;
 
 pub use cluster::{TestCluster, TestClusterBuilder, free_port, free_port_run, handlestore_bin};
+
+/// Retries a raw gRPC call while it answers UNAVAILABLE (an election in
+/// progress on a busy machine), as a real client would, for up to 20 s.
+/// Tests that talk to the services directly use it so that what they check is
+/// the answer, not the timing of elections.
+pub async fn retry_unavailable<T, F, Fut>(mut call: F) -> Result<T, tonic::Status>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        match call().await {
+            Err(s) if s.code() == tonic::Code::Unavailable && std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            other => return other.map(tonic::Response::into_inner),
+        }
+    }
+}
+
+/// `call!(client.method(request))`: a raw gRPC call through
+/// [`retry_unavailable`], cloning the client and the request per attempt.
+#[macro_export]
+macro_rules! call {
+    ($client:ident . $method:ident ($req:expr)) => {{
+        let req = $req;
+        $crate::retry_unavailable(|| {
+            let mut c = $client.clone();
+            let r = req.clone();
+            async move { c.$method(r).await }
+        })
+        .await
+    }};
+}

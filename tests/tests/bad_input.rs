@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use handlestore_client::{ClusterHandleStore, Error, HandleStore, Ttl};
 use handlestore_proto::v1 as pb;
-use handlestore_tests::TestCluster;
+use handlestore_tests::{TestCluster, call};
 use pb::handles_client::HandlesClient;
 use serde_json::{Value, json};
 use tonic::Code;
@@ -96,22 +96,17 @@ async fn bad_requests_get_their_code_and_change_nothing() {
         ),
     ];
     for (what, req, code) in cases {
-        let err = raw.put(req).await.expect_err(what);
+        let err = call!(raw.put(req)).expect_err(what);
         assert_eq!(err.code(), code, "{what}: {err:?}");
         assert!(!err.message().is_empty(), "{what}: a message for people");
         assert!(!detail(&err).reason.is_empty(), "{what}: a machine-readable reason");
     }
-    let err = raw
-        .put(put("bad", &id, vec![b'x'; (1 << 20) + 1]))
-        .await
-        .expect_err("too large");
+    let err = call!(raw.put(put("bad", &id, vec![b'x'; (1 << 20) + 1]))).expect_err("too large");
     assert_eq!(detail(&err).reason, "value_too_large");
 
     // Exactly at the limit is fine.
     let at_limit = format!("\"{}\"", "x".repeat((1 << 20) - 2));
-    raw.put(put("bad", &good_id, at_limit.into_bytes()))
-        .await
-        .expect("a value of exactly 1 MiB");
+    call!(raw.put(put("bad", &good_id, at_limit.into_bytes()))).expect("a value of exactly 1 MiB");
 
     let err = raw
         .get(pb::GetRequest {

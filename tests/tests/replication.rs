@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
 use handlestore_proto::v1 as pb;
-use handlestore_tests::{TestCluster, handlestore_bin};
+use handlestore_tests::{TestCluster, call, handlestore_bin};
 use pb::handles_client::HandlesClient;
 use serde_json::{Value, json};
 
@@ -59,14 +59,12 @@ fn write_id(client_id: u64, seq: u64) -> Option<pb::WriteId> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_retried_write_is_applied_once() {
     let cluster = TestCluster::start(3).await.expect("cluster");
-    let mut follower_conns = Vec::new();
-    for id in 1..=3 {
-        follower_conns.push(
-            HandlesClient::connect(cluster.node(id).endpoint())
-                .await
-                .expect("connect"),
-        );
-    }
+    let conn = |id: u64| HandlesClient::connect(cluster.node(id).endpoint());
+    let (n1, n2, n3) = (
+        conn(1).await.expect("n1"),
+        conn(2).await.expect("n2"),
+        conn(3).await.expect("n3"),
+    );
     let id = handlestore_client::id::new_handle_id("");
     let mint = pb::MintRequest {
         store: "dedup".into(),
@@ -77,23 +75,15 @@ async fn a_retried_write_is_applied_once() {
     };
     // The same mint sent to different nodes (a retry after failover) is one
     // mint: the second answers the first answer instead of ALREADY_EXISTS.
-    let a = follower_conns[0]
-        .mint(mint.clone())
-        .await
-        .expect("first mint")
-        .into_inner();
-    let b = follower_conns[1]
-        .mint(mint.clone())
-        .await
-        .expect("retried mint")
-        .into_inner();
+    let a = call!(n1.mint(mint.clone())).expect("first mint");
+    let b = call!(n2.mint(mint.clone())).expect("retried mint");
     assert_eq!(a, b, "a retry gets the first answer");
     // A new write id for the same id is a different mint: ALREADY_EXISTS.
     let other = pb::MintRequest {
         write_id: write_id(77, 2),
         ..mint.clone()
     };
-    let err = follower_conns[2].mint(other).await.expect_err("second mint of the id");
+    let err = call!(n3.mint(other)).expect_err("second mint of the id");
     assert_eq!(err.code(), tonic::Code::AlreadyExists);
 
     // A delete retried after it was applied still says "existed".
@@ -103,16 +93,8 @@ async fn a_retried_write_is_applied_once() {
         write_id: write_id(77, 3),
         ..Default::default()
     };
-    let d1 = follower_conns[0]
-        .delete(del.clone())
-        .await
-        .expect("delete")
-        .into_inner();
-    let d2 = follower_conns[2]
-        .delete(del.clone())
-        .await
-        .expect("retried delete")
-        .into_inner();
+    let d1 = call!(n1.delete(del.clone())).expect("delete");
+    let d2 = call!(n3.delete(del.clone())).expect("retried delete");
     assert!(d1.existed && d2.existed, "the retry answers the first delete's answer");
     assert_eq!(d1.revision, d2.revision);
     // A put retried with the same id is not applied twice: the revision of
@@ -124,18 +106,15 @@ async fn a_retried_write_is_applied_once() {
         write_id: write_id(77, 4),
         ..Default::default()
     };
-    let p1 = follower_conns[1].put(put.clone()).await.expect("put").into_inner();
-    let p2 = follower_conns[0].put(put).await.expect("retried put").into_inner();
+    let p1 = call!(n2.put(put.clone())).expect("put");
+    let p2 = call!(n1.put(put)).expect("retried put");
     assert_eq!(p1, p2);
-    let got = follower_conns[2]
-        .get(pb::GetRequest {
-            store: "dedup".into(),
-            id,
-            ..Default::default()
-        })
-        .await
-        .expect("get")
-        .into_inner();
+    let got = call!(n3.get(pb::GetRequest {
+        store: "dedup".into(),
+        id,
+        ..Default::default()
+    }))
+    .expect("get");
     assert_eq!(got.mod_revision, p1.revision, "only one put was applied");
     assert_eq!(got.value, b"2");
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
 use handlestore_proto::v1 as pb;
-use handlestore_tests::TestCluster;
+use handlestore_tests::{TestCluster, call, retry_unavailable};
 use pb::admin_client::AdminClient;
 use serde_json::{Value, json};
 
@@ -35,12 +35,16 @@ async fn laggard_and_new_member_catch_up_by_snapshot() {
             json!({"i": i}),
         ));
     }
-    let snap = admin(&cluster, leader)
-        .await
-        .snapshot(pb::SnapshotRequest {})
-        .await
-        .expect("snapshot")
-        .into_inner();
+    // Compact every running node, so whichever leads has purged the entries
+    // the stopped follower needs.
+    let mut snap = pb::SnapshotResponse::default();
+    for id in (1..=3).filter(|id| *id != down) {
+        let adm = admin(&cluster, id).await;
+        let r = call!(adm.snapshot(pb::SnapshotRequest {})).expect("snapshot");
+        if id == leader {
+            snap = r;
+        }
+    }
     assert!(
         snap.purged_index > down_last,
         "the log the follower needs is purged ({snap:?}, it has {down_last})"
@@ -71,15 +75,17 @@ async fn laggard_and_new_member_catch_up_by_snapshot() {
     // A new member joins: add it as a learner, then promote it.
     let new = cluster.spawn_extra().expect("spawn node 4");
     let addr = cluster.node(new).addr.clone();
-    admin(&cluster, leader)
-        .await
-        .add_learner(pb::AddLearnerRequest {
-            id: new,
-            addr,
-            blocking: true,
-        })
-        .await
-        .expect("add learner");
+    let add = pb::AddLearnerRequest {
+        id: new,
+        addr,
+        blocking: true,
+    };
+    retry_unavailable(|| {
+        let (c, req) = (&cluster, add.clone());
+        async move { c.leader_admin().await?.add_learner(req).await }
+    })
+    .await
+    .expect("add learner");
     let target = cluster.status(leader).await.expect("status").applied_index;
     cluster
         .wait_applied(new, target, Duration::from_secs(30))
@@ -89,15 +95,16 @@ async fn laggard_and_new_member_catch_up_by_snapshot() {
         cluster.log(new).contains("installed snapshot"),
         "the new member got a snapshot"
     );
-    let resp = admin(&cluster, leader)
-        .await
-        .change_membership(pb::ChangeMembershipRequest {
-            voters: vec![1, 2, 3, new],
-            retain: false,
-        })
-        .await
-        .expect("promote")
-        .into_inner();
+    let promote = pb::ChangeMembershipRequest {
+        voters: vec![1, 2, 3, new],
+        retain: false,
+    };
+    let resp = retry_unavailable(|| {
+        let (c, req) = (&cluster, promote.clone());
+        async move { c.leader_admin().await?.change_membership(req).await }
+    })
+    .await
+    .expect("promote");
     assert_eq!(resp.members.iter().filter(|m| m.voter).count(), 4);
     let on_new = cluster.client_for(new).handle_store::<Value>("snap").build();
     for (id, v) in ids.iter().take(20) {

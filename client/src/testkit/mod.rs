@@ -328,3 +328,5 @@ pub async fn close_refuses(f: &dyn StoreFactory, tag: &str) {
     );
     assert!(matches!(s.mint(doc("b"), Ttl::Default).await, Err(Error::Closed)));
 }
+
+pub mod state;

@@ -5,6 +5,7 @@
 pub mod admin;
 pub mod handles;
 pub mod read;
+pub mod state;
 pub mod validate;
 
 use std::sync::Arc;
@@ -28,8 +29,8 @@ pub struct Api {
 impl Api {
     /// Proposes a write and turns a failed result into a status.
     pub async fn write(&self, cmd: pb::Command) -> Result<pb::CommandResult, Status> {
-        let key = crate::state::keys::conflict_key(&cmd);
-        let res = self.proposer.write(cmd, key, false).await.map_err(|e| e.to_status())?;
+        let keys = crate::state::keys::conflict_keys(&cmd);
+        let res = self.proposer.write(cmd, keys, false).await.map_err(|e| e.to_status())?;
         result_status(res)
     }
 }

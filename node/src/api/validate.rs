@@ -48,6 +48,31 @@ pub fn handle_id(id: &str) -> Result<(), Status> {
     handlestore_client::id::validate_handle_id(id).map_err(invalid)
 }
 
+/// A state key (`a/b/c`).
+pub fn state_key(key: &str, limits: &Limits) -> Result<(), Status> {
+    handlestore_client::key::validate_key(key, limits.max_key_bytes).map_err(invalid)
+}
+
+/// A state key prefix ("" = all).
+pub fn state_prefix(prefix: &str, limits: &Limits) -> Result<(), Status> {
+    handlestore_client::key::validate_prefix(prefix, limits.max_key_bytes).map_err(invalid)
+}
+
+/// A state value: (bytes, is_json). JSON must parse; both are size-checked.
+pub fn state_value(v: Option<pb::StateValue>, limits: &Limits) -> Result<(Vec<u8>, bool), Status> {
+    use pb::state_value::Kind;
+    let (bytes, json) = match v.and_then(|v| v.kind) {
+        Some(Kind::Json(s)) => (s.into_bytes(), true),
+        Some(Kind::Bytes(b)) => (b, false),
+        None => return Err(invalid("a value is required (json or bytes)")),
+    };
+    value(&bytes, limits)?;
+    if json && let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        return Err(invalid(format!("value is not valid JSON: {e}")));
+    }
+    Ok((bytes, json))
+}
+
 pub fn value(v: &[u8], limits: &Limits) -> Result<(), Status> {
     if v.len() > limits.max_value_bytes {
         return Err(crate::status::with_detail(
@@ -112,5 +137,25 @@ mod tests {
         assert!(store("a/b", &l).is_err());
         assert!(store(&"x".repeat(65), &l).is_err());
         assert!(handle_id("nope").is_err());
+        assert!(state_key("a//b", &l).is_err());
+        assert!(state_prefix("", &l).is_ok());
+    }
+
+    #[test]
+    fn state_values() {
+        use pb::state_value::Kind;
+        let l = Limits::default();
+        let v = |k| Some(pb::StateValue { kind: Some(k) });
+        assert_eq!(
+            state_value(v(Kind::Json("{\"a\":1}".into())), &l).unwrap(),
+            (b"{\"a\":1}".to_vec(), true)
+        );
+        assert!(state_value(v(Kind::Json("{oops".into())), &l).is_err());
+        assert_eq!(
+            state_value(v(Kind::Bytes(vec![0, 255])), &l).unwrap(),
+            (vec![0, 255], false)
+        );
+        assert!(state_value(None, &l).is_err());
+        assert!(state_value(v(Kind::Bytes(vec![0; (1 << 20) + 1])), &l).is_err());
     }
 }

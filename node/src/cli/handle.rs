@@ -52,7 +52,7 @@ pub enum HandleCmd {
     },
 }
 
-fn parse_ttl(s: &str) -> Result<Ttl, CliError> {
+pub(super) fn parse_ttl(s: &str) -> Result<Ttl, CliError> {
     match s {
         "default" | "0" => Ok(Ttl::Default),
         "never" | "-1" => Ok(Ttl::Never),

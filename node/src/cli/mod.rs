@@ -3,6 +3,7 @@
 
 mod dev;
 mod handle;
+mod kv;
 mod member;
 mod node;
 mod status;
@@ -67,6 +68,13 @@ enum Command {
         conn: Conn,
         #[command(subcommand)]
         cmd: handle::HandleCmd,
+    },
+    /// State-tool keys: put, get, delete, list, exists.
+    Kv {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(subcommand)]
+        cmd: kv::KvCmd,
     },
     /// Membership: list, add a learner, promote, remove.
     Member {
@@ -135,6 +143,7 @@ pub fn main() -> ExitCode {
             Command::Dev(args) => dev::run(args).await,
             Command::Status { conn } => status::run(&conn).await,
             Command::Handle { conn, cmd } => handle::run(&conn, cmd).await,
+            Command::Kv { conn, cmd } => kv::run(&conn, cmd).await,
             Command::Member { conn, cmd } => member::run(&conn, cmd).await,
         }
     });

@@ -74,7 +74,7 @@ pub struct ProposerConfig {
 
 struct Pending {
     cmd: pb::Command,
-    key: Option<Vec<u8>>,
+    keys: Vec<Vec<u8>>,
     done: oneshot::Sender<Result<pb::CommandResult, ProposeError>>,
 }
 
@@ -135,7 +135,7 @@ impl Proposer {
     pub async fn write(
         &self,
         cmd: pb::Command,
-        key: Option<Vec<u8>>,
+        keys: Vec<Vec<u8>>,
         forwarded: bool,
     ) -> Result<pb::CommandResult, ProposeError> {
         let view = self.leader_view();
@@ -145,7 +145,7 @@ impl Proposer {
             {
                 self.forward(&hint, cmd).await
             }
-            _ => self.propose_local(cmd, key).await,
+            _ => self.propose_local(cmd, keys).await,
         }
     }
 
@@ -175,11 +175,7 @@ impl Proposer {
     }
 
     /// Proposes on this node, which must be the leader.
-    pub async fn propose_local(
-        &self,
-        cmd: pb::Command,
-        key: Option<Vec<u8>>,
-    ) -> Result<pb::CommandResult, ProposeError> {
+    pub async fn propose_local(&self, cmd: pb::Command, keys: Vec<Vec<u8>>) -> Result<pb::CommandResult, ProposeError> {
         let view = self.leader_view();
         if view.state != ServerState::Leader {
             return Err(ProposeError::NotLeader(view.leader));
@@ -193,7 +189,7 @@ impl Proposer {
         }
         let (done, rx) = oneshot::channel();
         self.tx
-            .send(Pending { cmd, key, done })
+            .send(Pending { cmd, keys, done })
             .await
             .map_err(|_| ProposeError::Shutdown)?;
         match tokio::time::timeout(self.cfg.write_timeout, rx).await {
@@ -289,14 +285,14 @@ impl Batch {
         self.items.len() >= cfg.max_batch_commands || self.bytes >= cfg.max_batch_bytes
     }
 
-    /// Adds `p`, or defers it to a later entry if its key is already here.
+    /// Adds `p`, or defers it to a later entry if one of its keys is
+    /// already written here.
     fn add(&mut self, p: Pending, later: &mut VecDeque<Pending>) {
-        if let Some(k) = &p.key
-            && !self.keys.insert(k.clone())
-        {
+        if p.keys.iter().any(|k| self.keys.contains(k)) {
             later.push_back(p);
             return;
         }
+        self.keys.extend(p.keys.iter().cloned());
         self.bytes += p.cmd.encoded_len();
         self.items.push(p);
     }

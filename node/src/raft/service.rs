@@ -111,8 +111,8 @@ impl pb::raft_server::Raft for RaftService {
             .into_inner()
             .command
             .ok_or_else(|| status::invalid("forward without a command"))?;
-        let key = crate::state::keys::conflict_key(&cmd);
-        let result = self.proposer.write(cmd, key, true).await.map_err(|e| e.to_status())?;
+        let keys = crate::state::keys::conflict_keys(&cmd);
+        let result = self.proposer.write(cmd, keys, true).await.map_err(|e| e.to_status())?;
         Ok(Response::new(pb::ForwardResponse { result: Some(result) }))
     }
 

@@ -58,7 +58,7 @@ pub fn spawn(state: Arc<StateStore>, proposer: Arc<Proposer>, interval: Duration
                         dedup_before_ms: now.saturating_sub(dedup_window.as_millis() as u64),
                     })),
                 };
-                match proposer.propose_local(cmd, None).await {
+                match proposer.propose_local(cmd, Vec::new()).await {
                     Ok(r) => tracing::debug!(due = n, removed = r.count, "expiry sweep"),
                     Err(e) => {
                         tracing::debug!("expiry sweep not applied: {e}");

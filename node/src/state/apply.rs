@@ -5,12 +5,13 @@
 //! time comes from the leader's stamp in each proposal (never this node's
 //! clock), so every replica computes the same expiries and answers.
 
+use std::collections::BTreeMap;
 use std::collections::HashMap;
 
 use handlestore_proto::v1 as pb;
 use pb::command::Op;
 use prost::Message;
-use rocksdb::{DB, IteratorMode, ReadOptions, WriteBatch};
+use rocksdb::{DB, Direction, IteratorMode, ReadOptions, WriteBatch};
 
 use super::{Record, Result, StateLimits, decode, decode_u64, is_live, keys, meta};
 use crate::db::{self, CF_DEDUP, CF_DEDUP_AGE, CF_EXPIRY, CF_KV, CF_SM_META};
@@ -18,6 +19,8 @@ use crate::db::{self, CF_DEDUP, CF_DEDUP_AGE, CF_EXPIRY, CF_KV, CF_SM_META};
 /// Most remembered answers one command prunes or ages out, so a single entry
 /// never turns into an unbounded amount of work.
 const MAX_DEDUP_REMOVALS_PER_COMMAND: usize = 10_000;
+/// Most keys one prefix delete removes.
+pub const MAX_PREFIX_DELETE: u32 = 10_000;
 
 /// A run of committed entries to apply.
 pub struct ApplyBatch {
@@ -53,12 +56,37 @@ pub(super) fn apply(db: &DB, limits: &StateLimits, batch: ApplyBatch) -> Result<
     Ok(out)
 }
 
+/// A data key with its record.
+type KeyedRecord = (Vec<u8>, Record);
+
+/// How an entry write treats an existing live entry.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Fail with ALREADY_EXISTS.
+    Create,
+    Upsert,
+}
+
+/// One entry write, for handles and state keys alike.
+struct EntryWrite {
+    key: Vec<u8>,
+    /// How the key is named in messages ("handle X", "key Y").
+    label: String,
+    value: Vec<u8>,
+    json: bool,
+    mode: Mode,
+    ttl_ms: u64,
+    keep_ttl: bool,
+    expected_revision: Option<u64>,
+}
+
 struct Tx<'a> {
     db: &'a DB,
     limits: &'a StateLimits,
     wb: WriteBatch,
     clock: u64,
-    kv: HashMap<Vec<u8>, Option<Record>>,
+    /// Entries written or deleted in this batch (None = deleted).
+    kv: BTreeMap<Vec<u8>, Option<Record>>,
     counts: HashMap<Vec<u8>, i64>,
     dedup: HashMap<[u8; 16], Option<pb::DedupRecord>>,
     dedup_count: u64,
@@ -76,6 +104,22 @@ fn fail(code: pb::ResultCode, message: impl Into<String>) -> pb::CommandResult {
     }
 }
 
+fn mismatch(label: &str, current: u64, expected: u64) -> pb::CommandResult {
+    let mut res = fail(
+        pb::ResultCode::ResultRevisionMismatch,
+        format!("{label} is at revision {current}, not the expected {expected}"),
+    );
+    res.current_revision = current;
+    res
+}
+
+fn gone(label: &str) -> pb::CommandResult {
+    fail(
+        pb::ResultCode::ResultNotFound,
+        format!("{label} does not exist (or expired)"),
+    )
+}
+
 impl<'a> Tx<'a> {
     fn new(db: &'a DB, limits: &'a StateLimits) -> Result<Self> {
         let meta_cf = db::cf(db, CF_SM_META);
@@ -89,7 +133,7 @@ impl<'a> Tx<'a> {
             limits,
             wb: WriteBatch::default(),
             clock,
-            kv: HashMap::new(),
+            kv: BTreeMap::new(),
             counts: HashMap::new(),
             dedup: HashMap::new(),
             dedup_count,
@@ -105,7 +149,21 @@ impl<'a> Tx<'a> {
         }
         let mut result = match cmd.op {
             Some(Op::HandleWrite(w)) => self.handle_write(index, w)?,
-            Some(Op::HandleDelete(d)) => self.handle_delete(index, d)?,
+            Some(Op::HandleDelete(d)) => {
+                let label = format!("handle {}", d.id);
+                self.delete_entry(
+                    keys::handle_key(&d.namespace, &d.store, &d.id),
+                    &label,
+                    d.expected_revision,
+                )?
+            }
+            Some(Op::StateWrite(w)) => self.write_entry(index, state_write(w))?,
+            Some(Op::StateDelete(d)) => {
+                let label = format!("key {}", d.key);
+                self.delete_entry(keys::state_key(&d.namespace, &d.key), &label, d.expected_revision)?
+            }
+            Some(Op::StateDeletePrefix(d)) => self.delete_prefix(d)?,
+            Some(Op::StateBatch(b)) => self.state_batch(index, b)?,
             Some(Op::Expire(e)) => self.expire(e)?,
             None => fail(pb::ResultCode::ResultInvalid, "empty command"),
         };
@@ -120,95 +178,149 @@ impl<'a> Tx<'a> {
         if w.store.is_empty() || w.id.is_empty() {
             return Ok(fail(pb::ResultCode::ResultInvalid, "store and id must not be empty"));
         }
-        let key = keys::handle_key(&w.namespace, &w.store, &w.id);
-        let old = self.get_record(&key)?;
-        let live = old.as_ref().filter(|r| is_live(r, self.clock));
+        let mode = if w.mode == pb::WriteMode::Create as i32 {
+            Mode::Create
+        } else {
+            Mode::Upsert
+        };
+        let mut res = self.write_entry(
+            index,
+            EntryWrite {
+                key: keys::handle_key(&w.namespace, &w.store, &w.id),
+                label: format!("handle {}", w.id),
+                value: w.value,
+                json: false,
+                mode,
+                ttl_ms: w.ttl_ms,
+                keep_ttl: w.keep_ttl,
+                expected_revision: w.expected_revision,
+            },
+        )?;
+        if res.code == pb::ResultCode::ResultOk as i32 {
+            res.id = w.id;
+        }
+        Ok(res)
+    }
+
+    /// Checks a write's preconditions against the current entry; None if it
+    /// may proceed.
+    fn precondition(&self, live: Option<&Record>, w: &EntryWrite) -> Option<pb::CommandResult> {
         if let Some(expected) = w.expected_revision {
             match live {
-                None => {
-                    return Ok(fail(
-                        pb::ResultCode::ResultNotFound,
-                        format!("handle {} does not exist (or expired)", w.id),
-                    ));
-                }
-                Some(r) if r.mod_revision != expected => {
-                    let mut res = fail(
-                        pb::ResultCode::ResultRevisionMismatch,
-                        format!(
-                            "handle {} is at revision {}, not the expected {expected}",
-                            w.id, r.mod_revision
-                        ),
-                    );
-                    res.current_revision = r.mod_revision;
-                    return Ok(res);
-                }
+                None => return Some(gone(&w.label)),
+                Some(r) if r.mod_revision != expected => return Some(mismatch(&w.label, r.mod_revision, expected)),
                 Some(_) => {}
             }
         }
-        if w.mode == pb::WriteMode::Create as i32 && live.is_some() {
-            return Ok(fail(
+        if w.mode == Mode::Create && live.is_some() {
+            return Some(fail(
                 pb::ResultCode::ResultAlreadyExists,
-                format!("handle {} already exists", w.id),
+                format!("{} already exists", w.label),
             ));
         }
+        None
+    }
+
+    fn write_entry(&mut self, index: u64, w: EntryWrite) -> Result<pb::CommandResult> {
+        let old = self.get_record(&w.key)?;
+        let live = old.as_ref().filter(|r| is_live(r, self.clock));
+        if let Some(failed) = self.precondition(live, &w) {
+            return Ok(failed);
+        }
+        Ok(self.put_checked(index, w, old))
+    }
+
+    /// Writes an entry whose preconditions hold.
+    fn put_checked(&mut self, index: u64, w: EntryWrite, old: Option<Record>) -> pb::CommandResult {
+        let live = old.as_ref().filter(|r| is_live(r, self.clock));
         let expires_at_ms = match live {
             Some(r) if w.keep_ttl => r.expires_at_ms,
             _ if w.ttl_ms > 0 => self.clock.saturating_add(w.ttl_ms),
             _ => 0,
         };
         let existed = live.is_some();
-        let id = w.id;
         let rec = Record {
             value: w.value,
             create_revision: live.map(|r| r.create_revision).unwrap_or(index),
             mod_revision: index,
             expires_at_ms,
             owner: String::new(),
+            json: w.json,
         };
-        self.put_record(key, rec, old.as_ref());
-        Ok(pb::CommandResult {
+        self.put_record(w.key, rec, old.as_ref());
+        pb::CommandResult {
             existed,
             expires_at_ms,
-            id,
             ..ok()
-        })
+        }
     }
 
-    fn handle_delete(&mut self, _index: u64, d: pb::HandleDelete) -> Result<pb::CommandResult> {
-        let key = keys::handle_key(&d.namespace, &d.store, &d.id);
+    fn delete_entry(&mut self, key: Vec<u8>, label: &str, expected_revision: Option<u64>) -> Result<pb::CommandResult> {
         let Some(old) = self.get_record(&key)? else {
-            return Ok(if d.expected_revision.is_some() {
-                fail(
-                    pb::ResultCode::ResultNotFound,
-                    format!("handle {} does not exist", d.id),
-                )
-            } else {
-                ok()
-            });
+            return Ok(if expected_revision.is_some() { gone(label) } else { ok() });
         };
         let live = is_live(&old, self.clock);
-        if let Some(expected) = d.expected_revision {
+        if let Some(expected) = expected_revision {
             if !live {
-                return Ok(fail(
-                    pb::ResultCode::ResultNotFound,
-                    format!("handle {} does not exist (or expired)", d.id),
-                ));
+                return Ok(gone(label));
             }
             if old.mod_revision != expected {
-                let mut res = fail(
-                    pb::ResultCode::ResultRevisionMismatch,
-                    format!(
-                        "handle {} is at revision {}, not the expected {expected}",
-                        d.id, old.mod_revision
-                    ),
-                );
-                res.current_revision = old.mod_revision;
-                return Ok(res);
+                return Ok(mismatch(label, old.mod_revision, expected));
             }
         }
         // An expired entry is removed as well, but was not "existing".
         self.delete_record(key, &old);
-        Ok(pb::CommandResult { existed: live, ..ok() })
+        Ok(pb::CommandResult {
+            existed: live,
+            count: live as u64,
+            ..ok()
+        })
+    }
+
+    /// Deletes up to `limit` entries under a prefix, atomically (they are all
+    /// in this command's write batch). `count` is how many were live.
+    fn delete_prefix(&mut self, d: pb::StateDeletePrefix) -> Result<pb::CommandResult> {
+        if d.prefix.is_empty() {
+            return Ok(fail(
+                pb::ResultCode::ResultInvalid,
+                "a prefix delete needs a non-empty prefix",
+            ));
+        }
+        let limit = d.limit.clamp(1, MAX_PREFIX_DELETE) as usize;
+        let prefix = keys::state_key(&d.namespace, &d.prefix);
+        let (entries, more) = self.range(&prefix, limit)?;
+        let mut deleted = 0u64;
+        for (key, rec) in entries {
+            deleted += is_live(&rec, self.clock) as u64;
+            self.delete_record(key, &rec);
+        }
+        Ok(pb::CommandResult {
+            count: deleted,
+            existed: deleted > 0,
+            more,
+            ..ok()
+        })
+    }
+
+    /// All or nothing: every precondition is checked before anything is
+    /// written. (The api rejects batches that name a key twice.)
+    fn state_batch(&mut self, index: u64, b: pb::StateBatch) -> Result<pb::CommandResult> {
+        let writes: Vec<EntryWrite> = b.writes.into_iter().map(state_write).collect();
+        let mut olds = Vec::with_capacity(writes.len());
+        for w in &writes {
+            let old = self.get_record(&w.key)?;
+            let live = old.as_ref().filter(|r| is_live(r, self.clock));
+            if let Some(mut failed) = self.precondition(live, w) {
+                failed.message = format!("batch not applied: {}", failed.message);
+                return Ok(failed);
+            }
+            olds.push(old);
+        }
+        let n = writes.len() as u64;
+        for (w, old) in writes.into_iter().zip(olds) {
+            self.put_checked(index, w, old);
+        }
+        Ok(pb::CommandResult { count: n, ..ok() })
     }
 
     fn expire(&mut self, e: pb::Expire) -> Result<pb::CommandResult> {
@@ -248,6 +360,41 @@ impl<'a> Tx<'a> {
             Some(raw) => Ok(Some(decode(&raw, "kv")?)),
             None => Ok(None),
         }
+    }
+
+    /// The first `limit` entries under `prefix` (live or expired), as this
+    /// batch sees them: the database merged with the overlay. Also says
+    /// whether more exist.
+    fn range(&mut self, prefix: &[u8], limit: usize) -> Result<(Vec<KeyedRecord>, bool)> {
+        let end = keys::prefix_end(prefix);
+        let in_range = |k: &[u8]| k.starts_with(prefix);
+        // The overlay can hide at most as many database entries as it holds
+        // in the range, so reading that many more suffices.
+        let overlay: Vec<(Vec<u8>, Option<Record>)> = self
+            .kv
+            .range(prefix.to_vec()..)
+            .take_while(|(k, _)| in_range(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut opts = ReadOptions::default();
+        if let Some(end) = &end {
+            opts.set_iterate_upper_bound(end.clone());
+        }
+        let iter = self.db.iterator_cf_opt(
+            db::cf(self.db, CF_KV),
+            opts,
+            IteratorMode::From(prefix, Direction::Forward),
+        );
+        let mut merged: BTreeMap<Vec<u8>, Option<Record>> = BTreeMap::new();
+        for item in iter.take(limit + 1 + overlay.len()) {
+            let (k, v) = item?;
+            merged.insert(k.to_vec(), Some(decode(&v, "kv")?));
+        }
+        merged.extend(overlay);
+        let mut present = merged.into_iter().filter_map(|(k, v)| v.map(|r| (k, r)));
+        let out: Vec<_> = present.by_ref().take(limit).collect();
+        let more = present.next().is_some();
+        Ok((out, more))
     }
 
     fn put_record(&mut self, key: Vec<u8>, rec: Record, old: Option<&Record>) {
@@ -325,7 +472,7 @@ impl<'a> Tx<'a> {
         let iter = self.db.iterator_cf_opt(
             db::cf(self.db, CF_DEDUP),
             opts,
-            IteratorMode::From(&start, rocksdb::Direction::Forward),
+            IteratorMode::From(&start, Direction::Forward),
         );
         let mut victims = Vec::new();
         for item in iter.take(MAX_DEDUP_REMOVALS_PER_COMMAND) {
@@ -406,5 +553,18 @@ impl<'a> Tx<'a> {
         // a restart re-applies from the persisted applied id.
         self.db.write(self.wb)?;
         Ok(())
+    }
+}
+
+fn state_write(w: pb::StateWrite) -> EntryWrite {
+    EntryWrite {
+        key: keys::state_key(&w.namespace, &w.key),
+        label: format!("key {}", w.key),
+        value: w.value,
+        json: w.json,
+        mode: Mode::Upsert,
+        ttl_ms: w.ttl_ms,
+        keep_ttl: w.keep_ttl,
+        expected_revision: w.expected_revision,
     }
 }

@@ -9,6 +9,24 @@ use handlestore_proto::v1 as pb;
 /// Tag of handle keys.
 pub const TAG_HANDLE: u8 = b'h';
 
+/// Tag of state-tool keys.
+pub const TAG_STATE: u8 = b's';
+
+/// Prefix of every state key of namespace `ns`.
+pub fn state_ns_prefix(ns: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(2 + ns.len());
+    k.push(TAG_STATE);
+    push_short(&mut k, ns.as_bytes());
+    k
+}
+
+/// The data key of a state key; `key` may also be a key prefix.
+pub fn state_key(ns: &str, key: &str) -> Vec<u8> {
+    let mut k = state_ns_prefix(ns);
+    k.extend_from_slice(key.as_bytes());
+    k
+}
+
 /// Prefix of every handle in `store` of namespace `ns`.
 pub fn handle_store_prefix(ns: &str, store: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(3 + ns.len() + store.len());
@@ -106,14 +124,18 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-/// The data key a command writes, if it writes exactly one: the proposer
-/// keeps two writes of one key out of one log entry.
-pub fn conflict_key(cmd: &pb::Command) -> Option<Vec<u8>> {
+/// The data keys a command writes new versions of: the proposer keeps two
+/// commands that write one key out of one log entry, so a revision always
+/// names a single version. (Deletions create no version and need no slot.)
+pub fn conflict_keys(cmd: &pb::Command) -> Vec<Vec<u8>> {
     use pb::command::Op;
-    match cmd.op.as_ref()? {
-        Op::HandleWrite(w) => Some(handle_key(&w.namespace, &w.store, &w.id)),
-        Op::HandleDelete(d) => Some(handle_key(&d.namespace, &d.store, &d.id)),
-        Op::Expire(_) => None,
+    match &cmd.op {
+        Some(Op::HandleWrite(w)) => vec![handle_key(&w.namespace, &w.store, &w.id)],
+        Some(Op::HandleDelete(d)) => vec![handle_key(&d.namespace, &d.store, &d.id)],
+        Some(Op::StateWrite(w)) => vec![state_key(&w.namespace, &w.key)],
+        Some(Op::StateDelete(d)) => vec![state_key(&d.namespace, &d.key)],
+        Some(Op::StateBatch(b)) => b.writes.iter().map(|w| state_key(&w.namespace, &w.key)).collect(),
+        Some(Op::StateDeletePrefix(_)) | Some(Op::Expire(_)) | None => Vec::new(),
     }
 }
 
@@ -135,6 +157,14 @@ mod tests {
         let b = handle_store_prefix("a", "bc");
         assert!(!a.starts_with(&b) && !b.starts_with(&a));
         assert_ne!(handle_key("default", "cart", "X"), handle_key("default", "carts", ""));
+    }
+
+    #[test]
+    fn namespaces_do_not_alias() {
+        assert!(!state_key("ab", "c").starts_with(&state_ns_prefix("a")));
+        assert!(state_key("a", "bc/d").starts_with(&state_key("a", "bc/")));
+        assert_ne!(state_key("a", "x")[0], handle_key("a", "x", "y")[0]);
+        assert_eq!(count_scope(&state_key("a", "x")), None, "state keys are not counted");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 
 use crate::db::{self, CF_EXPIRY, CF_KV, CF_SM_META};
 
-pub use apply::{ApplyBatch, ApplyEntry};
+pub use apply::{ApplyBatch, ApplyEntry, MAX_PREFIX_DELETE};
 
 /// Meta keys in `CF_SM_META`.
 pub(crate) mod meta {
@@ -121,6 +121,76 @@ impl StateStore {
         Ok(is_live(&rec, now_ms).then_some(rec))
     }
 
+    /// Reads one state key, hiding it if it expired at `now_ms`.
+    pub fn get_state(&self, ns: &str, key: &str, now_ms: u64) -> Result<Option<Record>> {
+        let Some(raw) = self
+            .db
+            .get_pinned_cf(db::cf(&self.db, CF_KV), keys::state_key(ns, key))?
+        else {
+            return Ok(None);
+        };
+        let rec = decode::<Record>(&raw, "kv")?;
+        Ok(is_live(&rec, now_ms).then_some(rec))
+    }
+
+    /// Reads several state keys from one consistent snapshot.
+    pub fn get_state_many(&self, ns: &str, keys_: &[String], now_ms: u64) -> Result<Vec<Option<Record>>> {
+        let snap = self.db.snapshot();
+        let cf = db::cf(&self.db, CF_KV);
+        let mut out = Vec::with_capacity(keys_.len());
+        for k in keys_ {
+            let rec = match snap.get_cf(cf, keys::state_key(ns, k))? {
+                Some(raw) => Some(decode::<Record>(&raw, "kv")?).filter(|r| is_live(r, now_ms)),
+                None => None,
+            };
+            out.push(rec);
+        }
+        Ok(out)
+    }
+
+    /// One page of live state keys under `prefix`, in key order, strictly
+    /// after `after` if given. Stops at `limit` keys or once the page holds
+    /// `max_bytes` of values, so a page is bounded whatever the data.
+    pub fn list_state(&self, ns: &str, page: &ListQuery<'_>, now_ms: u64) -> Result<ListPage> {
+        let ns_prefix = keys::state_ns_prefix(ns);
+        let prefix = keys::state_key(ns, page.prefix);
+        let start = match page.after {
+            Some(a) if keys::state_key(ns, a) >= prefix => {
+                let mut k = keys::state_key(ns, a);
+                k.push(0);
+                k
+            }
+            _ => prefix.clone(),
+        };
+        let mut opts = ReadOptions::default();
+        if let Some(end) = keys::prefix_end(&prefix) {
+            opts.set_iterate_upper_bound(end);
+        }
+        let iter = self.db.iterator_cf_opt(
+            db::cf(&self.db, CF_KV),
+            opts,
+            IteratorMode::From(&start, rocksdb::Direction::Forward),
+        );
+        let mut entries = Vec::new();
+        let mut bytes = 0usize;
+        let mut more = false;
+        for item in iter {
+            let (k, v) = item?;
+            let rec = decode::<Record>(&v, "kv")?;
+            if !is_live(&rec, now_ms) {
+                continue;
+            }
+            if entries.len() >= page.limit || bytes >= page.max_bytes {
+                more = true;
+                break;
+            }
+            let key = String::from_utf8_lossy(&k[ns_prefix.len()..]).into_owned();
+            bytes += key.len() + if page.with_values { rec.value.len() } else { 0 };
+            entries.push((key, rec));
+        }
+        Ok(ListPage { entries, more })
+    }
+
     /// The number of live handles in one store at `now_ms`: the stored count
     /// minus entries that are due but not yet swept (read from the expiry
     /// index, which the sweep keeps short), from one consistent snapshot.
@@ -183,6 +253,22 @@ impl StateStore {
         self.publish_applied(last);
         Ok(out)
     }
+}
+
+/// What one page of a listing asks for.
+pub struct ListQuery<'a> {
+    pub prefix: &'a str,
+    pub after: Option<&'a str>,
+    pub limit: usize,
+    pub with_values: bool,
+    pub max_bytes: usize,
+}
+
+/// One page of a listing.
+pub struct ListPage {
+    pub entries: Vec<(String, Record)>,
+    /// More live keys follow the last entry.
+    pub more: bool,
 }
 
 /// Whether a record is visible at `now_ms`.

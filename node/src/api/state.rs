@@ -1,0 +1,300 @@
+//! The State service (state.proto): the state-tool interface over the
+//! replicated keyspace.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use handlestore_client::key::{page_token, parse_page_token};
+use handlestore_proto::v1 as pb;
+use pb::command::Op;
+use tonic::{Request, Response, Status};
+
+use super::{Api, blocking, validate};
+use crate::state::{ListQuery, MAX_PREFIX_DELETE, Record, now_ms};
+use crate::status::{self, invalid};
+
+/// Default and largest page of a list.
+const DEFAULT_PAGE: u32 = 100;
+const MAX_PAGE: u32 = 1000;
+/// Value bytes after which a list page is cut short.
+const MAX_PAGE_BYTES: usize = 4 << 20;
+const DEFAULT_PREFIX_DELETE: u32 = 1000;
+
+pub struct StateService {
+    api: Arc<Api>,
+}
+
+impl StateService {
+    pub fn new(api: Arc<Api>) -> Self {
+        Self { api }
+    }
+}
+
+fn entry(key: String, rec: Record, with_value: bool) -> pb::StateEntry {
+    let value = with_value.then(|| pb::StateValue {
+        kind: Some(if rec.json {
+            pb::state_value::Kind::Json(String::from_utf8_lossy(&rec.value).into_owned())
+        } else {
+            pb::state_value::Kind::Bytes(rec.value)
+        }),
+    });
+    pb::StateEntry {
+        key,
+        value,
+        create_revision: rec.create_revision,
+        mod_revision: rec.mod_revision,
+        expires_at_ms: rec.expires_at_ms,
+    }
+}
+
+impl StateService {
+    fn write_op(&self, namespace: &str, item: pb::StoreItem) -> Result<pb::StateWrite, Status> {
+        let l = &self.api.limits;
+        validate::state_key(&item.key, l)?;
+        let (value, json) = validate::state_value(item.value, l)?;
+        let ttl_ms = validate::ttl(item.ttl.as_ref(), l)?;
+        Ok(pb::StateWrite {
+            namespace: namespace.to_string(),
+            keep_ttl: item.ttl.as_ref().is_some_and(|t| t.keep),
+            key: item.key,
+            value,
+            json,
+            ttl_ms,
+            expected_revision: item.expected_revision,
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl pb::state_server::State for StateService {
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn store(&self, request: Request<pb::StoreRequest>) -> Result<Response<pb::StoreResponse>, Status> {
+        let r = request.into_inner();
+        let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
+        let item = pb::StoreItem {
+            key: r.key,
+            value: r.value,
+            ttl: r.ttl,
+            expected_revision: r.expected_revision,
+        };
+        let op = Op::StateWrite(self.write_op(&namespace, item)?);
+        let res = self
+            .api
+            .write(pb::Command {
+                write_id: r.write_id,
+                op: Some(op),
+            })
+            .await?;
+        Ok(Response::new(pb::StoreResponse {
+            existed: res.existed,
+            revision: res.revision,
+            expires_at_ms: res.expires_at_ms,
+        }))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn retrieve(&self, request: Request<pb::RetrieveRequest>) -> Result<Response<pb::RetrieveResponse>, Status> {
+        let r = request.into_inner();
+        let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
+        validate::state_key(&r.key, &self.api.limits)?;
+        let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
+        let (state, key) = (self.api.state.clone(), r.key.clone());
+        let rec = blocking(move || state.get_state(&namespace, &key, now_ms())).await?;
+        match rec {
+            Some(rec) => Ok(Response::new(pb::RetrieveResponse {
+                entry: Some(entry(r.key, rec, true)),
+                read_revision,
+            })),
+            None => Err(status::status(
+                tonic::Code::NotFound,
+                "not_found",
+                format!("unknown key {}", r.key),
+            )),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn delete(
+        &self,
+        request: Request<pb::StateDeleteRequest>,
+    ) -> Result<Response<pb::StateDeleteResponse>, Status> {
+        let r = request.into_inner();
+        let l = &self.api.limits;
+        let namespace = validate::namespace(&r.namespace, l)?;
+        let op = if r.prefix {
+            validate::state_prefix(&r.key, l)?;
+            if r.key.is_empty() {
+                return Err(invalid("a prefix delete needs a non-empty prefix"));
+            }
+            if r.expected_revision.is_some() {
+                return Err(invalid("expected_revision applies to single-key deletes only"));
+            }
+            if r.limit > MAX_PREFIX_DELETE {
+                return Err(invalid(format!("limit {} exceeds {MAX_PREFIX_DELETE}", r.limit)));
+            }
+            let limit = if r.limit == 0 { DEFAULT_PREFIX_DELETE } else { r.limit };
+            Op::StateDeletePrefix(pb::StateDeletePrefix {
+                namespace,
+                prefix: r.key,
+                limit,
+            })
+        } else {
+            validate::state_key(&r.key, l)?;
+            Op::StateDelete(pb::StateDelete {
+                namespace,
+                key: r.key,
+                expected_revision: r.expected_revision,
+            })
+        };
+        let res = self
+            .api
+            .write(pb::Command {
+                write_id: r.write_id,
+                op: Some(op),
+            })
+            .await?;
+        Ok(Response::new(pb::StateDeleteResponse {
+            deleted: res.count,
+            more: res.more,
+            revision: res.revision,
+        }))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn list(&self, request: Request<pb::ListRequest>) -> Result<Response<pb::ListResponse>, Status> {
+        let r = request.into_inner();
+        let l = &self.api.limits;
+        let namespace = validate::namespace(&r.namespace, l)?;
+        validate::state_prefix(&r.prefix, l)?;
+        if r.limit > MAX_PAGE {
+            return Err(invalid(format!("limit {} exceeds {MAX_PAGE} keys per page", r.limit)));
+        }
+        let limit = if r.limit == 0 { DEFAULT_PAGE } else { r.limit } as usize;
+        let after = if r.page_token.is_empty() {
+            None
+        } else {
+            Some(parse_page_token(&r.page_token).map_err(invalid)?)
+        };
+        let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
+        let state = self.api.state.clone();
+        let (prefix, with_values) = (r.prefix, r.with_values);
+        let page = blocking(move || {
+            let q = ListQuery {
+                prefix: &prefix,
+                after: after.as_deref(),
+                limit,
+                with_values,
+                max_bytes: MAX_PAGE_BYTES,
+            };
+            state.list_state(&namespace, &q, now_ms())
+        })
+        .await?;
+        let next_page_token = match (page.more, page.entries.last()) {
+            (true, Some((k, _))) => page_token(k),
+            _ => String::new(),
+        };
+        let entries = page
+            .entries
+            .into_iter()
+            .map(|(k, rec)| entry(k, rec, with_values))
+            .collect();
+        Ok(Response::new(pb::ListResponse {
+            entries,
+            next_page_token,
+            read_revision,
+        }))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn exists(&self, request: Request<pb::ExistsRequest>) -> Result<Response<pb::ExistsResponse>, Status> {
+        let r = request.into_inner();
+        let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
+        validate::state_key(&r.key, &self.api.limits)?;
+        let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
+        let state = self.api.state.clone();
+        let rec = blocking(move || state.get_state(&namespace, &r.key, now_ms())).await?;
+        Ok(Response::new(pb::ExistsResponse {
+            exists: rec.is_some(),
+            read_revision,
+        }))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn batch_store(
+        &self,
+        request: Request<pb::BatchStoreRequest>,
+    ) -> Result<Response<pb::BatchStoreResponse>, Status> {
+        let r = request.into_inner();
+        let l = &self.api.limits;
+        let namespace = validate::namespace(&r.namespace, l)?;
+        if r.items.is_empty() {
+            return Err(invalid("a batch needs at least one item"));
+        }
+        if r.items.len() > l.max_batch_items {
+            return Err(invalid(format!(
+                "{} items; a batch holds at most {}",
+                r.items.len(),
+                l.max_batch_items
+            )));
+        }
+        let mut seen = HashSet::new();
+        let mut bytes = 0usize;
+        let mut writes = Vec::with_capacity(r.items.len());
+        for item in r.items {
+            if !seen.insert(item.key.clone()) {
+                return Err(invalid(format!("key {:?} appears twice in the batch", item.key)));
+            }
+            let w = self.write_op(&namespace, item)?;
+            bytes += w.value.len();
+            writes.push(w);
+        }
+        if bytes > l.max_batch_bytes {
+            return Err(invalid(format!(
+                "the batch holds {bytes} value bytes; the limit is {}",
+                l.max_batch_bytes
+            )));
+        }
+        let op = Op::StateBatch(pb::StateBatch { writes });
+        let res = self
+            .api
+            .write(pb::Command {
+                write_id: r.write_id,
+                op: Some(op),
+            })
+            .await?;
+        Ok(Response::new(pb::BatchStoreResponse { revision: res.revision }))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn batch_retrieve(
+        &self,
+        request: Request<pb::BatchRetrieveRequest>,
+    ) -> Result<Response<pb::BatchRetrieveResponse>, Status> {
+        let r = request.into_inner();
+        let l = &self.api.limits;
+        let namespace = validate::namespace(&r.namespace, l)?;
+        if r.keys.len() > l.max_batch_items {
+            return Err(invalid(format!(
+                "{} keys; a batch holds at most {}",
+                r.keys.len(),
+                l.max_batch_items
+            )));
+        }
+        for k in &r.keys {
+            validate::state_key(k, l)?;
+        }
+        let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
+        let state = self.api.state.clone();
+        let keys = r.keys.clone();
+        let recs = blocking(move || state.get_state_many(&namespace, &keys, now_ms())).await?;
+        let entries = r
+            .keys
+            .into_iter()
+            .zip(recs)
+            .map(|(k, rec)| pb::MaybeEntry {
+                entry: rec.map(|rec| entry(k, rec, true)),
+            })
+            .collect();
+        Ok(Response::new(pb::BatchRetrieveResponse { entries, read_revision }))
+    }
+}
