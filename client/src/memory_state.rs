@@ -25,6 +25,10 @@ struct Inner {
     revision: u64,
 }
 
+/// Expired entries are invisible at once; their memory is freed by a sweep
+/// every this many writes (amortized O(1) per write).
+const PURGE_EVERY: u64 = 1024;
+
 /// An in-process [`StateTool`].
 #[derive(Default)]
 pub struct MemoryStateTool {
@@ -62,6 +66,11 @@ impl MemoryStateTool {
         Self::default()
     }
 
+    /// Entries held, expired or not (for tests of the purge).
+    pub fn raw_len(&self) -> usize {
+        self.lock().map.len()
+    }
+
     /// TTL used for `Ttl::Default` (none: never expires).
     pub fn with_default_ttl(mut self, ttl: Duration) -> Self {
         self.default_ttl = Some(ttl).filter(|d| !d.is_zero());
@@ -92,6 +101,16 @@ fn check_revision(key: &str, current: Option<&Entry>, expected: Option<u64>) -> 
 }
 
 impl Inner {
+    /// Advances the revision for a write, freeing expired entries now and
+    /// then.
+    fn next_revision(&mut self, now: u64) -> u64 {
+        self.revision += 1;
+        if self.revision.is_multiple_of(PURGE_EVERY) {
+            self.map.retain(|_, e| live(e, now));
+        }
+        self.revision
+    }
+
     fn live(&self, key: &str, now: u64) -> Option<&Entry> {
         self.map.get(key).filter(|e| live(e, now))
     }
@@ -117,8 +136,7 @@ impl StateTool for MemoryStateTool {
         let now = now_ms();
         let mut s = self.lock();
         check_revision(key, s.live(key, now), opts.expected_revision)?;
-        s.revision += 1;
-        let rev = s.revision;
+        let rev = s.next_revision(now);
         s.put(key.to_string(), value, self.expiry(opts.ttl, now), rev, now);
         Ok(rev)
     }
@@ -136,7 +154,7 @@ impl StateTool for MemoryStateTool {
             check_key(key)?;
             check_revision(key, s.live(key, now), opts.expected_revision)?;
             let existed = s.map.remove(key).is_some_and(|e| live(&e, now));
-            s.revision += 1;
+            s.next_revision(now);
             return Ok(Deleted {
                 count: existed as u64,
                 more: false,
@@ -161,6 +179,7 @@ impl StateTool for MemoryStateTool {
             .map
             .range(key.to_string()..)
             .take_while(|(k, _)| k.starts_with(key))
+            .take(limit + 1)
             .map(|(k, _)| k.clone())
             .collect();
         let mut count = 0;
@@ -169,7 +188,7 @@ impl StateTool for MemoryStateTool {
                 count += 1;
             }
         }
-        s.revision += 1;
+        s.next_revision(now);
         Ok(Deleted {
             count,
             more: under.len() > limit,
@@ -242,8 +261,7 @@ impl StateTool for MemoryStateTool {
         for item in &items {
             check_revision(&item.key, s.live(&item.key, now), item.expected_revision)?;
         }
-        s.revision += 1;
-        let rev = s.revision;
+        let rev = s.next_revision(now);
         for item in items {
             let exp = self.expiry(item.ttl, now);
             s.put(item.key, item.value, exp, rev, now);
@@ -261,5 +279,24 @@ impl StateTool for MemoryStateTool {
             .iter()
             .map(|k| s.live(k, now).map(|e| to_entry(k, e, true)))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn expired_entries_are_freed() {
+        let t = MemoryStateTool::new();
+        let short = StoreOptions { ttl: Ttl::After(Duration::from_millis(1)), expected_revision: None };
+        for i in 0..10 {
+            t.store(&format!("gone/{i}"), serde_json::json!(i).into(), short).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        for i in 0..PURGE_EVERY {
+            t.store("kept", serde_json::json!(i).into(), StoreOptions::default()).await.unwrap();
+        }
+        assert_eq!(t.raw_len(), 1, "expired entries were freed");
     }
 }
