@@ -289,13 +289,20 @@ mod tests {
     #[tokio::test]
     async fn expired_entries_are_freed() {
         let t = MemoryStateTool::new();
-        let short = StoreOptions { ttl: Ttl::After(Duration::from_millis(1)), expected_revision: None };
+        let short = StoreOptions {
+            ttl: Ttl::After(Duration::from_millis(1)),
+            expected_revision: None,
+        };
         for i in 0..10 {
-            t.store(&format!("gone/{i}"), serde_json::json!(i).into(), short).await.unwrap();
+            t.store(&format!("gone/{i}"), serde_json::json!(i).into(), short)
+                .await
+                .unwrap();
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
         for i in 0..PURGE_EVERY {
-            t.store("kept", serde_json::json!(i).into(), StoreOptions::default()).await.unwrap();
+            t.store("kept", serde_json::json!(i).into(), StoreOptions::default())
+                .await
+                .unwrap();
         }
         assert_eq!(t.raw_len(), 1, "expired entries were freed");
     }

@@ -3,6 +3,7 @@
 //! tests handles to kill, pause, restart and inspect them.
 
 pub mod cluster;
+pub mod mcp;
 
 pub use cluster::{TestCluster, TestClusterBuilder, free_port, free_port_run, handlestore_bin};
 

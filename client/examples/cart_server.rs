@@ -1,0 +1,326 @@
+//! A stateless MCP cart server (Streamable HTTP, no sessions) whose carts live
+//! in handlestore, so any number of replicas behind a load balancer share
+//! them:
+//!
+//! ```sh
+//! cargo run --release -p handlestore-client --example cart_server -- \
+//!     --listen 127.0.0.1:8080 --endpoints http://127.0.0.1:7401,http://127.0.0.1:7402,http://127.0.0.1:7403
+//! cargo run --release -p handlestore-client --example cart_server -- --memory   # one replica, in memory
+//! ```
+//!
+//! Tools: `create_cart`, `add_item(cart_id, sku, quantity, request_id?)`,
+//! `get_cart(cart_id)`, `checkout(cart_id)`. `add_item` is a compare-and-set
+//! update, so replicas adding to one cart at once never lose an item; a
+//! `request_id` makes a retried add_item a no-op; `checkout` is exactly-once.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use handlestore_client::{Client, Error, HandleStore, MemoryHandleStore, MemoryOptions, Ttl};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, ServerHandler, schemars, tool, tool_handler, tool_router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[derive(clap::Parser, Debug)]
+#[command(about = "Stateless MCP cart server backed by handlestore")]
+struct Args {
+    /// Address to serve MCP (Streamable HTTP at /mcp) on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// handlestore endpoints (comma-separated).
+    #[arg(
+        long,
+        env = "HANDLESTORE_ENDPOINTS",
+        value_delimiter = ',',
+        conflicts_with = "memory"
+    )]
+    endpoints: Vec<String>,
+    /// Keep carts in this process's memory instead (one replica only).
+    #[arg(long)]
+    memory: bool,
+    /// handlestore namespace.
+    #[arg(long, default_value = "default")]
+    namespace: String,
+    /// Host headers to accept (comma-separated; behind a load balancer, its
+    /// name). Default: loopback only. "*" accepts any.
+    #[arg(long, value_delimiter = ',', default_values_t = ["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()])]
+    allowed_hosts: Vec<String>,
+    /// Idle carts expire after this long.
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    cart_ttl: Duration,
+}
+
+/// One `add_item` call's line in the cart.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Line {
+    sku: String,
+    quantity: u32,
+    /// The caller's idempotency key, if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    request_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+struct Cart {
+    lines: Vec<Line>,
+    /// Set once, by the first checkout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    order_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Order {
+    cart_id: String,
+    lines: Vec<Line>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct CartIdArgs {
+    /// The id create_cart returned.
+    cart_id: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct AddItemArgs {
+    /// The id create_cart returned.
+    cart_id: String,
+    /// Product SKU.
+    sku: String,
+    /// How many (at least 1).
+    quantity: u32,
+    /// Optional idempotency key: a retried add_item with the same
+    /// request_id is not added twice.
+    #[serde(default)]
+    request_id: Option<String>,
+}
+
+#[derive(Clone)]
+struct CartServer {
+    carts: Arc<dyn HandleStore<Cart>>,
+    orders: Arc<dyn HandleStore<Order>>,
+    tool_router: ToolRouter<CartServer>,
+}
+
+fn tool_error(msg: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(msg.into())])
+}
+
+/// Maps a store error to what the caller sees: bad ids are the caller's
+/// problem; anything else means the outcome is unknown and a retry (with the
+/// same request_id) is safe.
+fn store_error(cart_id: &str, e: Error) -> CallToolResult {
+    match e {
+        Error::InvalidArgument(_) => tool_error(format!("unknown cart_id: {cart_id}")),
+        e => tool_error(format!("cart store unavailable, retry: {e}")),
+    }
+}
+
+#[tool_router]
+impl CartServer {
+    /// The tool router is built once (it holds every tool's JSON schema) and
+    /// cloned into the server each request gets.
+    fn new(
+        carts: Arc<dyn HandleStore<Cart>>,
+        orders: Arc<dyn HandleStore<Order>>,
+        tool_router: ToolRouter<Self>,
+    ) -> Self {
+        Self {
+            carts,
+            orders,
+            tool_router,
+        }
+    }
+
+    #[tool(description = "Create an empty shopping cart and return its cart_id.")]
+    async fn create_cart(&self) -> Result<CallToolResult, ErrorData> {
+        match self.carts.mint(Cart::default(), Ttl::Default).await {
+            Ok(id) => Ok(CallToolResult::structured(json!({ "cart_id": id }))),
+            Err(e) => Ok(tool_error(format!("cart store unavailable, retry: {e}"))),
+        }
+    }
+
+    #[tool(description = "Add quantity units of a SKU to a cart. Returns the cart.")]
+    async fn add_item(&self, Parameters(args): Parameters<AddItemArgs>) -> Result<CallToolResult, ErrorData> {
+        if args.quantity == 0 {
+            return Ok(tool_error("quantity must be at least 1"));
+        }
+        if args.sku.is_empty() || args.sku.len() > 128 {
+            return Ok(tool_error("sku must be 1 to 128 characters"));
+        }
+        let line = Line {
+            sku: args.sku,
+            quantity: args.quantity,
+            request_id: args.request_id,
+        };
+        let mut refused = None;
+        let res = self
+            .carts
+            .update(&args.cart_id, &mut |cart: &mut Cart| {
+                refused = None;
+                if let Some(order) = &cart.order_id {
+                    refused = Some(format!("cart {} is already checked out (order {order})", args.cart_id));
+                    return;
+                }
+                let duplicate = line.request_id.is_some() && cart.lines.iter().any(|l| l.request_id == line.request_id);
+                if !duplicate {
+                    cart.lines.push(line.clone());
+                }
+            })
+            .await;
+        match res {
+            Ok(_) if refused.is_some() => Ok(tool_error(refused.unwrap_or_default())),
+            Ok(Some(cart)) => Ok(CallToolResult::structured(
+                json!({ "cart_id": args.cart_id, "cart": cart }),
+            )),
+            Ok(None) => Ok(tool_error(format!("unknown cart_id: {}", args.cart_id))),
+            Err(e) => Ok(store_error(&args.cart_id, e)),
+        }
+    }
+
+    #[tool(description = "Show a cart's lines and, once checked out, its order_id.")]
+    async fn get_cart(&self, Parameters(args): Parameters<CartIdArgs>) -> Result<CallToolResult, ErrorData> {
+        match self.carts.get(&args.cart_id).await {
+            Ok(Some(cart)) => Ok(CallToolResult::structured(
+                json!({ "cart_id": args.cart_id, "cart": cart }),
+            )),
+            Ok(None) => Ok(tool_error(format!("unknown cart_id: {}", args.cart_id))),
+            Err(e) => Ok(store_error(&args.cart_id, e)),
+        }
+    }
+
+    #[tool(description = "Check a cart out and return its order_id. Calling it again returns the same order_id.")]
+    async fn checkout(&self, Parameters(args): Parameters<CartIdArgs>) -> Result<CallToolResult, ErrorData> {
+        let candidate = handlestore_client::id::new_handle_id("order");
+        let mut empty = false;
+        let res = self
+            .carts
+            .update(&args.cart_id, &mut |cart: &mut Cart| {
+                empty = cart.lines.is_empty() && cart.order_id.is_none();
+                if cart.order_id.is_none() && !empty {
+                    cart.order_id = Some(candidate.clone());
+                }
+            })
+            .await;
+        let cart = match res {
+            Ok(_) if empty => return Ok(tool_error(format!("cart {} is empty", args.cart_id))),
+            Ok(Some(cart)) => cart,
+            Ok(None) => return Ok(tool_error(format!("unknown cart_id: {}", args.cart_id))),
+            Err(e) => return Ok(store_error(&args.cart_id, e)),
+        };
+        let Some(order_id) = cart.order_id.clone() else {
+            return Ok(tool_error("checkout did not record an order; retry"));
+        };
+        // The order record has the order's id, so whichever call recorded the
+        // order writes it; a repeat finds it present (put is an upsert of the
+        // same content).
+        let order = Order {
+            cart_id: args.cart_id.clone(),
+            lines: cart.lines.clone(),
+        };
+        if let Err(e) = self.orders.put(&order_id, order, Ttl::Never).await {
+            return Ok(store_error(&args.cart_id, e));
+        }
+        Ok(CallToolResult::structured(json!({
+            "cart_id": args.cart_id,
+            "order_id": order_id,
+            "lines": cart.lines.len(),
+        })))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for CartServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "handlestore-cart-server",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "A shopping cart. create_cart returns a cart_id; pass it to add_item, get_cart and checkout.",
+            )
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = <Args as clap::Parser>::parse();
+    let (carts, orders): (Arc<dyn HandleStore<Cart>>, Arc<dyn HandleStore<Order>>) = if args.memory {
+        let opts = MemoryOptions {
+            default_ttl: Some(args.cart_ttl),
+            prefix: "cart".into(),
+            gc_interval: Some(Duration::from_secs(60)),
+        };
+        (
+            Arc::new(MemoryHandleStore::with_options(opts)),
+            Arc::new(MemoryHandleStore::with_options(MemoryOptions::default())),
+        )
+    } else {
+        if args.endpoints.is_empty() {
+            anyhow::bail!("give --endpoints (or HANDLESTORE_ENDPOINTS), or --memory");
+        }
+        let client = Client::builder(args.endpoints.clone())
+            .namespace(args.namespace.clone())
+            .build()?;
+        (
+            Arc::new(
+                client
+                    .handle_store::<Cart>("cart")
+                    .prefix("cart")
+                    .default_ttl(args.cart_ttl)
+                    .build(),
+            ),
+            Arc::new(client.handle_store::<Order>("order").build()),
+        )
+    };
+    let mut config = StreamableHttpServerConfig::default().with_legacy_session_mode(false);
+    config = if args.allowed_hosts.iter().any(|h| h == "*") {
+        config.disable_allowed_hosts()
+    } else {
+        config.with_allowed_hosts(args.allowed_hosts.clone())
+    };
+    let ct = config.cancellation_token.clone();
+    // Stateless: the factory runs per request and shares the stores.
+    let tools = CartServer::tool_router();
+    let service = StreamableHttpService::new(
+        move || Ok(CartServer::new(carts.clone(), orders.clone(), tools.clone())),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    tracing::info!(listen = %args.listen, store = if args.memory { "memory" } else { "handlestore" }, "cart server ready at /mcp");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            ct.cancel();
+        })
+        .await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(mut int), Ok(mut term)) => {
+            tokio::select! {
+                _ = int.recv() => {},
+                _ = term.recv() => {},
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
