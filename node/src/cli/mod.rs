@@ -4,6 +4,7 @@
 mod dev;
 mod handle;
 mod kv;
+mod mcp;
 mod member;
 mod node;
 mod status;
@@ -76,6 +77,13 @@ enum Command {
         #[command(subcommand)]
         cmd: kv::KvCmd,
     },
+    /// Serve the state tool as MCP tools (stateless Streamable HTTP at /mcp).
+    Mcp {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        args: mcp::McpArgs,
+    },
     /// Membership: list, add a learner, promote, remove.
     Member {
         #[command(flatten)]
@@ -127,7 +135,7 @@ fn init_tracing(default: &str) {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let server = matches!(cli.command, Command::Node(_) | Command::Dev(_));
+    let server = matches!(cli.command, Command::Node(_) | Command::Dev(_) | Command::Mcp { .. });
     // openraft's own info lines are internal detail; ours say what matters.
     init_tracing(if server { "info,openraft=warn" } else { "warn" });
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -144,6 +152,7 @@ pub fn main() -> ExitCode {
             Command::Status { conn } => status::run(&conn).await,
             Command::Handle { conn, cmd } => handle::run(&conn, cmd).await,
             Command::Kv { conn, cmd } => kv::run(&conn, cmd).await,
+            Command::Mcp { conn, args } => mcp::run(&conn, args).await,
             Command::Member { conn, cmd } => member::run(&conn, cmd).await,
         }
     });
