@@ -12,15 +12,30 @@
 //! `get_cart(cart_id)`, `checkout(cart_id)`. `add_item` is a compare-and-set
 //! update, so replicas adding to one cart at once never lose an item; a
 //! `request_id` makes a retried add_item a no-op; `checkout` is exactly-once.
+//!
+//! With `--confirm-checkout`, checkout is a multi round-trip request
+//! (SEP-2322 MRTR): the first call answers "input required" with an
+//! elicitation ("check out N items?") and a `requestState` sealed by
+//! `RequestStateCodec` with the cluster's replicated key ring; the client's
+//! retry, which a load balancer may send to any replica, is accepted only if
+//! that state verifies.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use handlestore_client::{Client, Error, HandleStore, MemoryHandleStore, MemoryOptions, Ttl};
+use handlestore_client::request_state::Mode;
+use handlestore_client::{
+    Client, Error, HandleStore, MemoryHandleStore, MemoryOptions, RequestStateCodec, RingKey, Ttl,
+};
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationSchema, Implementation, InputRequest, InputRequiredResult, ServerCapabilities,
+    ServerConfig,
+};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler, schemars, tool, tool_handler, tool_router};
@@ -51,6 +66,14 @@ struct Args {
     /// name). Default: loopback only. "*" accepts any.
     #[arg(long, value_delimiter = ',', default_values_t = ["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()])]
     allowed_hosts: Vec<String>,
+    /// Ask the client to confirm checkout (an MRTR round trip with a sealed
+    /// request state; creates the namespace's key ring if it has none).
+    #[arg(long)]
+    confirm_checkout: bool,
+    /// How often the key ring is re-read (the longest a retired key may
+    /// still verify here).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    keyring_refresh: Duration,
     /// Idle carts expire after this long.
     #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
     cart_ttl: Duration,
@@ -104,8 +127,15 @@ struct AddItemArgs {
 struct CartServer {
     carts: Arc<dyn HandleStore<Cart>>,
     orders: Arc<dyn HandleStore<Order>>,
+    /// Set with --confirm-checkout.
+    confirm: Option<Arc<RequestStateCodec>>,
     tool_router: ToolRouter<CartServer>,
 }
+
+/// How long a checkout confirmation stays valid.
+const CONFIRM_TTL: Duration = Duration::from_secs(600);
+/// The input request key of the confirmation.
+const CONFIRM: &str = "confirm";
 
 fn tool_error(msg: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(msg.into())])
@@ -128,11 +158,13 @@ impl CartServer {
     fn new(
         carts: Arc<dyn HandleStore<Cart>>,
         orders: Arc<dyn HandleStore<Order>>,
+        confirm: Option<Arc<RequestStateCodec>>,
         tool_router: ToolRouter<Self>,
     ) -> Self {
         Self {
             carts,
             orders,
+            confirm,
             tool_router,
         }
     }
@@ -195,7 +227,75 @@ impl CartServer {
     }
 
     #[tool(description = "Check a cart out and return its order_id. Calling it again returns the same order_id.")]
-    async fn checkout(&self, Parameters(args): Parameters<CartIdArgs>) -> Result<CallToolResult, ErrorData> {
+    async fn checkout(
+        &self,
+        Parameters(args): Parameters<CartIdArgs>,
+        RequestState(request_state): RequestState,
+        InputResponses(responses): InputResponses,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(codec) = &self.confirm {
+            match request_state {
+                None => return self.ask_to_confirm(codec, &args.cart_id).await,
+                Some(blob) => {
+                    // Sealed by whichever replica answered the first round,
+                    // bound to this cart and this tool.
+                    if codec.decode(&blob, &args.cart_id, Some("checkout")).await.is_none() {
+                        return Ok(tool_error("invalid or expired checkout confirmation; call checkout again").into());
+                    }
+                    let accepted = responses
+                        .and_then(|mut r| r.remove(CONFIRM))
+                        .and_then(|v| serde_json::from_value::<ElicitResult>(v).ok())
+                        .is_some_and(|r| {
+                            r.action == ElicitationAction::Accept
+                                && r.content
+                                    .as_ref()
+                                    .and_then(|c| c.get("confirm"))
+                                    .and_then(|v| v.as_bool())
+                                    == Some(true)
+                        });
+                    if !accepted {
+                        return Ok(tool_error("checkout was not confirmed").into());
+                    }
+                }
+            }
+        }
+        Ok(self.checkout_now(args).await.into())
+    }
+}
+
+impl CartServer {
+    /// The first round of a confirmed checkout: an elicitation, and the
+    /// cart's summary sealed as request state.
+    async fn ask_to_confirm(&self, codec: &RequestStateCodec, cart_id: &str) -> Result<CallToolResponse, ErrorData> {
+        let cart = match self.carts.get(cart_id).await {
+            Ok(Some(cart)) => cart,
+            Ok(None) => return Ok(tool_error(format!("unknown cart_id: {cart_id}")).into()),
+            Err(e) => return Ok(store_error(cart_id, e).into()),
+        };
+        let summary = json!({ "cart_id": cart_id, "lines": cart.lines.len() });
+        let sealed = match codec.encode(&summary, cart_id, Some("checkout"), CONFIRM_TTL).await {
+            Ok(s) => s,
+            Err(e) => return Ok(tool_error(format!("cannot seal the confirmation: {e}")).into()),
+        };
+        let schema = ElicitationSchema::builder()
+            .required_bool("confirm")
+            .build()
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let ask = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: format!("Check out cart {cart_id} with {} line(s)?", cart.lines.len()),
+            requested_schema: schema,
+        });
+        let requests = [(CONFIRM.to_string(), InputRequest::Elicitation(ask))]
+            .into_iter()
+            .collect();
+        Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+            Some(requests),
+            Some(sealed),
+        )))
+    }
+
+    async fn checkout_now(&self, args: CartIdArgs) -> CallToolResult {
         let candidate = handlestore_client::id::new_handle_id("order");
         let mut empty = false;
         let res = self
@@ -208,13 +308,13 @@ impl CartServer {
             })
             .await;
         let cart = match res {
-            Ok(_) if empty => return Ok(tool_error(format!("cart {} is empty", args.cart_id))),
+            Ok(_) if empty => return tool_error(format!("cart {} is empty", args.cart_id)),
             Ok(Some(cart)) => cart,
-            Ok(None) => return Ok(tool_error(format!("unknown cart_id: {}", args.cart_id))),
-            Err(e) => return Ok(store_error(&args.cart_id, e)),
+            Ok(None) => return tool_error(format!("unknown cart_id: {}", args.cart_id)),
+            Err(e) => return store_error(&args.cart_id, e),
         };
         let Some(order_id) = cart.order_id.clone() else {
-            return Ok(tool_error("checkout did not record an order; retry"));
+            return tool_error("checkout did not record an order; retry");
         };
         // The order record has the order's id, so whichever call recorded the
         // order writes it; a repeat finds it present (put is an upsert of the
@@ -224,13 +324,13 @@ impl CartServer {
             lines: cart.lines.clone(),
         };
         if let Err(e) = self.orders.put(&order_id, order, Ttl::Never).await {
-            return Ok(store_error(&args.cart_id, e));
+            return store_error(&args.cart_id, e);
         }
-        Ok(CallToolResult::structured(json!({
+        CallToolResult::structured(json!({
             "cart_id": args.cart_id,
             "order_id": order_id,
             "lines": cart.lines.len(),
-        })))
+        }))
     }
 }
 
@@ -294,9 +394,21 @@ async fn main() -> anyhow::Result<()> {
     };
     let ct = config.cancellation_token.clone();
     // Stateless: the factory runs per request and shares the stores.
+    let confirm = if args.confirm_checkout {
+        Some(Arc::new(confirm_codec(&args).await?))
+    } else {
+        None
+    };
     let tools = CartServer::tool_router();
     let service = StreamableHttpService::new(
-        move || Ok(CartServer::new(carts.clone(), orders.clone(), tools.clone())),
+        move || {
+            Ok(CartServer::new(
+                carts.clone(),
+                orders.clone(),
+                confirm.clone(),
+                tools.clone(),
+            ))
+        },
         Arc::new(NeverSessionManager::default()),
         config,
     );
@@ -310,6 +422,32 @@ async fn main() -> anyhow::Result<()> {
         })
         .await?;
     Ok(())
+}
+
+/// The codec for checkout confirmations: the cluster's replicated key ring
+/// (created if the namespace has none), so every replica verifies what
+/// another sealed; with --memory a key of this process (one replica only).
+async fn confirm_codec(args: &Args) -> anyhow::Result<RequestStateCodec> {
+    if args.memory {
+        let key = RingKey {
+            id: "local".into(),
+            primary: true,
+            created_ms: 0,
+            secret: rand::random::<[u8; 32]>().to_vec(),
+        };
+        return Ok(RequestStateCodec::with_keys(&[key], Mode::Signed)?);
+    }
+    let client = Client::builder(args.endpoints.clone())
+        .namespace(args.namespace.clone())
+        .build()?;
+    match client.keyring_rotate(true).await {
+        Ok(id) => tracing::info!(key = %id, "created the namespace's key ring"),
+        Err(Error::AlreadyExists(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(RequestStateCodec::from_cluster(&client, Mode::Signed)
+        .await?
+        .with_refresh_interval(args.keyring_refresh))
 }
 
 async fn shutdown_signal() {

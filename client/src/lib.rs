@@ -20,6 +20,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod client_state;
 pub mod cluster;
 pub mod cluster_state;
 pub mod cluster_store;
@@ -27,20 +28,25 @@ pub mod error;
 pub mod handle_store;
 pub mod id;
 pub mod key;
+pub mod keyring;
 pub mod memory;
 pub mod memory_state;
+pub mod request_state;
 pub mod state_tool;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod ttl;
 
+pub use client_state::ClientStateStore;
 pub use cluster::{Client, ClientBuilder, Consistency};
 pub use cluster_state::ClusterStateTool;
 pub use cluster_store::{ClusterHandleStore, ClusterHandleStoreBuilder, Versioned, WriteOutcome};
 pub use error::{Error, Result};
 pub use handle_store::HandleStore;
+pub use keyring::RingKey;
 pub use memory::{MemoryHandleStore, MemoryOptions};
 pub use memory_state::MemoryStateTool;
+pub use request_state::RequestStateCodec;
 pub use state_tool::{
     DeleteOptions, Deleted, ListOptions, ListPage, StateEntry, StateTool, StateValue, StoreItem, StoreOptions,
 };

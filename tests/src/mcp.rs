@@ -14,10 +14,14 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::Response;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::RunningService;
+use rmcp::model::ProtocolVersion;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation,
+};
+use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, Service, ServiceExt};
 use serde_json::Value;
 
 use crate::cluster::free_port;
@@ -48,6 +52,13 @@ impl CartServer {
     /// Starts a replica backed by the cluster at `endpoints`.
     pub async fn start(endpoints: &[String], log_dir: &std::path::Path) -> Result<Self> {
         Self::start_with(vec!["--endpoints".into(), endpoints.join(",")], log_dir).await
+    }
+
+    /// Starts a replica with extra flags (e.g. `--confirm-checkout`).
+    pub async fn start_args(endpoints: &[String], extra: &[&str], log_dir: &std::path::Path) -> Result<Self> {
+        let mut args = vec!["--endpoints".to_string(), endpoints.join(",")];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Self::start_with(args, log_dir).await
     }
 
     /// Starts a replica that keeps carts in its own memory.
@@ -232,6 +243,39 @@ pub async fn connect(url: &str) -> Result<McpClient> {
     Ok(info.serve(transport).await?)
 }
 
+/// An MCP client that answers every elicitation by accepting
+/// (`{"confirm": true}`): what a user clicking "yes" looks like.
+#[derive(Clone)]
+pub struct Confirming;
+
+impl ClientHandler for Confirming {
+    fn get_info(&self) -> ClientConfig {
+        // Form elicitation, declared as on the wire.
+        let caps: ClientCapabilities =
+            serde_json::from_value(serde_json::json!({"elicitation": {"form": {}}})).expect("capabilities");
+        ClientConfig::new(caps, Implementation::new("handlestore-tests-confirming", "0.1.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(serde_json::json!({"confirm": true})))
+    }
+}
+
+/// Connects a client that confirms elicitations, speaking protocol
+/// 2026-07-28 (`server/discover`, per-request metadata, no sessions: what
+/// MRTR needs).
+pub async fn connect_confirming(url: &str) -> Result<RunningService<RoleClient, Confirming>> {
+    let transport = StreamableHttpClientTransport::from_uri(url.to_string());
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    Ok(Confirming.serve_with_lifecycle(transport, lifecycle).await?)
+}
+
 /// The outcome of one tool call.
 #[derive(Debug, Clone)]
 pub enum ToolOutcome {
@@ -259,7 +303,7 @@ impl ToolOutcome {
     }
 }
 
-fn text_of(r: &CallToolResult) -> String {
+pub fn text_of(r: &CallToolResult) -> String {
     r.content
         .iter()
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
@@ -268,7 +312,11 @@ fn text_of(r: &CallToolResult) -> String {
 }
 
 /// Calls a tool with JSON arguments.
-pub async fn call(client: &McpClient, tool: &str, args: Value) -> ToolOutcome {
+pub async fn call<S: Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
+    tool: &str,
+    args: Value,
+) -> ToolOutcome {
     let mut params = CallToolRequestParams::new(tool.to_string());
     if let Value::Object(map) = args {
         params = params.with_arguments(map);

@@ -62,6 +62,28 @@ impl AdminService {
     }
 }
 
+fn ring_key(k: pb::KeyRecord, include_secret: bool) -> pb::RingKey {
+    pb::RingKey {
+        id: k.id,
+        state: if k.state == pb::KeyState::KeyPrimary as i32 {
+            "primary"
+        } else {
+            "active"
+        }
+        .into(),
+        created_ms: k.created_ms,
+        secret: if include_secret { k.secret } else { Vec::new() },
+    }
+}
+
+impl AdminService {
+    async fn ring(&self, ns: String, include_secrets: bool) -> Result<Vec<pb::RingKey>, Status> {
+        let state = self.api.state.clone();
+        let keys = super::blocking(move || state.keyring(&ns)).await?;
+        Ok(keys.into_iter().map(|k| ring_key(k, include_secrets)).collect())
+    }
+}
+
 fn state_name(s: ServerState) -> &'static str {
     match s {
         ServerState::Leader => "leader",
@@ -151,6 +173,81 @@ impl pb::admin_server::Admin for AdminService {
         Ok(Response::new(pb::MembershipResponse {
             members: self.members(),
             log_index: resp.log_id.index,
+        }))
+    }
+
+    async fn keyring_list(
+        &self,
+        request: Request<pb::KeyringListRequest>,
+    ) -> Result<Response<pb::KeyringResponse>, Status> {
+        let r = request.into_inner();
+        let ns = super::validate::namespace(&r.namespace, &self.api.limits)?;
+        let revision = self.api.reads.ready(r.read.as_ref()).await?;
+        let keys = self.ring(ns, r.include_secrets).await?;
+        Ok(Response::new(pb::KeyringResponse {
+            keys,
+            key_id: String::new(),
+            revision,
+        }))
+    }
+
+    async fn keyring_rotate(
+        &self,
+        request: Request<pb::KeyringRotateRequest>,
+    ) -> Result<Response<pb::KeyringResponse>, Status> {
+        let r = request.into_inner();
+        let ns = super::validate::namespace(&r.namespace, &self.api.limits)?;
+        // The secret is drawn here, on the leader, from the OS CSPRNG, and
+        // replicated inside the command.
+        self.require_leader()?;
+        let secret: [u8; 32] = rand::random();
+        let op = pb::command::Op::KeyringRotate(pb::KeyringRotate {
+            namespace: ns.clone(),
+            secret: secret.to_vec(),
+            create_only: r.create,
+        });
+        let res = self
+            .api
+            .write(pb::Command {
+                write_id: r.write_id,
+                op: Some(op),
+            })
+            .await?;
+        tracing::info!(namespace = %ns, key = %res.id, "key ring rotated");
+        let keys = self.ring(ns, false).await?;
+        Ok(Response::new(pb::KeyringResponse {
+            keys,
+            key_id: res.id,
+            revision: res.revision,
+        }))
+    }
+
+    async fn keyring_retire(
+        &self,
+        request: Request<pb::KeyringRetireRequest>,
+    ) -> Result<Response<pb::KeyringResponse>, Status> {
+        let r = request.into_inner();
+        let ns = super::validate::namespace(&r.namespace, &self.api.limits)?;
+        if r.key_id.is_empty() || r.key_id.len() > 64 {
+            return Err(status::invalid("key_id must be 1 to 64 characters"));
+        }
+        let op = pb::command::Op::KeyringRetire(pb::KeyringRetire {
+            namespace: ns.clone(),
+            key_id: r.key_id,
+        });
+        let res = self
+            .api
+            .write(pb::Command {
+                write_id: r.write_id,
+                op: Some(op),
+            })
+            .await?;
+        tracing::info!(namespace = %ns, key = %res.id, "key retired");
+        let keys = self.ring(ns, false).await?;
+        Ok(Response::new(pb::KeyringResponse {
+            keys,
+            key_id: res.id,
+            revision: res.revision,
         }))
     }
 

@@ -43,6 +43,7 @@ pub fn result_status(r: pb::CommandResult) -> Result<pb::CommandResult, Status> 
         Ok(pb::ResultCode::ResultAlreadyExists) => (Code::AlreadyExists, "already_exists"),
         Ok(pb::ResultCode::ResultRevisionMismatch) => (Code::FailedPrecondition, "revision_mismatch"),
         Ok(pb::ResultCode::ResultInvalid) => (Code::InvalidArgument, "invalid_argument"),
+        Ok(pb::ResultCode::ResultPrecondition) => (Code::FailedPrecondition, "precondition"),
         Err(_) => (Code::Internal, "internal"),
     };
     Err(status::with_detail(

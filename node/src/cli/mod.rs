@@ -3,6 +3,7 @@
 
 mod dev;
 mod handle;
+mod keyring;
 mod kv;
 mod mcp;
 mod member;
@@ -69,6 +70,13 @@ enum Command {
         conn: Conn,
         #[command(subcommand)]
         cmd: handle::HandleCmd,
+    },
+    /// The request-state key ring: create, rotate, retire, list.
+    Keyring {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(subcommand)]
+        cmd: keyring::KeyringCmd,
     },
     /// State-tool keys: put, get, delete, list, exists.
     Kv {
@@ -151,6 +159,7 @@ pub fn main() -> ExitCode {
             Command::Dev(args) => dev::run(args).await,
             Command::Status { conn } => status::run(&conn).await,
             Command::Handle { conn, cmd } => handle::run(&conn, cmd).await,
+            Command::Keyring { conn, cmd } => keyring::run(&conn, cmd).await,
             Command::Kv { conn, cmd } => kv::run(&conn, cmd).await,
             Command::Mcp { conn, args } => mcp::run(&conn, args).await,
             Command::Member { conn, cmd } => member::run(&conn, cmd).await,

@@ -19,6 +19,8 @@ use crate::db::{self, CF_DEDUP, CF_DEDUP_AGE, CF_EXPIRY, CF_KV, CF_SM_META};
 /// Most remembered answers one command prunes or ages out, so a single entry
 /// never turns into an unbounded amount of work.
 const MAX_DEDUP_REMOVALS_PER_COMMAND: usize = 10_000;
+/// Most keys one namespace's key ring holds.
+const MAX_RING_KEYS: usize = 64;
 /// Most keys one prefix delete removes.
 pub const MAX_PREFIX_DELETE: u32 = 10_000;
 
@@ -165,6 +167,8 @@ impl<'a> Tx<'a> {
             Some(Op::StateDeletePrefix(d)) => self.delete_prefix(d)?,
             Some(Op::StateBatch(b)) => self.state_batch(index, b)?,
             Some(Op::Expire(e)) => self.expire(e)?,
+            Some(Op::KeyringRotate(r)) => self.keyring_rotate(index, r)?,
+            Some(Op::KeyringRetire(r)) => self.keyring_retire(r)?,
             None => fail(pb::ResultCode::ResultInvalid, "empty command"),
         };
         result.revision = index;
@@ -321,6 +325,87 @@ impl<'a> Tx<'a> {
             self.put_checked(index, w, old);
         }
         Ok(pb::CommandResult { count: n, ..ok() })
+    }
+
+    /// The keys of a namespace's ring, as this batch sees them.
+    fn ring(&mut self, ns: &str) -> Result<Vec<(Vec<u8>, pb::KeyRecord)>> {
+        let (entries, _) = self.range(&keys::keyring_prefix(ns), MAX_RING_KEYS)?;
+        entries
+            .into_iter()
+            .map(|(k, rec)| Ok((k, decode::<pb::KeyRecord>(&rec.value, "keyring")?)))
+            .collect()
+    }
+
+    fn put_ring_key(&mut self, index: u64, key: Vec<u8>, k: &pb::KeyRecord, old: Option<&Record>) {
+        let rec = Record {
+            value: k.encode_to_vec(),
+            create_revision: old.map(|r| r.create_revision).unwrap_or(index),
+            mod_revision: index,
+            ..Default::default()
+        };
+        self.put_record(key, rec, old);
+    }
+
+    /// A new primary key; the old primary keeps verifying (state active).
+    fn keyring_rotate(&mut self, index: u64, r: pb::KeyringRotate) -> Result<pb::CommandResult> {
+        if r.secret.len() < 32 {
+            return Ok(fail(pb::ResultCode::ResultInvalid, "key secrets are 32 bytes"));
+        }
+        let ring = self.ring(&r.namespace)?;
+        if r.create_only && !ring.is_empty() {
+            return Ok(fail(
+                pb::ResultCode::ResultAlreadyExists,
+                format!("namespace {} already has a key ring; use rotate", r.namespace),
+            ));
+        }
+        if ring.len() >= MAX_RING_KEYS {
+            return Ok(fail(
+                pb::ResultCode::ResultPrecondition,
+                format!("the key ring holds {MAX_RING_KEYS} keys; retire old ones first"),
+            ));
+        }
+        for (key, mut k) in ring {
+            if k.state == pb::KeyState::KeyPrimary as i32 {
+                let old = self.get_record(&key)?;
+                k.state = pb::KeyState::KeyActive as i32;
+                self.put_ring_key(index, key, &k, old.as_ref());
+            }
+        }
+        let id = format!("k{index}");
+        let mut key = keys::keyring_prefix(&r.namespace);
+        key.extend_from_slice(id.as_bytes());
+        let k = pb::KeyRecord {
+            id: id.clone(),
+            secret: r.secret,
+            created_ms: self.clock,
+            state: pb::KeyState::KeyPrimary as i32,
+        };
+        self.put_ring_key(index, key, &k, None);
+        Ok(pb::CommandResult { id, ..ok() })
+    }
+
+    fn keyring_retire(&mut self, r: pb::KeyringRetire) -> Result<pb::CommandResult> {
+        let mut key = keys::keyring_prefix(&r.namespace);
+        key.extend_from_slice(r.key_id.as_bytes());
+        let Some(rec) = self.get_record(&key)? else {
+            return Ok(fail(
+                pb::ResultCode::ResultNotFound,
+                format!("no key {} in the ring", r.key_id),
+            ));
+        };
+        let k: pb::KeyRecord = decode(&rec.value, "keyring")?;
+        if k.state == pb::KeyState::KeyPrimary as i32 {
+            return Ok(fail(
+                pb::ResultCode::ResultPrecondition,
+                format!("key {} is the primary; rotate first, then retire it", r.key_id),
+            ));
+        }
+        self.delete_record(key, &rec);
+        Ok(pb::CommandResult {
+            id: r.key_id,
+            existed: true,
+            ..ok()
+        })
     }
 
     fn expire(&mut self, e: pb::Expire) -> Result<pb::CommandResult> {

@@ -27,6 +27,17 @@ pub fn state_key(ns: &str, key: &str) -> Vec<u8> {
     k
 }
 
+/// Tag of key-ring entries.
+pub const TAG_KEYRING: u8 = b'k';
+
+/// Prefix of a namespace's key ring.
+pub fn keyring_prefix(ns: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(2 + ns.len());
+    k.push(TAG_KEYRING);
+    push_short(&mut k, ns.as_bytes());
+    k
+}
+
 /// Prefix of every handle in `store` of namespace `ns`.
 pub fn handle_store_prefix(ns: &str, store: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(3 + ns.len() + store.len());
@@ -135,6 +146,10 @@ pub fn conflict_keys(cmd: &pb::Command) -> Vec<Vec<u8>> {
         Some(Op::StateWrite(w)) => vec![state_key(&w.namespace, &w.key)],
         Some(Op::StateDelete(d)) => vec![state_key(&d.namespace, &d.key)],
         Some(Op::StateBatch(b)) => b.writes.iter().map(|w| state_key(&w.namespace, &w.key)).collect(),
+        // A ring changes as a whole (a rotate demotes the old primary): one
+        // key ring operation per entry.
+        Some(Op::KeyringRotate(r)) => vec![keyring_prefix(&r.namespace)],
+        Some(Op::KeyringRetire(r)) => vec![keyring_prefix(&r.namespace)],
         Some(Op::StateDeletePrefix(_)) | Some(Op::Expire(_)) | None => Vec::new(),
     }
 }

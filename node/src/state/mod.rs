@@ -191,6 +191,28 @@ impl StateStore {
         Ok(ListPage { entries, more })
     }
 
+    /// A namespace's key ring, oldest key first.
+    pub fn keyring(&self, ns: &str) -> Result<Vec<pb::KeyRecord>> {
+        let prefix = keys::keyring_prefix(ns);
+        let mut opts = ReadOptions::default();
+        if let Some(end) = keys::prefix_end(&prefix) {
+            opts.set_iterate_upper_bound(end);
+        }
+        let iter = self.db.iterator_cf_opt(
+            db::cf(&self.db, CF_KV),
+            opts,
+            IteratorMode::From(&prefix, rocksdb::Direction::Forward),
+        );
+        let mut out = Vec::new();
+        for item in iter {
+            let (_, v) = item?;
+            let rec = decode::<Record>(&v, "kv")?;
+            out.push(decode::<pb::KeyRecord>(&rec.value, "keyring")?);
+        }
+        out.sort_by(|a, b| (a.created_ms, a.id.len(), &a.id).cmp(&(b.created_ms, b.id.len(), &b.id)));
+        Ok(out)
+    }
+
     /// The number of live handles in one store at `now_ms`: the stored count
     /// minus entries that are due but not yet swept (read from the expiry
     /// index, which the sweep keeps short), from one consistent snapshot.
