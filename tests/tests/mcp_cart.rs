@@ -76,6 +76,14 @@ async fn cart_flows_across_two_replicas() {
         assert!(late.tool_error().contains("already checked out"));
     }
 
+    // Three checkouts (plus retries) made exactly three orders.
+    let orders = cluster.client().handle_store::<Value>("order").build();
+    assert_eq!(
+        handlestore_client::HandleStore::len(&orders).await.expect("len"),
+        3,
+        "no checkout made two orders"
+    );
+
     // Bad ids are tool errors, not crashes.
     let unknown = handlestore_client::id::new_handle_id("cart");
     for (tool, args) in [
