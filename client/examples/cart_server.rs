@@ -24,6 +24,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use handlestore_client::request_state::Mode;
 use handlestore_client::{
     Client, Error, HandleStore, MemoryHandleStore, MemoryOptions, RequestStateCodec, RingKey, Ttl,
@@ -413,7 +414,10 @@ async fn main() -> anyhow::Result<()> {
         config,
     );
     let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    // No Nagle delay: a tool answer goes out as soon as it is written.
+    let listener = tokio::net::TcpListener::bind(args.listen).await?.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tracing::info!(listen = %args.listen, store = if args.memory { "memory" } else { "handlestore" }, "cart server ready at /mcp");
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {

@@ -14,6 +14,8 @@ use handlestore_client::Client;
 use handlestore_proto::v1 as pb;
 use pb::admin_client::AdminClient;
 
+use crate::netns::NetNs;
+
 /// The `handlestore` binary under test: `$HANDLESTORE_BIN`, or the one
 /// built beside this test executable (`target/<profile>/handlestore`).
 pub fn handlestore_bin() -> PathBuf {
@@ -95,6 +97,7 @@ impl TestNode {
 pub struct TestClusterBuilder {
     size: usize,
     extra_args: Vec<String>,
+    netns: bool,
 }
 
 impl TestClusterBuilder {
@@ -108,14 +111,27 @@ impl TestClusterBuilder {
         self
     }
 
+    /// Runs each node in its own network namespace on a private bridge, so
+    /// that [`TestCluster::cut`] can partition it (needs root; see
+    /// [`NetNs::available`]).
+    pub fn netns(mut self, on: bool) -> Self {
+        self.netns = on;
+        self
+    }
+
     pub async fn start(self) -> Result<TestCluster> {
         let dir = tempfile::Builder::new().prefix("handlestore-test-").tempdir()?;
+        let mut net = if self.netns { Some(NetNs::create()?) } else { None };
         let mut nodes = Vec::new();
         for i in 0..self.size {
             let id = i as u64 + 1;
+            let addr = match &mut net {
+                Some(n) => format!("{}:7401", n.add_node(id)?),
+                None => format!("127.0.0.1:{}", free_port()),
+            };
             nodes.push(TestNode {
                 id,
-                addr: format!("127.0.0.1:{}", free_port()),
+                addr,
                 data: dir.path().join(format!("n{id}")),
                 log: dir.path().join(format!("n{id}.log")),
                 child: None,
@@ -126,11 +142,17 @@ impl TestClusterBuilder {
             nodes,
             dir,
             extra_args: self.extra_args,
+            net,
         };
         for id in 1..=self.size as u64 {
             cluster.spawn(id)?;
         }
-        cluster.wait_leader(Duration::from_secs(30)).await?;
+        if let Err(e) = cluster.wait_leader(Duration::from_secs(30)).await {
+            let logs: Vec<String> = (1..=self.size as u64)
+                .map(|id| format!("node {id}:\n{}", cluster.log_tail(id, 20)))
+                .collect();
+            bail!("{e}\n{}", logs.join("\n"));
+        }
         Ok(cluster)
     }
 }
@@ -141,6 +163,7 @@ pub struct TestCluster {
     pub nodes: Vec<TestNode>,
     dir: tempfile::TempDir,
     extra_args: Vec<String>,
+    net: Option<NetNs>,
 }
 
 impl TestCluster {
@@ -148,6 +171,7 @@ impl TestCluster {
         TestClusterBuilder {
             size,
             extra_args: Vec::new(),
+            netns: false,
         }
     }
 
@@ -179,10 +203,18 @@ impl TestCluster {
     fn spawn(&mut self, id: u64) -> Result<()> {
         let initial = self.initial_cluster();
         let extra = self.extra_args.clone();
+        let mut command = match &self.net {
+            Some(net) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &net.ns(id)]).arg(handlestore_bin());
+                c
+            }
+            None => Command::new(handlestore_bin()),
+        };
         let node = self.node_mut(id);
         std::fs::create_dir_all(&node.data)?;
         let log = File::options().create(true).append(true).open(&node.log)?;
-        let child = Command::new(handlestore_bin())
+        let child = command
             .arg("node")
             .args(["--id", &id.to_string()])
             .args(["--listen", &node.addr])
@@ -215,9 +247,13 @@ impl TestCluster {
     /// starts with `--initial-cluster-state existing` and waits to be added.
     pub fn spawn_extra(&mut self) -> Result<u64> {
         let id = self.nodes.len() as u64 + 1;
+        let addr = match &mut self.net {
+            Some(n) => format!("{}:7401", n.add_node(id)?),
+            None => format!("127.0.0.1:{}", free_port()),
+        };
         self.nodes.push(TestNode {
             id,
-            addr: format!("127.0.0.1:{}", free_port()),
+            addr,
             data: self.dir.path().join(format!("n{id}")),
             log: self.dir.path().join(format!("n{id}.log")),
             child: None,
@@ -276,6 +312,27 @@ impl TestCluster {
         Ok(())
     }
 
+    /// Cuts node `id` off the network (needs a cluster started with
+    /// `netns(true)`): a real partition, outside the node.
+    pub fn cut(&self, id: u64) -> Result<()> {
+        match &self.net {
+            Some(n) => n.cut(id),
+            None => bail!("this cluster has no private network (start it with .netns(true))"),
+        }
+    }
+
+    /// Reconnects a node cut off with [`cut`](Self::cut).
+    pub fn heal(&self, id: u64) -> Result<()> {
+        match &self.net {
+            Some(n) => n.heal(id),
+            None => bail!("this cluster has no private network"),
+        }
+    }
+
+    pub fn has_network(&self) -> bool {
+        self.net.is_some()
+    }
+
     /// SIGSTOP: the process freezes (like a long GC pause or a stalled VM).
     pub fn pause(&mut self, id: u64) -> Result<()> {
         let node = self.node_mut(id);
@@ -312,31 +369,26 @@ impl TestCluster {
         Ok(AdminClient::new(ch).status(req).await?.into_inner())
     }
 
-    /// Waits until the running nodes agree on a leader; returns its id.
+    /// Waits until a running node says it is the leader and every other
+    /// node that answers agrees; returns its id.
     pub async fn wait_leader(&self, timeout: Duration) -> Result<u64> {
         let deadline = Instant::now() + timeout;
         loop {
             let mut leaders = HashSet::new();
-            let mut answered = 0;
+            let mut views = HashSet::new();
             for n in self.nodes.iter().filter(|n| n.is_running() && !n.paused) {
                 if let Ok(s) = self.status(n.id).await {
-                    answered += 1;
-                    if s.leader_id != 0 {
-                        leaders.insert((s.leader_id, s.term));
-                    }
                     if s.state == "leader" {
-                        leaders.insert((s.node_id, s.term));
+                        leaders.insert(s.node_id);
                     }
+                    views.insert(s.leader_id);
                 }
             }
-            if answered > 0 && leaders.len() == 1 {
-                let (leader, _) = leaders.iter().next().copied().unwrap_or_default();
-                if self.node(leader).is_running() && !self.node(leader).paused {
-                    return Ok(leader);
-                }
+            if leaders.len() == 1 && views.len() == 1 && leaders == views {
+                return Ok(leaders.into_iter().next().unwrap_or_default());
             }
             if Instant::now() > deadline {
-                bail!("no single leader within {timeout:?}: saw {leaders:?}");
+                bail!("no single leader within {timeout:?}: leaders {leaders:?}, views {views:?}");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

@@ -2,8 +2,10 @@
 //! loopback ports, each with its own temporary data directory, and gives
 //! tests handles to kill, pause, restart and inspect them.
 
+pub mod chaos;
 pub mod cluster;
 pub mod mcp;
+pub mod netns;
 
 pub use cluster::{TestCluster, TestClusterBuilder, free_port, free_port_run, handlestore_bin};
 

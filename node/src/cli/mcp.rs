@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use handlestore_client::{
     ClusterStateTool, DeleteOptions, Error, ListOptions, StateEntry, StateTool, StateValue, StoreItem, StoreOptions,
     Ttl,
@@ -296,7 +297,10 @@ pub async fn run(conn: &Conn, args: McpArgs) -> Result<(), CliError> {
     let app = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
-        .map_err(|e| CliError::new(2, format!("listening on {}: {e}", args.listen)))?;
+        .map_err(|e| CliError::new(2, format!("listening on {}: {e}", args.listen)))?
+        .tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
     tracing::info!(listen = %args.listen, endpoints = ?conn.endpoints, "state-tool MCP server ready at /mcp");
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {

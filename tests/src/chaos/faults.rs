@@ -1,0 +1,120 @@
+//! Faults, injected from outside the nodes: kill -9, SIGSTOP/SIGCONT,
+//! SIGTERM restarts, and network partitions (network namespaces).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use rand::Rng;
+use rand::rngs::StdRng;
+use serde::Serialize;
+
+use crate::cluster::TestCluster;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// kill -9 the leader, restart it later.
+    KillLeader,
+    /// kill -9 a follower, restart it later.
+    KillFollower,
+    /// kill -9 a majority (quorum lost), restart them later.
+    KillQuorum,
+    /// SIGSTOP the leader for longer than the election timeout, then SIGCONT.
+    PauseLeader,
+    /// Restart every node in turn (SIGTERM), waiting for each to catch up.
+    RollingRestart,
+    /// Cut the leader off the network, heal later.
+    PartitionLeader,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 6] = [
+        FaultKind::KillLeader,
+        FaultKind::KillFollower,
+        FaultKind::KillQuorum,
+        FaultKind::PauseLeader,
+        FaultKind::RollingRestart,
+        FaultKind::PartitionLeader,
+    ];
+}
+
+/// One injected fault.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultEvent {
+    pub kind: FaultKind,
+    /// Seconds since the run started.
+    pub at_s: f64,
+    pub nodes: Vec<u64>,
+    pub held_ms: u64,
+    /// From the end of the fault until a write succeeded again.
+    pub recovery_ms: Option<u64>,
+}
+
+/// Applies a fault, holds it, and undoes it. Returns the nodes affected
+/// and how long the fault was held.
+pub async fn inject(cluster: &mut TestCluster, kind: FaultKind, rng: &mut StdRng) -> Result<(Vec<u64>, Duration)> {
+    let leader = cluster.wait_leader(Duration::from_secs(30)).await?;
+    let n = cluster.nodes.len() as u64;
+    let followers: Vec<u64> = (1..=n)
+        .filter(|id| *id != leader && cluster.node(*id).is_running())
+        .collect();
+    let hold = Duration::from_millis(rng.random_range(2_000..5_000));
+    let started = Instant::now();
+    let nodes = match kind {
+        FaultKind::KillLeader => {
+            cluster.kill(leader);
+            tokio::time::sleep(hold).await;
+            cluster.restart(leader)?;
+            vec![leader]
+        }
+        FaultKind::KillFollower => {
+            let Some(&f) = followers.get(rng.random_range(0..followers.len().max(1))) else {
+                bail!("no follower to kill");
+            };
+            cluster.kill(f);
+            tokio::time::sleep(hold).await;
+            cluster.restart(f)?;
+            vec![f]
+        }
+        FaultKind::KillQuorum => {
+            // The leader and enough followers that no majority remains.
+            let majority = (n / 2 + 1) as usize;
+            let mut victims = vec![leader];
+            victims.extend(followers.iter().copied().take(majority - 1));
+            for v in &victims {
+                cluster.kill(*v);
+            }
+            tokio::time::sleep(hold).await;
+            for v in &victims {
+                cluster.restart(*v)?;
+            }
+            victims
+        }
+        FaultKind::PauseLeader => {
+            // Longer than the election timeout (1 s in tests, randomized up
+            // to 2 s): the others elect a new leader meanwhile.
+            let hold = hold.max(Duration::from_millis(3_000));
+            cluster.pause(leader)?;
+            tokio::time::sleep(hold).await;
+            cluster.resume(leader)?;
+            vec![leader]
+        }
+        FaultKind::RollingRestart => {
+            for id in 1..=n {
+                cluster.stop(id)?;
+                cluster.restart(id)?;
+                let leader = cluster.wait_leader(Duration::from_secs(30)).await?;
+                let target = cluster.status(leader).await?.applied_index;
+                cluster.wait_applied(id, target, Duration::from_secs(30)).await?;
+            }
+            (1..=n).collect()
+        }
+        FaultKind::PartitionLeader => {
+            cluster.cut(leader)?;
+            tokio::time::sleep(hold).await;
+            cluster.heal(leader)?;
+            vec![leader]
+        }
+    };
+    Ok((nodes, started.elapsed()))
+}

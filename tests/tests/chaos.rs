@@ -1,0 +1,68 @@
+//! The chaos suite's short runs (fixed seeds), and the proof that its
+//! checkers catch loss. Long runs: `cargo run --release -p handlestore-tests
+//! --bin chaos -- --duration 30m --seed N` (docs/chaos.md).
+
+use std::time::Duration;
+
+use handlestore_tests::chaos::faults::FaultKind;
+use handlestore_tests::chaos::{ChaosConfig, Report, run};
+
+/// One chaos run at a time: each is sized for the whole machine, and two at
+/// once would measure the machine's overload instead of the cluster.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn run_alone(cfg: ChaosConfig) -> Report {
+    let _one = SERIAL.lock().await;
+    run(cfg).await.expect("chaos run")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chaos_three_nodes() {
+    let report = run(ChaosConfig::new(42, Duration::from_secs(100), 3))
+        .await
+        .expect("chaos run");
+    eprintln!("{}", report.summary());
+    assert!(report.passed(), "{}", report.summary());
+    let kinds: std::collections::BTreeSet<FaultKind> = report.faults.iter().map(|f| f.kind).collect();
+    let expected = if report.skipped.is_empty() {
+        FaultKind::ALL.len()
+    } else {
+        FaultKind::ALL.len() - 1
+    };
+    assert_eq!(kinds.len(), expected, "every fault kind was injected: {kinds:?}");
+    assert!(
+        report.checks.acked_adds > 50 && report.checks.register_ops > 200,
+        "enough traffic to mean something"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chaos_five_nodes() {
+    let mut cfg = ChaosConfig::new(7, Duration::from_secs(45), 5);
+    cfg.faults = vec![
+        FaultKind::KillQuorum,
+        FaultKind::PauseLeader,
+        FaultKind::PartitionLeader,
+        FaultKind::KillLeader,
+    ];
+    let report = run_alone(cfg).await;
+    eprintln!("{}", report.summary());
+    assert!(report.passed(), "{}", report.summary());
+}
+
+/// The same cart traffic against a setup that does lose data (one cart
+/// server keeping carts in memory, restarted mid-flow) must fail the checks.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_checkers_catch_a_lossy_setup() {
+    let mut cfg = ChaosConfig::new(1, Duration::from_secs(15), 3);
+    cfg.lossy = true;
+    let report = run_alone(cfg).await;
+    eprintln!("{}", report.summary());
+    assert!(!report.passed(), "the checkers must catch the loss");
+    assert!(report.checks.lost() > 0, "lost carts or items are reported");
+    assert!(
+        report.summary().contains("reproduce with: --seed 1"),
+        "a failing run prints its seed"
+    );
+    assert!(report.summary().contains("LOST"), "and the history around the loss");
+}
