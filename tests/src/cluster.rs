@@ -23,8 +23,12 @@ pub fn handlestore_bin() -> PathBuf {
         return PathBuf::from(p);
     }
     let exe = std::env::current_exe().expect("test executable path");
-    // target/<profile>/deps/<test> -> target/<profile>/handlestore
-    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    // Tests live in target/<profile>/deps/, binaries (bin/chaos) in
+    // target/<profile>/, beside handlestore.
+    let mut dir = exe.parent().expect("target dir");
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir = dir.parent().expect("target dir");
+    }
     let bin = dir.join("handlestore");
     assert!(
         bin.exists(),
