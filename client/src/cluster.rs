@@ -21,6 +21,25 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::error::{Error, Result, detail};
 
+/// Calls one gRPC method through [`Client::call`] (failover, retries,
+/// deadline): `rpc!(client, make_stub, method, message)`, where `make_stub`
+/// turns a channel into the service's client. The message is cloned per
+/// attempt, so every retry sends the same write id.
+macro_rules! rpc {
+    ($client:expr, $stub:expr, $method:ident, $msg:expr) => {{
+        let msg = $msg;
+        $client
+            .call(|ch, timeout| {
+                let mut req = tonic::Request::new(msg.clone());
+                req.set_timeout(timeout);
+                let mut stub = $stub(ch);
+                async move { stub.$method(req).await }
+            })
+            .await
+    }};
+}
+pub(crate) use rpc;
+
 /// Metadata key with the leader's address on UNAVAILABLE answers.
 const LEADER_HEADER: &str = "x-handlestore-leader";
 

@@ -7,7 +7,7 @@ use handlestore_proto::v1 as pb;
 use pb::state_client::StateClient;
 use tonic::transport::Channel;
 
-use crate::cluster::{Client, Consistency};
+use crate::cluster::{Client, Consistency, rpc};
 use crate::error::{Error, Result};
 use crate::state_tool::*;
 use crate::ttl::Ttl;
@@ -18,12 +18,6 @@ fn client(ch: Channel) -> StateClient<Channel> {
     StateClient::new(ch)
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE)
-}
-
-fn request<M>(msg: M, timeout: Duration) -> tonic::Request<M> {
-    let mut r = tonic::Request::new(msg);
-    r.set_timeout(timeout);
-    r
 }
 
 /// A replicated [`StateTool`] in the client's namespace.
@@ -118,13 +112,7 @@ impl StateTool for ClusterStateTool {
             expected_revision: opts.expected_revision,
             write_id: Some(ticket.id),
         };
-        let resp = self
-            .client
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { client(ch).store(request(msg, t)).await }
-            })
-            .await?;
+        let resp = rpc!(self.client, client, store, msg)?;
         Ok(resp.revision)
     }
 
@@ -135,13 +123,7 @@ impl StateTool for ClusterStateTool {
             key: key.to_string(),
             read: self.read(),
         };
-        let resp = self
-            .client
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { client(ch).retrieve(request(msg, t)).await }
-            })
-            .await;
+        let resp = rpc!(self.client, client, retrieve, msg);
         match resp {
             Ok(r) => r.entry.map(entry_from_pb).transpose(),
             Err(Error::NotFound(_)) => Ok(None),
@@ -164,13 +146,7 @@ impl StateTool for ClusterStateTool {
             expected_revision: opts.expected_revision,
             write_id: Some(ticket.id),
         };
-        let resp = self
-            .client
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { client(ch).delete(request(msg, t)).await }
-            })
-            .await?;
+        let resp = rpc!(self.client, client, delete, msg)?;
         Ok(Deleted {
             count: resp.deleted,
             more: resp.more,
@@ -187,13 +163,7 @@ impl StateTool for ClusterStateTool {
             with_values: opts.with_values,
             read: self.read(),
         };
-        let resp = self
-            .client
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { client(ch).list(request(msg, t)).await }
-            })
-            .await?;
+        let resp = rpc!(self.client, client, list, msg)?;
         Ok(ListPage {
             entries: resp.entries.into_iter().map(entry_from_pb).collect::<Result<_>>()?,
             next_page_token: Some(resp.next_page_token).filter(|t| !t.is_empty()),
@@ -207,13 +177,7 @@ impl StateTool for ClusterStateTool {
             key: key.to_string(),
             read: self.read(),
         };
-        let resp = self
-            .client
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { client(ch).exists(request(msg, t)).await }
-            })
-            .await?;
+        let resp = rpc!(self.client, client, exists, msg)?;
         Ok(resp.exists)
     }
 
@@ -234,13 +198,7 @@ impl StateTool for ClusterStateTool {
             items: pb_items,
             write_id: Some(ticket.id),
         };
-        let resp = self
-            .client
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { client(ch).batch_store(request(msg, t)).await }
-            })
-            .await?;
+        let resp = rpc!(self.client, client, batch_store, msg)?;
         Ok(resp.revision)
     }
 
@@ -253,13 +211,7 @@ impl StateTool for ClusterStateTool {
             keys: keys.to_vec(),
             read: self.read(),
         };
-        let resp = self
-            .client
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { client(ch).batch_retrieve(request(msg, t)).await }
-            })
-            .await?;
+        let resp = rpc!(self.client, client, batch_retrieve, msg)?;
         resp.entries
             .into_iter()
             .map(|m| m.entry.map(entry_from_pb).transpose())

@@ -11,7 +11,7 @@ use pb::handles_client::HandlesClient;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::cluster::{Client, Consistency};
+use crate::cluster::{Client, Consistency, rpc};
 use crate::error::{Error, Result};
 use crate::handle_store::HandleStore;
 use crate::ttl::Ttl;
@@ -109,12 +109,6 @@ fn handles(ch: tonic::transport::Channel) -> HandlesClient<tonic::transport::Cha
         .max_encoding_message_size(MAX_MESSAGE)
 }
 
-fn request<M>(msg: M, timeout: Duration) -> tonic::Request<M> {
-    let mut r = tonic::Request::new(msg);
-    r.set_timeout(timeout);
-    r
-}
-
 impl<T> ClusterHandleStore<T>
 where
     T: Serialize + DeserializeOwned + Send + Sync + 'static,
@@ -157,13 +151,7 @@ where
             ttl: Some(self.ttl(ttl, false)),
             write_id: Some(ticket.id),
         };
-        let resp = self
-            .client
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { handles(ch).mint(request(msg, t)).await }
-            })
-            .await?;
+        let resp = rpc!(self.client, handles, mint, msg)?;
         drop(ticket);
         Ok(WriteOutcome {
             existed: false,
@@ -198,13 +186,7 @@ where
             write_id: Some(ticket.id),
             expected_revision,
         };
-        let resp = self
-            .client
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { handles(ch).put(request(msg, t)).await }
-            })
-            .await?;
+        let resp = rpc!(self.client, handles, put, msg)?;
         Ok(WriteOutcome {
             existed: resp.existed,
             revision: resp.revision,
@@ -226,13 +208,7 @@ where
             id: id.to_string(),
             read: Some(consistency.to_pb()),
         };
-        let resp = self
-            .client
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { handles(ch).get(request(msg, t)).await }
-            })
-            .await;
+        let resp = rpc!(self.client, handles, get, msg);
         match resp {
             Ok(r) => Ok(Some(Versioned {
                 value: serde_json::from_slice(&r.value)?,
@@ -262,13 +238,7 @@ where
             write_id: Some(ticket.id),
             expected_revision,
         };
-        let resp = self
-            .client
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { handles(ch).delete(request(msg, t)).await }
-            })
-            .await?;
+        let resp = rpc!(self.client, handles, delete, msg)?;
         Ok(WriteOutcome {
             existed: resp.existed,
             revision: resp.revision,
@@ -283,13 +253,7 @@ where
             store: self.store.clone(),
             read: Some(consistency.to_pb()),
         };
-        let resp = self
-            .client
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { handles(ch).len(request(msg, t)).await }
-            })
-            .await?;
+        let resp = rpc!(self.client, handles, len, msg)?;
         Ok(resp.len)
     }
 }

@@ -2,13 +2,11 @@
 //! retire. Secrets are drawn by the leader from its CSPRNG inside a
 //! replicated command, so every node holds the same ring.
 
-use std::time::Duration;
-
 use handlestore_proto::v1 as pb;
 use pb::admin_client::AdminClient;
 use tonic::transport::Channel;
 
-use crate::cluster::{Client, Consistency};
+use crate::cluster::{Client, Consistency, rpc};
 use crate::error::Result;
 
 /// One key of the ring.
@@ -37,12 +35,6 @@ fn admin(ch: Channel) -> AdminClient<Channel> {
     AdminClient::new(ch)
 }
 
-fn request<M>(msg: M, timeout: Duration) -> tonic::Request<M> {
-    let mut r = tonic::Request::new(msg);
-    r.set_timeout(timeout);
-    r
-}
-
 fn keys(resp: pb::KeyringResponse) -> Vec<RingKey> {
     resp.keys
         .into_iter()
@@ -64,12 +56,7 @@ impl Client {
             include_secrets,
             read: Some(Consistency::Linearizable.to_pb()),
         };
-        let resp = self
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { admin(ch).keyring_list(request(msg, t)).await }
-            })
-            .await?;
+        let resp = rpc!(self, admin, keyring_list, msg)?;
         Ok(keys(resp))
     }
 
@@ -83,12 +70,7 @@ impl Client {
             create,
             write_id: Some(ticket.id),
         };
-        let resp = self
-            .call(|ch, t| {
-                let msg = msg.clone();
-                async move { admin(ch).keyring_rotate(request(msg, t)).await }
-            })
-            .await?;
+        let resp = rpc!(self, admin, keyring_rotate, msg)?;
         Ok(resp.key_id)
     }
 
@@ -100,11 +82,7 @@ impl Client {
             key_id: key_id.to_string(),
             write_id: Some(ticket.id),
         };
-        self.call(|ch, t| {
-            let msg = msg.clone();
-            async move { admin(ch).keyring_retire(request(msg, t)).await }
-        })
-        .await?;
+        rpc!(self, admin, keyring_retire, msg)?;
         Ok(())
     }
 }

@@ -374,7 +374,7 @@ impl TestCluster {
     }
 
     /// Waits until a running node says it is the leader and every other
-    /// node that answers agrees; returns its id.
+    /// member that answers agrees; returns its id.
     pub async fn wait_leader(&self, timeout: Duration) -> Result<u64> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -385,7 +385,10 @@ impl TestCluster {
                     if s.state == "leader" {
                         leaders.insert(s.node_id);
                     }
-                    views.insert(s.leader_id);
+                    // A node waiting to be added knows no leader yet.
+                    if s.members.iter().any(|m| m.id == s.node_id) {
+                        views.insert(s.leader_id);
+                    }
                 }
             }
             if leaders.len() == 1 && views.len() == 1 && leaders == views {

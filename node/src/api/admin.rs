@@ -77,6 +77,24 @@ fn ring_key(k: pb::KeyRecord, include_secret: bool) -> pb::RingKey {
 }
 
 impl AdminService {
+    /// Applies a key ring change and answers with the ring after it.
+    async fn change_ring(
+        &self,
+        ns: String,
+        write_id: Option<pb::WriteId>,
+        op: pb::command::Op,
+        what: &str,
+    ) -> Result<Response<pb::KeyringResponse>, Status> {
+        let res = self.api.apply(write_id, op).await?;
+        tracing::info!(namespace = %ns, key = %res.id, "{what}");
+        let keys = self.ring(ns, false).await?;
+        Ok(Response::new(pb::KeyringResponse {
+            keys,
+            key_id: res.id,
+            revision: res.revision,
+        }))
+    }
+
     async fn ring(&self, ns: String, include_secrets: bool) -> Result<Vec<pb::RingKey>, Status> {
         let state = self.api.state.clone();
         let keys = super::blocking(move || state.keyring(&ns)).await?;
@@ -206,20 +224,7 @@ impl pb::admin_server::Admin for AdminService {
             secret: secret.to_vec(),
             create_only: r.create,
         });
-        let res = self
-            .api
-            .write(pb::Command {
-                write_id: r.write_id,
-                op: Some(op),
-            })
-            .await?;
-        tracing::info!(namespace = %ns, key = %res.id, "key ring rotated");
-        let keys = self.ring(ns, false).await?;
-        Ok(Response::new(pb::KeyringResponse {
-            keys,
-            key_id: res.id,
-            revision: res.revision,
-        }))
+        self.change_ring(ns, r.write_id, op, "key ring rotated").await
     }
 
     async fn keyring_retire(
@@ -235,20 +240,7 @@ impl pb::admin_server::Admin for AdminService {
             namespace: ns.clone(),
             key_id: r.key_id,
         });
-        let res = self
-            .api
-            .write(pb::Command {
-                write_id: r.write_id,
-                op: Some(op),
-            })
-            .await?;
-        tracing::info!(namespace = %ns, key = %res.id, "key retired");
-        let keys = self.ring(ns, false).await?;
-        Ok(Response::new(pb::KeyringResponse {
-            keys,
-            key_id: res.id,
-            revision: res.revision,
-        }))
+        self.change_ring(ns, r.write_id, op, "key retired").await
     }
 
     async fn snapshot(&self, _request: Request<pb::SnapshotRequest>) -> Result<Response<pb::SnapshotResponse>, Status> {

@@ -20,10 +20,6 @@ impl HandlesService {
     }
 }
 
-fn command(write_id: Option<pb::WriteId>, op: Op) -> pb::Command {
-    pb::Command { write_id, op: Some(op) }
-}
-
 #[tonic::async_trait]
 impl pb::handles_server::Handles for HandlesService {
     #[tracing::instrument(level = "debug", skip_all)]
@@ -50,7 +46,7 @@ impl pb::handles_server::Handles for HandlesService {
             keep_ttl: false,
             expected_revision: None,
         });
-        let res = self.api.write(command(r.write_id, op)).await?;
+        let res = self.api.apply(r.write_id, op).await?;
         // A retried mint answers with the id of the first attempt.
         let id = if res.id.is_empty() { id } else { res.id };
         Ok(Response::new(pb::MintResponse {
@@ -79,7 +75,7 @@ impl pb::handles_server::Handles for HandlesService {
             keep_ttl: r.ttl.as_ref().is_some_and(|t| t.keep),
             expected_revision: r.expected_revision,
         });
-        let res = self.api.write(command(r.write_id, op)).await?;
+        let res = self.api.apply(r.write_id, op).await?;
         Ok(Response::new(pb::PutResponse {
             existed: res.existed,
             revision: res.revision,
@@ -127,7 +123,7 @@ impl pb::handles_server::Handles for HandlesService {
             id: r.id,
             expected_revision: r.expected_revision,
         });
-        let res = self.api.write(command(r.write_id, op)).await?;
+        let res = self.api.apply(r.write_id, op).await?;
         Ok(Response::new(pb::DeleteResponse {
             existed: res.existed,
             revision: res.revision,

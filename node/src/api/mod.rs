@@ -27,6 +27,11 @@ pub struct Api {
 }
 
 impl Api {
+    /// Proposes one operation under the caller's write id (exactly-once).
+    pub async fn apply(&self, write_id: Option<pb::WriteId>, op: pb::command::Op) -> Result<pb::CommandResult, Status> {
+        self.write(pb::Command { write_id, op: Some(op) }).await
+    }
+
     /// Proposes a write and turns a failed result into a status.
     pub async fn write(&self, cmd: pb::Command) -> Result<pb::CommandResult, Status> {
         let keys = crate::state::keys::conflict_keys(&cmd);

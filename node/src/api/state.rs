@@ -78,13 +78,7 @@ impl pb::state_server::State for StateService {
             expected_revision: r.expected_revision,
         };
         let op = Op::StateWrite(self.write_op(&namespace, item)?);
-        let res = self
-            .api
-            .write(pb::Command {
-                write_id: r.write_id,
-                op: Some(op),
-            })
-            .await?;
+        let res = self.api.apply(r.write_id, op).await?;
         Ok(Response::new(pb::StoreResponse {
             existed: res.existed,
             revision: res.revision,
@@ -146,13 +140,7 @@ impl pb::state_server::State for StateService {
                 expected_revision: r.expected_revision,
             })
         };
-        let res = self
-            .api
-            .write(pb::Command {
-                write_id: r.write_id,
-                op: Some(op),
-            })
-            .await?;
+        let res = self.api.apply(r.write_id, op).await?;
         Ok(Response::new(pb::StateDeleteResponse {
             deleted: res.count,
             more: res.more,
@@ -255,13 +243,7 @@ impl pb::state_server::State for StateService {
             )));
         }
         let op = Op::StateBatch(pb::StateBatch { writes });
-        let res = self
-            .api
-            .write(pb::Command {
-                write_id: r.write_id,
-                op: Some(op),
-            })
-            .await?;
+        let res = self.api.apply(r.write_id, op).await?;
         Ok(Response::new(pb::BatchStoreResponse { revision: res.revision }))
     }
 

@@ -204,6 +204,7 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
     }
     let mut client = None;
     let mut probe_client = None;
+    let mut registers: Option<Arc<Vec<String>>> = None;
     if let Some(c) = &cluster {
         probe_client = Some(Client::builder(c.endpoints()).namespace("chaos").build()?);
         // A deadline shorter than the longest faults, so some writes end
@@ -231,28 +232,16 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
             state_keys.push(k);
         }
         let (handle_keys, state_keys) = (Arc::new(handle_keys), Arc::new(state_keys));
+        registers = Some(handle_keys.clone());
         for i in 0..cfg.register_clients {
             let id = 100 + i;
             let (h, s, seed) = (history.clone(), stop.clone(), rng.random());
-            if i % 2 == 0 {
-                tasks.push(tokio::spawn(workload::handle_registers(
-                    id,
-                    regs.clone(),
-                    handle_keys.clone(),
-                    h,
-                    s,
-                    seed,
-                )));
+            let (which, keys) = if i % 2 == 0 {
+                (workload::Registers::Handles(regs.clone()), handle_keys.clone())
             } else {
-                tasks.push(tokio::spawn(workload::state_registers(
-                    id,
-                    tool.clone(),
-                    state_keys.clone(),
-                    h,
-                    s,
-                    seed,
-                )));
-            }
+                (workload::Registers::State(tool.clone()), state_keys.clone())
+            };
+            tasks.push(tokio::spawn(workload::registers(id, which, keys, h, s, seed)));
         }
         let minted: Arc<ClusterHandleStore<Value>> = Arc::new(cl.handle_store("mints").build());
         tasks.push(tokio::spawn(workload::mints(
@@ -300,6 +289,14 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
                 continue;
             }
         };
+        if kind == FaultKind::PauseLeader
+            && let (Some(&old), Some(keys)) = (nodes.first(), registers.as_ref())
+        {
+            // The old leader has just woken up, still believing it leads:
+            // ask it directly. Whatever it answers goes into the history.
+            let endpoint = c.node(old).endpoint();
+            probe_old_leader(&endpoint, keys, &history).await;
+        }
         let recovery = measure_recovery(cl, cfg.recovery_bound).await;
         if recovery.is_none() {
             slow.push(format!(
@@ -409,6 +406,53 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
         slow_recoveries: slow,
         checks,
     })
+}
+
+/// A linearizable read and a write of every register, sent only to `endpoint`
+/// (a just-resumed old leader), recorded as register operations.
+async fn probe_old_leader(endpoint: &str, keys: &[String], history: &History) {
+    let Ok(client) = Client::builder([endpoint.to_string()])
+        .namespace("chaos")
+        .deadline(Duration::from_secs(3))
+        .attempt_timeout(Duration::from_secs(1))
+        .build()
+    else {
+        return;
+    };
+    let store: ClusterHandleStore<Value> = client.handle_store("reg").build();
+    for (i, key) in keys.iter().enumerate() {
+        let invoke_us = history.now();
+        let (outcome, output) = match store.get(key).await {
+            Ok(v) => (Outcome::Ok, v.unwrap_or(Value::Null)),
+            Err(e) => (Outcome::Fail, json!(e.to_string())),
+        };
+        history.push(history::Record {
+            client: 300,
+            kind: "get",
+            key: key.clone(),
+            input: Value::Null,
+            output,
+            invoke_us,
+            complete_us: history.now(),
+            outcome,
+        });
+        let v = json!(300_000_000u64 + history.now() * 10 + i as u64);
+        let invoke_us = history.now();
+        let (outcome, output) = match store.put(key, v.clone(), Ttl::Never).await {
+            Ok(_) => (Outcome::Ok, Value::Null),
+            Err(e) => (workload::classify(&e), json!(e.to_string())),
+        };
+        history.push(history::Record {
+            client: 300,
+            kind: "put",
+            key: key.clone(),
+            input: v,
+            output,
+            invoke_us,
+            complete_us: history.now(),
+            outcome,
+        });
+    }
 }
 
 /// Time until a write succeeds again.

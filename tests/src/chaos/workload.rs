@@ -152,58 +152,58 @@ pub async fn cart_flows(id: usize, url: String, history: Arc<History>, stop: Arc
     }
 }
 
-/// A register client on handles: puts unique values and reads them back
-/// (linearizable reads), on a few shared handles.
-pub async fn handle_registers(
-    id: usize,
-    store: Arc<ClusterHandleStore<Value>>,
-    keys: Arc<Vec<String>>,
-    history: Arc<History>,
-    stop: Arc<AtomicBool>,
-    seed: u64,
-) {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut n = 0u64;
-    while !stop.load(Ordering::Relaxed) {
-        let key = &keys[rng.random_range(0..keys.len())];
-        let invoke_us = history.now();
-        let (kind, input, outcome, output) = if rng.random_bool(0.5) {
-            n += 1;
-            let v = json!(id as u64 * 1_000_000 + n);
-            match store.put(key, v.clone(), Ttl::Never).await {
-                Ok(_) => ("put", v, Outcome::Ok, Value::Null),
-                Err(e) => ("put", v, classify(&e), json!(e.to_string())),
-            }
-        } else {
-            match store.get(key).await {
-                Ok(v) => ("get", Value::Null, Outcome::Ok, v.unwrap_or(Value::Null)),
-                Err(e) => ("get", Value::Null, Outcome::Fail, json!(e.to_string())),
-            }
-        };
-        history.push(Record {
-            client: id,
-            kind,
-            key: key.clone(),
-            input,
-            output,
-            invoke_us,
-            complete_us: history.now(),
-            outcome,
-        });
-        tokio::time::sleep(Duration::from_millis(rng.random_range(0..20))).await;
+/// Where a register client keeps its registers: shared handles, or shared
+/// state-tool keys.
+#[derive(Clone)]
+pub enum Registers {
+    Handles(Arc<ClusterHandleStore<Value>>),
+    State(ClusterStateTool),
+}
+
+impl Registers {
+    /// The history's names of a write and a read.
+    fn kinds(&self) -> (&'static str, &'static str) {
+        match self {
+            Registers::Handles(_) => ("put", "get"),
+            Registers::State(_) => ("store", "retrieve"),
+        }
+    }
+
+    async fn write(&self, key: &str, v: Value) -> Result<(), Error> {
+        match self {
+            Registers::Handles(s) => s.put(key, v, Ttl::Never).await.map(|_| ()),
+            Registers::State(t) => t
+                .store(key, StateValue::Json(v), StoreOptions::default())
+                .await
+                .map(|_| ()),
+        }
+    }
+
+    async fn read(&self, key: &str) -> Result<Value, Error> {
+        match self {
+            Registers::Handles(s) => Ok(s.get(key).await?.unwrap_or(Value::Null)),
+            Registers::State(t) => Ok(t
+                .retrieve(key)
+                .await?
+                .and_then(|e| e.value)
+                .and_then(|v| v.as_json().cloned())
+                .unwrap_or(Value::Null)),
+        }
     }
 }
 
-/// The same on state-tool keys.
-pub async fn state_registers(
+/// A register client: writes unique values to, and reads back
+/// (linearizable reads), a few shared registers.
+pub async fn registers(
     id: usize,
-    tool: ClusterStateTool,
+    regs: Registers,
     keys: Arc<Vec<String>>,
     history: Arc<History>,
     stop: Arc<AtomicBool>,
     seed: u64,
 ) {
     let mut rng = StdRng::seed_from_u64(seed);
+    let (write, read) = regs.kinds();
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let key = &keys[rng.random_range(0..keys.len())];
@@ -211,23 +211,14 @@ pub async fn state_registers(
         let (kind, input, outcome, output) = if rng.random_bool(0.5) {
             n += 1;
             let v = json!(id as u64 * 1_000_000 + n);
-            match tool
-                .store(key, StateValue::Json(v.clone()), StoreOptions::default())
-                .await
-            {
-                Ok(_) => ("store", v, Outcome::Ok, Value::Null),
-                Err(e) => ("store", v, classify(&e), json!(e.to_string())),
+            match regs.write(key, v.clone()).await {
+                Ok(()) => (write, v, Outcome::Ok, Value::Null),
+                Err(e) => (write, v, classify(&e), json!(e.to_string())),
             }
         } else {
-            match tool.retrieve(key).await {
-                Ok(e) => {
-                    let v = e
-                        .and_then(|e| e.value)
-                        .and_then(|v| v.as_json().cloned())
-                        .unwrap_or(Value::Null);
-                    ("retrieve", Value::Null, Outcome::Ok, v)
-                }
-                Err(e) => ("retrieve", Value::Null, Outcome::Fail, json!(e.to_string())),
+            match regs.read(key).await {
+                Ok(v) => (read, Value::Null, Outcome::Ok, v),
+                Err(e) => (read, Value::Null, Outcome::Fail, json!(e.to_string())),
             }
         };
         history.push(Record {
