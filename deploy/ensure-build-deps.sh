@@ -9,9 +9,15 @@ have_libclang() {
   # clang-sys (bindgen) loads libclang at build time.
   local d
   for d in /usr/lib/llvm-*/lib /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib /usr/local/lib; do
-    compgen -G "$d/libclang*.so*" >/dev/null 2>&1 && return 0
+    has_libclang_in "$d" && return 0
   done
-  [ -n "${LIBCLANG_PATH:-}" ] && compgen -G "$LIBCLANG_PATH/libclang*.so*" >/dev/null 2>&1
+  [ -n "${LIBCLANG_PATH:-}" ] && has_libclang_in "$LIBCLANG_PATH"
+}
+
+has_libclang_in() {
+  # libclang.so.N or libclang-N.so.M; not libclang-cpp (clang's C++ API,
+  # which LLVM packages install on their own and bindgen cannot use).
+  compgen -G "$1/libclang.so*" >/dev/null 2>&1 || compgen -G "$1/libclang-[0-9]*.so*" >/dev/null 2>&1
 }
 
 missing=()
