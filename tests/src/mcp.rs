@@ -234,6 +234,10 @@ impl Drop for RoundRobin {
     }
 }
 
+/// How long a test waits for one MCP connect or tool call before calling
+/// its outcome unknown. A hung call must not hang the test.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
 pub type McpClient = RunningService<RoleClient, ClientConfig>;
 
 /// Connects an rmcp client over Streamable HTTP.
@@ -243,7 +247,10 @@ pub async fn connect(url: &str) -> Result<McpClient> {
         ClientCapabilities::default(),
         Implementation::new("handlestore-tests", "0.1.0"),
     );
-    Ok(info.serve(transport).await?)
+    match tokio::time::timeout(CALL_TIMEOUT, info.serve(transport)).await {
+        Ok(r) => Ok(r?),
+        Err(_) => bail!("connect to {url}: no answer within {CALL_TIMEOUT:?}"),
+    }
 }
 
 /// An MCP client that answers every elicitation by accepting
@@ -276,7 +283,10 @@ pub async fn connect_confirming(url: &str) -> Result<RunningService<RoleClient, 
     let lifecycle = ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
-    Ok(Confirming.serve_with_lifecycle(transport, lifecycle).await?)
+    match tokio::time::timeout(CALL_TIMEOUT, Confirming.serve_with_lifecycle(transport, lifecycle)).await {
+        Ok(r) => Ok(r?),
+        Err(_) => bail!("connect to {url}: no answer within {CALL_TIMEOUT:?}"),
+    }
 }
 
 /// The outcome of one tool call.
@@ -324,7 +334,11 @@ pub async fn call<S: Service<RoleClient>>(
     if let Value::Object(map) = args {
         params = params.with_arguments(map);
     }
-    match client.call_tool(params).await {
+    let answer = match tokio::time::timeout(CALL_TIMEOUT, client.call_tool(params)).await {
+        Ok(a) => a,
+        Err(_) => return ToolOutcome::Failed(format!("{tool}: no answer within {CALL_TIMEOUT:?}")),
+    };
+    match answer {
         Ok(r) if r.is_error == Some(true) => ToolOutcome::ToolError(text_of(&r)),
         Ok(r) => match r.structured_content.clone() {
             Some(v) => ToolOutcome::Ok(v),

@@ -316,8 +316,18 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
     // Let traffic run on a healthy cluster, then stop it.
     tokio::time::sleep(Duration::from_secs(3)).await;
     stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        let _ = tokio::time::timeout(Duration::from_secs(90), t).await;
+    // Every call has its own timeout, so the clients stop soon; one that
+    // does not is a hang worth failing the run over.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    let mut stuck = 0;
+    for mut t in tasks {
+        if tokio::time::timeout_at(deadline, &mut t).await.is_err() {
+            t.abort();
+            stuck += 1;
+        }
+    }
+    if stuck > 0 {
+        slow.push(format!("{stuck} client task(s) did not stop within 120s of the end"));
     }
     let duration_s = started.elapsed().as_secs_f64();
 
