@@ -9,6 +9,7 @@ pub mod api;
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod health;
 pub mod node;
 pub mod raft;
 pub mod state;

@@ -120,8 +120,8 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         },
     });
     let max_msg = max_client_message(&cfg);
-    let router = tonic::transport::Server::builder()
-        .tcp_nodelay(true)
+    let mut routes = tonic::service::RoutesBuilder::default();
+    routes
         .add_service(
             pb::raft_server::RaftServer::new(RaftService::new(raft.clone(), proposer.clone(), snapshots.clone()))
                 .max_decoding_message_size(MAX_PEER_MESSAGE)
@@ -138,11 +138,18 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
                 .max_encoding_message_size(max_msg),
         )
         .add_service(pb::admin_server::AdminServer::new(AdminService::new(
-            api,
+            api.clone(),
             cfg.id,
             cfg.advertise.clone(),
             log_syncs,
         )));
+    let mut routes = routes.routes();
+    crate::health::add_routes(routes.axum_router_mut(), api, cfg.id);
+    // HTTP/1.1 too, for the plain-HTTP health endpoints.
+    let router = tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .accept_http1(true)
+        .add_routes(routes);
 
     tracing::info!(id = cfg.id, listen = %cfg.listen, data = %cfg.data_dir.display(), "node started");
     let served = router

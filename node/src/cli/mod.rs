@@ -3,6 +3,7 @@
 
 mod dev;
 mod handle;
+mod health;
 mod keyring;
 mod kv;
 mod mcp;
@@ -64,6 +65,8 @@ enum Command {
         #[command(flatten)]
         conn: Conn,
     },
+    /// Ask one node's /healthz or /readyz (for container healthchecks).
+    Health(health::HealthArgs),
     /// Handles: mint, get, put, delete, len.
     Handle {
         #[command(flatten)]
@@ -158,6 +161,7 @@ pub fn main() -> ExitCode {
             Command::Node(args) => node::run(args).await,
             Command::Dev(args) => dev::run(args).await,
             Command::Status { conn } => status::run(&conn).await,
+            Command::Health(args) => health::run(args).await,
             Command::Handle { conn, cmd } => handle::run(&conn, cmd).await,
             Command::Keyring { conn, cmd } => keyring::run(&conn, cmd).await,
             Command::Kv { conn, cmd } => kv::run(&conn, cmd).await,
