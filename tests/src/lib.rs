@@ -4,6 +4,7 @@
 
 pub mod chaos;
 pub mod cluster;
+pub mod compose;
 pub mod mcp;
 pub mod netns;
 
