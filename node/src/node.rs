@@ -147,14 +147,22 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     crate::health::add_routes(routes.axum_router_mut(), api, cfg.id);
     // HTTP/1.1 too, for the plain-HTTP health endpoints.
     let router = tonic::transport::Server::builder()
-        .tcp_nodelay(true)
         .accept_http1(true)
         .add_routes(routes);
 
     tracing::info!(id = cfg.id, listen = %cfg.listen, data = %cfg.data_dir.display(), "node started");
-    let served = router
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
-        .await;
+    // `Server::tcp_nodelay` only applies to listeners tonic binds itself;
+    // ours are set here. Without it a reply's trailers wait for the client's
+    // delayed ACK (~40 ms per read).
+    let incoming = tokio_stream::StreamExt::map(TcpListenerStream::new(listener), |conn| {
+        if let Ok(tcp) = &conn
+            && let Err(e) = tcp.set_nodelay(true)
+        {
+            tracing::debug!("TCP_NODELAY: {e}");
+        }
+        conn
+    });
+    let served = router.serve_with_incoming_shutdown(incoming, shutdown).await;
     tracing::info!(id = cfg.id, "stopping");
     if let Err(e) = raft.shutdown().await {
         tracing::warn!("raft shutdown: {e}");
