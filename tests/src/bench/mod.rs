@@ -1,0 +1,434 @@
+//! The benchmark harness: the same workloads against handlestore and the
+//! systems users would pick instead, in one run on one machine, reported as
+//! throughput and latency per concurrency, and as the ratios the targets in
+//! docs/performance.md are stated in.
+
+pub mod plot;
+pub mod systems;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use handlestore_client::{Client, ClusterHandleStore, Consistency, HandleStore, Ttl};
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use self::systems::{Etcd, Redis, RedisMode};
+use crate::cluster::TestCluster;
+
+/// Bytes per written value.
+pub const VALUE_BYTES: usize = 256;
+/// Keys written before a read workload, read at random.
+const PRELOAD: usize = 1000;
+
+/// One measured cell: a system's operation at one concurrency.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub system: String,
+    pub op: String,
+    pub concurrency: usize,
+    pub ops: u64,
+    pub errors: u64,
+    pub seconds: f64,
+    pub throughput: f64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    /// The first error, if any, to say what went wrong.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub systems: Vec<String>,
+    pub concurrency: Vec<usize>,
+    pub duration: Duration,
+    /// Where every system keeps its data (one disk for all).
+    pub data_dir: std::path::PathBuf,
+}
+
+/// One operation, with what each worker needs to run it.
+#[derive(Clone)]
+enum Op {
+    HsMint(Arc<ClusterHandleStore<Value>>),
+    HsGet(Arc<ClusterHandleStore<Value>>, Arc<Vec<String>>),
+    EtcdPut(etcd_client::Client, Option<i64>),
+    EtcdRange(etcd_client::Client, Arc<Vec<String>>, bool),
+    RedisSetEx(redis::aio::MultiplexedConnection),
+    RedisGet(redis::aio::MultiplexedConnection, Arc<Vec<String>>),
+    Fdatasync(Arc<std::fs::File>),
+}
+
+fn value() -> Value {
+    // A JSON string of VALUE_BYTES bytes on the wire (quotes included).
+    Value::String("v".repeat(VALUE_BYTES - 2))
+}
+
+impl Op {
+    async fn once(&mut self, worker: usize, i: u64) -> Result<(), String> {
+        let e = |e: &dyn std::fmt::Display| e.to_string();
+        match self {
+            Op::HsMint(s) => s
+                .mint(value(), Ttl::After(Duration::from_secs(3600)))
+                .await
+                .map(drop)
+                .map_err(|x| e(&x)),
+            Op::HsGet(s, keys) => {
+                let k = &keys[pick(worker, i, keys.len())];
+                match s.get(k).await {
+                    Ok(Some(_)) => Ok(()),
+                    Ok(None) => Err(format!("{k} not found")),
+                    Err(x) => Err(e(&x)),
+                }
+            }
+            Op::EtcdPut(c, lease) => {
+                let opts = lease.map(|l| etcd_client::PutOptions::new().with_lease(l));
+                c.put(format!("bench/{worker}/{i}"), "v".repeat(VALUE_BYTES), opts)
+                    .await
+                    .map(drop)
+                    .map_err(|x| e(&x))
+            }
+            Op::EtcdRange(c, keys, serializable) => {
+                let k = keys[pick(worker, i, keys.len())].clone();
+                let opts = serializable.then(|| etcd_client::GetOptions::new().with_serializable());
+                match c.get(k.clone(), opts).await {
+                    Ok(r) if !r.kvs().is_empty() => Ok(()),
+                    Ok(_) => Err(format!("{k} not found")),
+                    Err(x) => Err(e(&x)),
+                }
+            }
+            Op::RedisSetEx(c) => redis::cmd("SET")
+                .arg(format!("bench:{worker}:{i}"))
+                .arg("v".repeat(VALUE_BYTES))
+                .arg("EX")
+                .arg(3600)
+                .query_async::<()>(c)
+                .await
+                .map_err(|x| e(&x)),
+            Op::RedisGet(c, keys) => {
+                let k = &keys[pick(worker, i, keys.len())];
+                match redis::cmd("GET").arg(k).query_async::<Option<Vec<u8>>>(c).await {
+                    Ok(Some(_)) => Ok(()),
+                    Ok(None) => Err(format!("{k} not found")),
+                    Err(x) => Err(e(&x)),
+                }
+            }
+            Op::Fdatasync(f) => {
+                let f = f.clone();
+                tokio::task::spawn_blocking(move || {
+                    use std::io::Write;
+                    let mut w: &std::fs::File = &f;
+                    w.write_all(&[b'x'; VALUE_BYTES])?;
+                    f.sync_data()
+                })
+                .await
+                .map_err(|x| e(&x))?
+                .map_err(|x| e(&x))
+            }
+        }
+    }
+}
+
+/// A spread of keys without a shared RNG: worker and step pick the key.
+fn pick(worker: usize, i: u64, n: usize) -> usize {
+    ((worker as u64).wrapping_mul(7919).wrapping_add(i.wrapping_mul(104_729)) % n as u64) as usize
+}
+
+/// Runs `op` with `concurrency` workers for `duration`.
+async fn measure(system: &str, name: &str, op: Op, concurrency: usize, duration: Duration, bar: &ProgressBar) -> Row {
+    bar.set_message(format!("{system} {name} x{concurrency}"));
+    let start = Instant::now();
+    let end = start + duration;
+    let mut tasks = Vec::new();
+    for w in 0..concurrency {
+        let mut op = op.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds");
+            let (mut errors, mut first_error) = (0u64, None);
+            let mut i = 0u64;
+            while Instant::now() < end {
+                let t = Instant::now();
+                match op.once(w, i).await {
+                    Ok(()) => {
+                        let _ = h.record((t.elapsed().as_micros() as u64).max(1));
+                    }
+                    Err(e) => {
+                        errors += 1;
+                        first_error.get_or_insert(e);
+                    }
+                }
+                i += 1;
+            }
+            (h, errors, first_error)
+        }));
+    }
+    let ticker = {
+        let bar = bar.clone();
+        tokio::spawn(async move {
+            let mut last = 0;
+            loop {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let now = start.elapsed().as_millis().min(duration.as_millis()) as u64;
+                bar.inc(now - last);
+                last = now;
+                if now >= duration.as_millis() as u64 {
+                    break;
+                }
+            }
+        })
+    };
+    let mut all = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds");
+    let (mut errors, mut first_error) = (0, None);
+    for t in tasks {
+        if let Ok((h, e, f)) = t.await {
+            let _ = all.add(&h);
+            errors += e;
+            if first_error.is_none() {
+                first_error = f;
+            }
+        }
+    }
+    let _ = ticker.await;
+    let seconds = start.elapsed().as_secs_f64();
+    Row {
+        system: system.to_string(),
+        op: name.to_string(),
+        concurrency,
+        ops: all.len(),
+        errors,
+        seconds,
+        throughput: all.len() as f64 / seconds,
+        p50_us: all.value_at_quantile(0.5),
+        p99_us: all.value_at_quantile(0.99),
+        p999_us: all.value_at_quantile(0.999),
+        first_error,
+    }
+}
+
+/// The operations each system runs, in order.
+fn plan(system: &str) -> Vec<&'static str> {
+    match system {
+        "handlestore" => vec!["mint", "get", "get_stale"],
+        "etcd" => vec!["put", "put_lease", "range", "range_serializable"],
+        "redis" | "redis-fsync" => vec!["set_ex", "get"],
+        "fsync" => vec!["fdatasync"],
+        _ => vec![],
+    }
+}
+
+pub const SYSTEMS: [&str; 5] = ["fsync", "handlestore", "etcd", "redis", "redis-fsync"];
+
+/// Runs every system's operations at every concurrency.
+pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
+    if cfg.systems.iter().any(|s| s != "handlestore" && s != "fsync") {
+        systems::ensure_installed()?;
+    }
+    let cells: u64 = cfg
+        .systems
+        .iter()
+        .map(|s| {
+            let per_op = if s == "fsync" { 1 } else { cfg.concurrency.len() };
+            (plan(s).len() * per_op) as u64
+        })
+        .sum();
+    let bar = ProgressBar::new(cells * cfg.duration.as_millis() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg}")
+            .expect("progress template"),
+    );
+    let mut rows = Vec::new();
+    for system in &cfg.systems {
+        let dir = cfg.data_dir.join(system);
+        std::fs::create_dir_all(&dir)?;
+        let mut keep = Vec::new();
+        let ops = setup(system, &dir, &mut keep)
+            .await
+            .with_context(|| format!("starting {system}"))?;
+        for (name, op) in ops {
+            let levels: Vec<usize> = if system == "fsync" {
+                vec![1]
+            } else {
+                cfg.concurrency.clone()
+            };
+            for c in levels {
+                let row = measure(system, name, op.clone(), c, cfg.duration, &bar).await;
+                let line = format!(
+                    "{:<12} {:<19} x{:<4} {:>9.0} ops/s  p50 {:>7} us  p99 {:>7} us  p999 {:>7} us  errors {}",
+                    row.system,
+                    row.op,
+                    row.concurrency,
+                    row.throughput,
+                    row.p50_us,
+                    row.p99_us,
+                    row.p999_us,
+                    row.errors
+                );
+                // Above the bar on a terminal; plain lines in a log.
+                if bar.is_hidden() {
+                    println!("{line}");
+                } else {
+                    bar.println(line);
+                }
+                rows.push(row);
+            }
+        }
+        drop(keep);
+    }
+    bar.finish_and_clear();
+    Ok(rows)
+}
+
+/// What keeps a system running until its rows are measured (dropping it
+/// stops the system).
+type Running = Box<dyn std::any::Any + Send>;
+
+async fn setup(system: &str, dir: &Path, keep: &mut Vec<Running>) -> Result<Vec<(&'static str, Op)>> {
+    let value = "v".repeat(VALUE_BYTES);
+    Ok(match system {
+        "handlestore" => {
+            let cluster = TestCluster::builder(3).start().await?;
+            let client = Client::builder(cluster.endpoints()).namespace("bench").build()?;
+            keep.push(Box::new(cluster));
+            let store: Arc<ClusterHandleStore<Value>> = Arc::new(client.handle_store("bench").build());
+            let mut keys = Vec::new();
+            for _ in 0..PRELOAD {
+                keys.push(store.mint(json!(value), Ttl::Never).await?);
+            }
+            let keys = Arc::new(keys);
+            let stale = Arc::new(client.handle_store("bench").consistency(Consistency::Stale).build());
+            vec![
+                ("mint", Op::HsMint(store.clone())),
+                ("get", Op::HsGet(store, keys.clone())),
+                ("get_stale", Op::HsGet(stale, keys)),
+            ]
+        }
+        "etcd" => {
+            let etcd = Etcd::start(dir).await?;
+            let mut c = etcd.client().await?;
+            keep.push(Box::new(etcd));
+            let mut keys = Vec::new();
+            for i in 0..PRELOAD {
+                let k = format!("bench/read/{i}");
+                c.put(k.clone(), value.clone(), None).await?;
+                keys.push(k);
+            }
+            let keys = Arc::new(keys);
+            let lease = c.lease_grant(3600, None).await?.id();
+            vec![
+                ("put", Op::EtcdPut(c.clone(), None)),
+                ("put_lease", Op::EtcdPut(c.clone(), Some(lease))),
+                ("range", Op::EtcdRange(c.clone(), keys.clone(), false)),
+                ("range_serializable", Op::EtcdRange(c, keys, true)),
+            ]
+        }
+        "redis" | "redis-fsync" => {
+            let mode = if system == "redis" {
+                RedisMode::Shipped
+            } else {
+                RedisMode::FsyncAlways
+            };
+            let redis = Redis::start(dir, mode).await?;
+            let mut conn = redis.connection().await?;
+            keep.push(Box::new(redis));
+            let mut keys = Vec::new();
+            for i in 0..PRELOAD {
+                let k = format!("bench:read:{i}");
+                redis::cmd("SET")
+                    .arg(&k)
+                    .arg(&value)
+                    .query_async::<()>(&mut conn)
+                    .await?;
+                keys.push(k);
+            }
+            vec![
+                ("set_ex", Op::RedisSetEx(conn.clone())),
+                ("get", Op::RedisGet(conn, Arc::new(keys))),
+            ]
+        }
+        "fsync" => {
+            let tmp = tempfile::tempdir_in(dir)?;
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(tmp.path().join("floor"))?;
+            keep.push(Box::new(tmp));
+            vec![("fdatasync", Op::Fdatasync(Arc::new(f)))]
+        }
+        other => anyhow::bail!("unknown system {other:?}; known: {}", SYSTEMS.join(", ")),
+    })
+}
+
+/// A target stated as a ratio between two cells of one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub name: String,
+    pub value: Option<f64>,
+    pub goal: String,
+    pub met: Option<bool>,
+}
+
+fn cell<'a>(rows: &'a [Row], system: &str, op: &str, c: usize) -> Option<&'a Row> {
+    rows.iter()
+        .find(|r| r.system == system && r.op == op && r.concurrency == c)
+}
+
+/// The targets of docs/performance.md, computed from one run's rows.
+pub fn targets(rows: &[Row]) -> Vec<Target> {
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let tp = |s, o, c| cell(rows, s, o, c).map(|r| r.throughput);
+    let p99 = |s, o, c| cell(rows, s, o, c).map(|r| r.p99_us as f64);
+    let p50 = |s, o, c| cell(rows, s, o, c).map(|r| r.p50_us as f64);
+    let at_least = |name: &str, v: Option<f64>, goal: f64| Target {
+        name: name.into(),
+        value: v,
+        goal: format!(">= {goal}"),
+        met: v.map(|v| v >= goal),
+    };
+    let at_most = |name: &str, v: Option<f64>, goal: f64| Target {
+        name: name.into(),
+        value: v,
+        goal: format!("<= {goal}"),
+        met: v.map(|v| v <= goal),
+    };
+    vec![
+        at_least(
+            "mint x64 throughput / etcd put x64",
+            ratio(tp("handlestore", "mint", 64), tp("etcd", "put", 64)),
+            2.0,
+        ),
+        Target {
+            name: "mint x64 throughput / etcd put_lease x64 (reported)".into(),
+            value: ratio(tp("handlestore", "mint", 64), tp("etcd", "put_lease", 64)),
+            goal: "reported".into(),
+            met: None,
+        },
+        at_least(
+            "linearizable get x64 / etcd range x64",
+            ratio(tp("handlestore", "get", 64), tp("etcd", "range", 64)),
+            2.0,
+        ),
+        at_most(
+            "mint p99 x64 / etcd put p99 x64",
+            ratio(p99("handlestore", "mint", 64), p99("etcd", "put", 64)),
+            0.5,
+        ),
+        at_most(
+            "mint p50 x1 / one fdatasync p50",
+            ratio(p50("handlestore", "mint", 1), p50("fsync", "fdatasync", 1)),
+            3.0,
+        ),
+        at_least(
+            "stretch: mint x64 / redis appendfsync-always set_ex x64",
+            ratio(tp("handlestore", "mint", 64), tp("redis-fsync", "set_ex", 64)),
+            1.0,
+        ),
+    ]
+}

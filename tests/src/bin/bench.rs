@@ -1,0 +1,119 @@
+//! The benchmark harness: handlestore beside etcd, Redis and one fdatasync,
+//! in one run on this machine.
+//!
+//! cargo run --release -p handlestore-tests --bin bench -- \
+//!     [--systems fsync,handlestore,etcd,redis,redis-fsync] [--concurrency 1,16,64,256] \
+//!     [--duration 10s] [--out target/bench]
+//!
+//! Installs etcd and Redis (Debian packages) when missing, starts each system
+//! on free loopback ports with its data on one disk, and writes
+//! results.json and results.svg to --out.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use handlestore_tests::bench::{self, BenchConfig};
+
+#[derive(Parser, Debug)]
+#[command(about = "Benchmark handlestore against etcd, Redis and one fdatasync")]
+struct Args {
+    /// Systems to run, in order.
+    #[arg(long, value_delimiter = ',', default_values_t = bench::SYSTEMS.map(String::from))]
+    systems: Vec<String>,
+    /// Concurrent clients per measurement.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 16, 64, 256])]
+    concurrency: Vec<usize>,
+    /// How long each measurement runs.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Where results.json and results.svg go.
+    #[arg(long, default_value = "target/bench")]
+    out: std::path::PathBuf,
+    /// Where the systems keep their data (default: a temporary directory).
+    #[arg(long)]
+    data_dir: Option<std::path::PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let tmp = match &args.data_dir {
+        Some(d) => tempfile::tempdir_in(d)?,
+        None => tempfile::Builder::new().prefix("handlestore-bench-").tempdir()?,
+    };
+    let cfg = BenchConfig {
+        systems: args.systems.clone(),
+        concurrency: args.concurrency.clone(),
+        duration: args.duration,
+        data_dir: tmp.path().to_path_buf(),
+    };
+    let started = unix_now();
+    let rows = bench::run(&cfg).await?;
+    let targets = bench::targets(&rows);
+    println!();
+    for t in &targets {
+        let v = t.value.map(|v| format!("{v:.2}")).unwrap_or_else(|| "n/a".into());
+        let met = match t.met {
+            Some(true) => "met",
+            Some(false) => "MISSED",
+            None => "",
+        };
+        println!("{:<58} {:>8}  (goal {}) {met}", t.name, v, t.goal);
+    }
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let machine = machine();
+    let report = serde_json::json!({
+        "started_unix": started,
+        "duration_per_cell_s": args.duration.as_secs_f64(),
+        "machine": machine,
+        "rows": rows,
+        "targets": targets,
+    });
+    let json_path = args.out.join("results.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)?;
+    let svg_path = args.out.join("results.svg");
+    let title = format!(
+        "handlestore vs etcd vs Redis, {} s per point, {}",
+        args.duration.as_secs(),
+        machine["cpu"].as_str().unwrap_or("")
+    );
+    bench::plot::svg(&rows, &title, &svg_path)?;
+    println!("\nwrote {} and {}", json_path.display(), svg_path.display());
+    Ok(())
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// What the numbers were measured on.
+fn machine() -> serde_json::Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_default();
+    let mem_kib: u64 = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0);
+    serde_json::json!({
+        "cpu": cpu,
+        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "memory_gib": mem_kib / (1 << 20),
+        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
+    })
+}
