@@ -1,0 +1,32 @@
+//! The benchmark harness itself works end to end: every system starts, every
+//! operation runs without errors, and the report (rows, targets, plot) is
+//! complete. Short cells: this checks the harness, not the speed.
+
+use std::time::Duration;
+
+use handlestore_tests::bench::{self, BenchConfig};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn harness_runs_every_system() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = BenchConfig {
+        systems: bench::SYSTEMS.map(String::from).to_vec(),
+        concurrency: vec![1, 64],
+        duration: Duration::from_millis(500),
+        data_dir: dir.path().to_path_buf(),
+    };
+    let rows = bench::run(&cfg).await.expect("bench run");
+    // fsync once; handlestore 3 ops, etcd 4, each Redis 2; at 2 levels.
+    assert_eq!(rows.len(), 1 + (3 + 4 + 2 + 2) * 2, "{rows:#?}");
+    for r in &rows {
+        assert!(r.ops > 0, "{r:?}");
+        assert_eq!(r.errors, 0, "{r:?}");
+        assert!(r.p50_us <= r.p99_us && r.p99_us <= r.p999_us, "{r:?}");
+    }
+    let targets = bench::targets(&rows);
+    assert!(targets.iter().all(|t| t.value.is_some()), "{targets:#?}");
+    let svg = dir.path().join("plot.svg");
+    bench::plot::svg(&rows, "test", &svg).expect("plot");
+    let text = std::fs::read_to_string(&svg).expect("svg");
+    assert!(text.contains("handlestore mint") && text.contains("etcd put"), "legend in the plot");
+}
