@@ -16,8 +16,8 @@ async fn harness_runs_every_system() {
         data_dir: dir.path().to_path_buf(),
     };
     let rows = bench::run(&cfg).await.expect("bench run");
-    // fsync once; handlestore 3 ops, etcd 4, each Redis 2; at 2 levels.
-    assert_eq!(rows.len(), 1 + (3 + 4 + 2 + 2) * 2, "{rows:#?}");
+    // fsync once; handlestore 5 ops, etcd 6, each Redis 3; at 2 levels.
+    assert_eq!(rows.len(), 1 + (5 + 6 + 3 + 3) * 2, "{rows:#?}");
     for r in &rows {
         assert!(r.ops > 0, "{r:?}");
         assert_eq!(r.errors, 0, "{r:?}");
@@ -28,5 +28,8 @@ async fn harness_runs_every_system() {
     let svg = dir.path().join("plot.svg");
     bench::plot::svg(&rows, "test", &svg).expect("plot");
     let text = std::fs::read_to_string(&svg).expect("svg");
-    assert!(text.contains("handlestore mint") && text.contains("etcd put"), "legend in the plot");
+    assert!(
+        text.contains("handlestore mint") && text.contains("etcd put"),
+        "legend in the plot"
+    );
 }

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use handlestore_client::{Client, ClusterHandleStore, Consistency, HandleStore, Ttl};
+use handlestore_client::{
+    Client, ClusterHandleStore, ClusterStateTool, Consistency, HandleStore, StateTool, StoreItem, Ttl,
+};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -24,6 +26,8 @@ use crate::cluster::TestCluster;
 pub const VALUE_BYTES: usize = 256;
 /// Keys written before a read workload, read at random.
 const PRELOAD: usize = 1000;
+/// Keys per atomic batch.
+const BATCH: usize = 10;
 
 /// One measured cell: a system's operation at one concurrency.
 #[derive(Debug, Clone, Serialize)]
@@ -57,6 +61,11 @@ pub struct BenchConfig {
 enum Op {
     HsMint(Arc<ClusterHandleStore<Value>>),
     HsGet(Arc<ClusterHandleStore<Value>>, Arc<Vec<String>>),
+    HsUpdate(Arc<ClusterHandleStore<Value>>, Arc<Vec<String>>),
+    HsBatch(ClusterStateTool),
+    EtcdUpdate(etcd_client::Client, Arc<Vec<String>>),
+    EtcdTxn(etcd_client::Client),
+    RedisMulti(redis::aio::MultiplexedConnection),
     EtcdPut(etcd_client::Client, Option<i64>),
     EtcdRange(etcd_client::Client, Arc<Vec<String>>, bool),
     RedisSetEx(redis::aio::MultiplexedConnection),
@@ -85,6 +94,61 @@ impl Op {
                     Ok(None) => Err(format!("{k} not found")),
                     Err(x) => Err(e(&x)),
                 }
+            }
+            Op::HsUpdate(s, keys) => {
+                let k = &keys[pick(worker, i, keys.len())];
+                let v = value();
+                match s.update(k, &mut |cur: &mut Value| *cur = v.clone()).await {
+                    Ok(Some(_)) => Ok(()),
+                    Ok(None) => Err(format!("{k} not found")),
+                    Err(x) => Err(e(&x)),
+                }
+            }
+            Op::HsBatch(tool) => {
+                let items = (0..BATCH)
+                    .map(|j| StoreItem::new(format!("bench/{worker}/{i}/{j}"), value()))
+                    .collect();
+                tool.batch_store(items).await.map(drop).map_err(|x| e(&x))
+            }
+            Op::EtcdUpdate(c, keys) => {
+                // Read, then write only if unchanged; again on a conflict.
+                let k = keys[pick(worker, i, keys.len())].clone();
+                loop {
+                    let got = c.get(k.clone(), None).await.map_err(|x| e(&x))?;
+                    let rev = got.kvs().first().map(|kv| kv.mod_revision()).ok_or("not found")?;
+                    let txn = etcd_client::Txn::new()
+                        .when([etcd_client::Compare::mod_revision(
+                            k.clone(),
+                            etcd_client::CompareOp::Equal,
+                            rev,
+                        )])
+                        .and_then([etcd_client::TxnOp::put(k.clone(), "v".repeat(VALUE_BYTES), None)]);
+                    if c.txn(txn).await.map_err(|x| e(&x))?.succeeded() {
+                        return Ok(());
+                    }
+                }
+            }
+            Op::EtcdTxn(c) => {
+                let puts: Vec<etcd_client::TxnOp> = (0..BATCH)
+                    .map(|j| etcd_client::TxnOp::put(format!("bench/{worker}/{i}/{j}"), "v".repeat(VALUE_BYTES), None))
+                    .collect();
+                c.txn(etcd_client::Txn::new().and_then(puts))
+                    .await
+                    .map(drop)
+                    .map_err(|x| e(&x))
+            }
+            Op::RedisMulti(c) => {
+                let mut p = redis::pipe();
+                p.atomic();
+                for j in 0..BATCH {
+                    p.cmd("SET")
+                        .arg(format!("bench:{worker}:{i}:{j}"))
+                        .arg("v".repeat(VALUE_BYTES))
+                        .arg("EX")
+                        .arg(3600)
+                        .ignore();
+                }
+                p.query_async::<()>(c).await.map_err(|x| e(&x))
             }
             Op::EtcdPut(c, lease) => {
                 let opts = lease.map(|l| etcd_client::PutOptions::new().with_lease(l));
@@ -213,9 +277,9 @@ async fn measure(system: &str, name: &str, op: Op, concurrency: usize, duration:
 /// The operations each system runs, in order.
 fn plan(system: &str) -> Vec<&'static str> {
     match system {
-        "handlestore" => vec!["mint", "get", "get_stale"],
-        "etcd" => vec!["put", "put_lease", "range", "range_serializable"],
-        "redis" | "redis-fsync" => vec!["set_ex", "get"],
+        "handlestore" => vec!["mint", "get", "get_stale", "update", "batch_store"],
+        "etcd" => vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"],
+        "redis" | "redis-fsync" => vec!["set_ex", "get", "multi_set10"],
         "fsync" => vec!["fdatasync"],
         _ => vec![],
     }
@@ -303,8 +367,10 @@ async fn setup(system: &str, dir: &Path, keep: &mut Vec<Running>) -> Result<Vec<
             let stale = Arc::new(client.handle_store("bench").consistency(Consistency::Stale).build());
             vec![
                 ("mint", Op::HsMint(store.clone())),
-                ("get", Op::HsGet(store, keys.clone())),
-                ("get_stale", Op::HsGet(stale, keys)),
+                ("get", Op::HsGet(store.clone(), keys.clone())),
+                ("get_stale", Op::HsGet(stale, keys.clone())),
+                ("update", Op::HsUpdate(store, keys)),
+                ("batch_store", Op::HsBatch(client.state_tool())),
             ]
         }
         "etcd" => {
@@ -323,7 +389,9 @@ async fn setup(system: &str, dir: &Path, keep: &mut Vec<Running>) -> Result<Vec<
                 ("put", Op::EtcdPut(c.clone(), None)),
                 ("put_lease", Op::EtcdPut(c.clone(), Some(lease))),
                 ("range", Op::EtcdRange(c.clone(), keys.clone(), false)),
-                ("range_serializable", Op::EtcdRange(c, keys, true)),
+                ("range_serializable", Op::EtcdRange(c.clone(), keys.clone(), true)),
+                ("update", Op::EtcdUpdate(c.clone(), keys)),
+                ("txn_put10", Op::EtcdTxn(c)),
             ]
         }
         "redis" | "redis-fsync" => {
@@ -347,7 +415,8 @@ async fn setup(system: &str, dir: &Path, keep: &mut Vec<Running>) -> Result<Vec<
             }
             vec![
                 ("set_ex", Op::RedisSetEx(conn.clone())),
-                ("get", Op::RedisGet(conn, Arc::new(keys))),
+                ("get", Op::RedisGet(conn.clone(), Arc::new(keys))),
+                ("multi_set10", Op::RedisMulti(conn)),
             ]
         }
         "fsync" => {
