@@ -19,6 +19,9 @@ use crate::db::{self, CF_DEDUP, CF_DEDUP_AGE, CF_EXPIRY, CF_KV, CF_SM_META};
 /// Most remembered answers one command prunes or ages out, so a single entry
 /// never turns into an unbounded amount of work.
 const MAX_DEDUP_REMOVALS_PER_COMMAND: usize = 10_000;
+/// How far below a client's first incomplete write one write looks for
+/// answers to forget.
+const PRUNE_WINDOW: u64 = 256;
 /// Most keys one namespace's key ring holds.
 const MAX_RING_KEYS: usize = 64;
 /// Most keys one prefix delete removes.
@@ -550,20 +553,40 @@ impl<'a> Tx<'a> {
 
     /// Forgets a client's answers below `below`: it told us it will never
     /// retry those.
+    ///
+    /// Only the last `PRUNE_WINDOW` sequence numbers below `below` are
+    /// looked at. Each write moves `below` up by about one, so the window
+    /// catches every answer as it becomes prunable, without walking the
+    /// tombstones of everything pruned before (which made each write cost
+    /// O(writes so far)). An answer `below` jumped past is aged out with the
+    /// dedup window instead. Both are functions of the replicated state only,
+    /// so every node forgets the same answers.
     fn prune_client(&mut self, client_id: u64, below: u64) -> Result<()> {
+        let from = below.saturating_sub(PRUNE_WINDOW);
         let mut opts = ReadOptions::default();
+        opts.set_iterate_lower_bound(keys::dedup_key(client_id, from).to_vec());
         opts.set_iterate_upper_bound(keys::dedup_key(client_id, below).to_vec());
-        let start = keys::dedup_key(client_id, 0);
         let iter = self.db.iterator_cf_opt(
             db::cf(self.db, CF_DEDUP),
             opts,
-            IteratorMode::From(&start, Direction::Forward),
+            IteratorMode::From(&keys::dedup_key(client_id, from), Direction::Forward),
         );
         let mut victims = Vec::new();
-        for item in iter.take(MAX_DEDUP_REMOVALS_PER_COMMAND) {
+        for item in iter {
             let (k, v) = item?;
             let rec: pb::DedupRecord = decode(&v, "dedup")?;
             if let Some((c, s)) = keys::split_dedup_key(&k) {
+                victims.push((rec.stamp_ms, c, s));
+            }
+        }
+        // Answers remembered earlier in this same batch are not in the
+        // database yet; how entries are grouped into batches differs between
+        // nodes, so they must be found here too.
+        for (k, rec) in &self.dedup {
+            if let (Some(rec), Some((c, s))) = (rec, keys::split_dedup_key(k))
+                && c == client_id
+                && (from..below).contains(&s)
+            {
                 victims.push((rec.stamp_ms, c, s));
             }
         }
@@ -651,5 +674,98 @@ fn state_write(w: pb::StateWrite) -> EntryWrite {
         ttl_ms: w.ttl_ms,
         keep_ttl: w.keep_ttl,
         expected_revision: w.expected_revision,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(seq: u64, first_incomplete_seq: u64) -> pb::Command {
+        pb::Command {
+            write_id: Some(pb::WriteId {
+                client_id: 7,
+                seq,
+                first_incomplete_seq,
+            }),
+            op: Some(Op::HandleWrite(pb::HandleWrite {
+                namespace: "ns".into(),
+                store: "s".into(),
+                id: format!("id{seq}"),
+                value: b"1".to_vec(),
+                ..Default::default()
+            })),
+        }
+    }
+
+    /// Applies one command per entry, `per_batch` entries per apply call.
+    fn run(cmds: &[pb::Command], per_batch: usize) -> (tempfile::TempDir, Vec<u64>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = crate::db::open(dir.path()).expect("db");
+        let limits = StateLimits::default();
+        let mut index = 0;
+        for chunk in cmds.chunks(per_batch) {
+            let entries: Vec<ApplyEntry> = chunk
+                .iter()
+                .map(|c| {
+                    index += 1;
+                    ApplyEntry {
+                        index,
+                        proposal: Some(pb::Proposal {
+                            stamp_ms: 1_000 + index,
+                            commands: vec![c.clone()],
+                        }),
+                    }
+                })
+                .collect();
+            let last_log_id = pb::LogId { leader_id: None, index };
+            apply(
+                &db,
+                &limits,
+                ApplyBatch {
+                    entries,
+                    last_log_id,
+                    membership: None,
+                },
+            )
+            .expect("apply");
+        }
+        let seqs: Vec<u64> = db
+            .iterator_cf(crate::db::cf(&db, CF_DEDUP), IteratorMode::Start)
+            .map(|item| keys::split_dedup_key(&item.expect("read").0).expect("dedup key").1)
+            .collect();
+        let count = db
+            .get_cf(crate::db::cf(&db, CF_SM_META), meta::DEDUP_COUNT)
+            .expect("read")
+            .map(|v| decode_u64(&v))
+            .unwrap_or(0);
+        assert_eq!(count, seqs.len() as u64, "the dedup count matches the table");
+        drop(db);
+        (dir, seqs)
+    }
+
+    #[test]
+    fn answers_below_the_first_incomplete_write_are_forgotten() {
+        let cmds: Vec<_> = (1..=600).map(|s| write(s, s)).collect();
+        let (_d, one_by_one) = run(&cmds, 1);
+        assert_eq!(one_by_one, vec![600]);
+    }
+
+    #[test]
+    fn pruning_is_the_same_however_entries_are_batched() {
+        // Answers 1..=500 stay (the client has 1 in flight), then it jumps:
+        // the window forgets the newest, the rest wait to age out.
+        let mut cmds: Vec<_> = (1..=500).map(|s| write(s, 1)).collect();
+        cmds.push(write(501, 501));
+        cmds.extend((502..=520).map(|s| write(s, s - 3)));
+        let runs: Vec<Vec<u64>> = [1, 7, 64, cmds.len()].iter().map(|b| run(&cmds, *b).1).collect();
+        for r in &runs[1..] {
+            assert_eq!(r, &runs[0], "batching changed what was forgotten");
+        }
+        // The last write (520) said 517 is its first incomplete one; the
+        // windows of writes 501..=520 reached down to 499 - PRUNE_WINDOW.
+        let mut expected: Vec<u64> = (1..499 - PRUNE_WINDOW).collect();
+        expected.extend(517..=520);
+        assert_eq!(runs[0], expected);
     }
 }
