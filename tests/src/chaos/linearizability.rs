@@ -127,8 +127,10 @@ pub fn check(events: &[RegEvent], initial: Option<Value>, max_states: usize) -> 
         if cache.len() > max_states {
             return Verdict::Inconclusive;
         }
-        if cur == usize::MAX {
-            // Nothing more can be linearized at this point: backtrack.
+        if cur == usize::MAX || !node(cur).call {
+            // Nothing more can be linearized at this point (the end, or a
+            // return whose call is not linearized yet, so everything before
+            // it must be): backtrack.
             let Some((call, old)) = stack.pop() else {
                 return Verdict::Violation;
             };
@@ -141,38 +143,24 @@ pub fn check(events: &[RegEvent], initial: Option<Value>, max_states: usize) -> 
             continue;
         }
         let e = node(cur);
-        if e.call {
-            let op = &ops[e.op].op;
-            let (legal, new_state) = match op {
-                RegOp::Write(v) => (true, v.clone()),
-                RegOp::Read(seen) => (*seen == state, state.clone()),
-            };
-            if legal {
-                let mut lin = linearized.clone();
-                lin.set(e.op);
-                if cache.insert((lin.clone(), new_state.clone())) {
-                    stack.push((cur, std::mem::replace(&mut state, new_state)));
-                    linearized = lin;
-                    unlink(&mut next, &mut prev, cur);
-                    unlink(&mut next, &mut prev, ret_of[e.op]);
-                    cur = next[0];
-                    continue;
-                }
+        let op = &ops[e.op].op;
+        let (legal, new_state) = match op {
+            RegOp::Write(v) => (true, v.clone()),
+            RegOp::Read(seen) => (*seen == state, state.clone()),
+        };
+        if legal {
+            let mut lin = linearized.clone();
+            lin.set(e.op);
+            if cache.insert((lin.clone(), new_state.clone())) {
+                stack.push((cur, std::mem::replace(&mut state, new_state)));
+                linearized = lin;
+                unlink(&mut next, &mut prev, cur);
+                unlink(&mut next, &mut prev, ret_of[e.op]);
+                cur = next[0];
+                continue;
             }
-            cur = next[cur];
-        } else {
-            // A return whose call is not linearized yet: everything before it
-            // must be, so backtrack.
-            let Some((call, old)) = stack.pop() else {
-                return Verdict::Violation;
-            };
-            let op = node(call).op;
-            linearized.clear(op);
-            state = old;
-            relink(&mut next, &mut prev, ret_of[op]);
-            relink(&mut next, &mut prev, call);
-            cur = next[call];
         }
+        cur = next[cur];
     }
     Verdict::Linearizable
 }
