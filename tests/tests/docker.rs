@@ -80,20 +80,7 @@ async fn scenario(c: &Compose) -> Result<()> {
         .await
         .context("after restarting the killed leader")?;
     // The restarted node caught up: it serves the cart itself.
-    let on_killed = c
-        .exec_handlestore(
-            &killed,
-            &[
-                "handle",
-                "--endpoints",
-                "http://127.0.0.1:7401",
-                "get",
-                "--store",
-                "cart",
-                &cart,
-            ],
-        )
-        .await?;
+    let on_killed = handle_on(c, &killed, "default", &["get", "--store", "cart", &cart]).await?;
     let value = String::from_utf8_lossy(&on_killed.stdout);
     if !on_killed.status.success() || !value.contains("item-5") {
         bail!(
@@ -146,35 +133,7 @@ async fn partition(c: &Compose) -> Result<()> {
         .context("an overwrite on the majority during the partition")?;
 
     // The isolated node serves no linearizable read and takes no write.
-    let exec = |args: Vec<String>| {
-        let name = name.clone();
-        async move {
-            // `handle`, its connection options, then the rest.
-            let mut full = args[..1].to_vec();
-            full.extend(
-                [
-                    "--endpoints",
-                    "http://127.0.0.1:7401",
-                    "--namespace",
-                    "docker",
-                    "--timeout",
-                    "5s",
-                ]
-                .map(String::from),
-            );
-            full.extend(args[1..].iter().cloned());
-            let refs: Vec<&str> = full.iter().map(String::as_str).collect();
-            c.exec_handlestore(&name, &refs).await
-        }
-    };
-    let read = exec(vec![
-        "handle".into(),
-        "get".into(),
-        "--store".into(),
-        "partition".into(),
-        before.clone(),
-    ])
-    .await?;
+    let read = handle_on(c, &name, "docker", &["get", "--store", "partition", &before]).await?;
     let why = String::from_utf8_lossy(&read.stderr).to_lowercase();
     if read.status.code() != Some(2) || !(why.contains("unavailable") || why.contains("quorum")) {
         bail!(
@@ -185,15 +144,12 @@ async fn partition(c: &Compose) -> Result<()> {
         );
     }
     let stray = handlestore_client::id::new_handle_id("");
-    let write = exec(vec![
-        "handle".into(),
-        "put".into(),
-        "--store".into(),
-        "partition".into(),
-        stray.clone(),
-        "--value".into(),
-        "\"isolated\"".into(),
-    ])
+    let write = handle_on(
+        c,
+        &name,
+        "docker",
+        &["put", "--store", "partition", &stray, "--value", "\"isolated\""],
+    )
     .await?;
     let why = String::from_utf8_lossy(&write.stderr).to_lowercase();
     if write.status.success() || !(why.contains("unavailable") || why.contains("quorum")) {
@@ -215,14 +171,7 @@ async fn partition(c: &Compose) -> Result<()> {
     c.reconnect(&name).await?;
     let deadline = std::time::Instant::now() + HEALTHY_WITHIN;
     loop {
-        let out = exec(vec![
-            "handle".into(),
-            "get".into(),
-            "--store".into(),
-            "partition".into(),
-            during.clone(),
-        ])
-        .await?;
+        let out = handle_on(c, &name, "docker", &["get", "--store", "partition", &during]).await?;
         if out.status.success() && String::from_utf8_lossy(&out.stdout).contains("majority") {
             break;
         }
@@ -234,14 +183,7 @@ async fn partition(c: &Compose) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let overwritten = exec(vec![
-        "handle".into(),
-        "get".into(),
-        "--store".into(),
-        "partition".into(),
-        before.clone(),
-    ])
-    .await?;
+    let overwritten = handle_on(c, &name, "docker", &["get", "--store", "partition", &before]).await?;
     if !String::from_utf8_lossy(&overwritten.stdout).contains("after") {
         bail!(
             "{name} after reconnecting: {before} is {:?}",
@@ -312,6 +254,22 @@ async fn rolling_restart(c: &Compose) -> Result<()> {
         bail!("{} acknowledged writes lost: {missing:?}", missing.len());
     }
     Ok(())
+}
+
+/// Runs `handlestore handle ARGS` inside `node`'s container against that
+/// node only (so it works while the node is cut off from the network).
+async fn handle_on(c: &Compose, node: &str, namespace: &str, args: &[&str]) -> Result<std::process::Output> {
+    let mut full = vec![
+        "handle",
+        "--endpoints",
+        "http://127.0.0.1:7401",
+        "--namespace",
+        namespace,
+        "--timeout",
+        "5s",
+    ];
+    full.extend_from_slice(args);
+    c.exec_handlestore(node, &full).await
 }
 
 /// The leader among `nodes`, as the nodes themselves report it.
