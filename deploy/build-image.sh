@@ -2,7 +2,8 @@
 # Builds the handlestore image without pulling anything, for hosts with no
 # registry: compiles the binaries here, then assembles an image FROM scratch
 # holding them plus the exact shared libraries they load (found with ldd).
-# Same tag, paths, user, volume, port and healthcheck as deploy/Dockerfile,
+# Same tag, paths, user, volume, port and healthcheck as deploy/Dockerfile
+# (its runtime lines are copied from there),
 # so deploy/docker-compose.yml works unchanged.
 #
 #   deploy/build-image.sh                 # builds handlestore:latest
@@ -59,20 +60,19 @@ GROUP
 # Names resolve through /etc/hosts and Docker's DNS (glibc's defaults).
 echo 'hosts: files dns' >"$ctx/rootfs/etc/nsswitch.conf"
 
-cat >"$ctx/Dockerfile" <<'DOCKERFILE'
+# The runtime settings (user, volume, port, healthcheck, entrypoint) are
+# deploy/Dockerfile's own, from its USER line on: one source for both images.
+{
+  cat <<'DOCKERFILE'
 FROM scratch
 COPY --chown=0:0 rootfs/ /
 # The data directory, owned by the user the node runs as (a new named
 # volume takes its owner from here).
 COPY --chown=10001:10001 owned/ /
-USER 10001:10001
-VOLUME /data
-EXPOSE 7401
-HEALTHCHECK --interval=5s --timeout=4s --start-period=30s --retries=3 \
-    CMD ["/usr/local/bin/handlestore", "health", "--ready"]
-ENTRYPOINT ["/usr/local/bin/handlestore"]
-CMD ["node", "--id", "1", "--listen", "0.0.0.0:7401", "--data", "/data"]
 DOCKERFILE
+  sed -n '/^USER /,$p' "$root/deploy/Dockerfile"
+} >"$ctx/Dockerfile"
+grep -q '^HEALTHCHECK' "$ctx/Dockerfile" || { echo "build-image.sh: deploy/Dockerfile has no USER ... HEALTHCHECK tail" >&2; exit 1; }
 
 # FROM scratch needs no base image, so nothing is pulled.
 # (The legacy builder's deprecation notice is noise here: nothing else is used.)
