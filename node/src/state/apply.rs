@@ -95,6 +95,8 @@ struct Tx<'a> {
     counts: HashMap<Vec<u8>, i64>,
     dedup: HashMap<[u8; 16], Option<pb::DedupRecord>>,
     dedup_count: u64,
+    /// Answers remembered in this batch, by (client, seq): their stamps.
+    remembered: BTreeMap<(u64, u64), u64>,
 }
 
 fn ok() -> pb::CommandResult {
@@ -142,6 +144,7 @@ impl<'a> Tx<'a> {
             counts: HashMap::new(),
             dedup: HashMap::new(),
             dedup_count,
+            remembered: BTreeMap::new(),
         })
     }
 
@@ -543,6 +546,7 @@ impl<'a> Tx<'a> {
             keys::dedup_age_key(self.clock, w.client_id, w.seq),
             [],
         );
+        self.remembered.insert((w.client_id, w.seq), rec.stamp_ms);
         self.dedup.insert(k, Some(rec));
         self.dedup_count += 1;
         if w.first_incomplete_seq > 0 {
@@ -566,11 +570,9 @@ impl<'a> Tx<'a> {
         let mut opts = ReadOptions::default();
         opts.set_iterate_lower_bound(keys::dedup_key(client_id, from).to_vec());
         opts.set_iterate_upper_bound(keys::dedup_key(client_id, below).to_vec());
-        let iter = self.db.iterator_cf_opt(
-            db::cf(self.db, CF_DEDUP),
-            opts,
-            IteratorMode::From(&keys::dedup_key(client_id, from), Direction::Forward),
-        );
+        let iter = self
+            .db
+            .iterator_cf_opt(db::cf(self.db, CF_DEDUP), opts, IteratorMode::Start);
         let mut victims = Vec::new();
         for item in iter {
             let (k, v) = item?;
@@ -582,13 +584,8 @@ impl<'a> Tx<'a> {
         // Answers remembered earlier in this same batch are not in the
         // database yet; how entries are grouped into batches differs between
         // nodes, so they must be found here too.
-        for (k, rec) in &self.dedup {
-            if let (Some(rec), Some((c, s))) = (rec, keys::split_dedup_key(k))
-                && c == client_id
-                && (from..below).contains(&s)
-            {
-                victims.push((rec.stamp_ms, c, s));
-            }
+        for (&(c, s), &stamp) in self.remembered.range((client_id, from)..(client_id, below)) {
+            victims.push((stamp, c, s));
         }
         for (stamp, c, s) in victims {
             self.forget(stamp, c, s);
