@@ -102,8 +102,10 @@ impl Compose {
         })
     }
 
-    fn command(&self) -> Command {
-        let mut c = Command::new(&self.cmd[0]);
+    /// `compose --project-name P --file deploy/docker-compose.yml`, with
+    /// this project's image and ports in its environment.
+    fn std_command(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(&self.cmd[0]);
         c.args(&self.cmd[1..])
             .arg("--project-name")
             .arg(&self.project)
@@ -117,6 +119,11 @@ impl Compose {
         for (i, p) in self.cart_ports.iter().enumerate() {
             c.env(format!("CART_PORT_{}", i + 1), p.to_string());
         }
+        c
+    }
+
+    fn command(&self) -> Command {
+        let mut c = Command::from(self.std_command());
         c.kill_on_drop(true);
         c
     }
@@ -252,13 +259,10 @@ impl Compose {
 impl Drop for Compose {
     fn drop(&mut self) {
         // Containers, network and volumes: leave nothing behind.
-        let mut c = std::process::Command::new(&self.cmd[0]);
-        c.args(&self.cmd[1..])
-            .args(["--project-name", &self.project, "--file"])
-            .arg(repo_root().join("deploy/docker-compose.yml"))
+        let _ = self
+            .std_command()
             .args(["down", "--volumes", "--timeout", "5"])
-            .env("HANDLESTORE_IMAGE", &self.image);
-        let _ = c.output();
+            .output();
     }
 }
 
