@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use handlestore_proto::v1 as pb;
 use pb::command::Op;
@@ -42,8 +43,18 @@ pub struct ApplyEntry {
     pub proposal: Option<pb::Proposal>,
 }
 
-pub(super) fn apply(db: &DB, limits: &StateLimits, batch: ApplyBatch) -> Result<Vec<Option<pb::ProposalResult>>> {
+/// Applies `batch`. `age_floor` is a dedup stamp below which this node knows
+/// no remembered answer is left (a hint that lets the age-out skip the
+/// tombstones of everything aged out before); it is read here and moved up
+/// once the batch is written.
+pub(super) fn apply(
+    db: &DB,
+    limits: &StateLimits,
+    age_floor: &AtomicU64,
+    batch: ApplyBatch,
+) -> Result<Vec<Option<pb::ProposalResult>>> {
     let mut tx = Tx::new(db, limits)?;
+    tx.age_floor = age_floor.load(Ordering::Acquire);
     let mut out = Vec::with_capacity(batch.entries.len());
     for entry in batch.entries {
         let Some(proposal) = entry.proposal else {
@@ -57,7 +68,9 @@ pub(super) fn apply(db: &DB, limits: &StateLimits, batch: ApplyBatch) -> Result<
         }
         out.push(Some(pb::ProposalResult { results }));
     }
+    let floor = tx.age_floor;
     tx.commit(&batch.last_log_id, batch.membership.as_ref())?;
+    age_floor.store(floor, Ordering::Release);
     Ok(out)
 }
 
@@ -97,6 +110,8 @@ struct Tx<'a> {
     dedup_count: u64,
     /// Answers remembered in this batch, by (client, seq): their stamps.
     remembered: BTreeMap<(u64, u64), u64>,
+    /// No remembered answer in the database is stamped below this.
+    age_floor: u64,
 }
 
 fn ok() -> pb::CommandResult {
@@ -145,6 +160,7 @@ impl<'a> Tx<'a> {
             dedup: HashMap::new(),
             dedup_count,
             remembered: BTreeMap::new(),
+            age_floor: 0,
         })
     }
 
@@ -594,22 +610,69 @@ impl<'a> Tx<'a> {
     }
 
     /// Ages out answers stamped before `before_ms`, and the oldest beyond the
-    /// size bound.
+    /// size bound, at most `MAX_DEDUP_REMOVALS_PER_COMMAND` of them.
+    ///
+    /// Candidates come oldest first from the database merged with the
+    /// answers remembered earlier in this batch, skipping those already
+    /// forgotten in it: that is the replicated state as of this command,
+    /// whichever way this node grouped entries into batches, so every node
+    /// forgets the same answers. The scan starts at `age_floor`, so the
+    /// tombstones of answers aged out before are not walked again.
     fn age_out_dedup(&mut self, before_ms: u64) -> Result<()> {
-        let iter = self.db.iterator_cf(db::cf(self.db, CF_DEDUP_AGE), IteratorMode::Start);
+        let mut opts = ReadOptions::default();
+        opts.set_iterate_lower_bound(keys::dedup_age_key(self.age_floor, 0, 0).to_vec());
+        let mut stored = self
+            .db
+            .iterator_cf_opt(db::cf(self.db, CF_DEDUP_AGE), opts, IteratorMode::Start);
+        let mut next_stored = move || -> Result<Option<(u64, u64, u64)>> {
+            for item in stored.by_ref() {
+                let (k, _) = item?;
+                if let Some(parts) = keys::split_dedup_age_key(&k) {
+                    return Ok(Some(parts));
+                }
+            }
+            Ok(None)
+        };
+        let mut in_batch: Vec<(u64, u64, u64)> = self.remembered.iter().map(|(&(c, s), &t)| (t, c, s)).collect();
+        in_batch.sort_unstable();
+        let mut in_batch = in_batch.into_iter().peekable();
+
         let mut victims = Vec::new();
         let mut projected = self.dedup_count;
-        for item in iter.take(MAX_DEDUP_REMOVALS_PER_COMMAND) {
-            let (k, _) = item?;
-            let Some((stamp, c, s)) = keys::split_dedup_age_key(&k) else {
-                continue;
+        let mut db_head = next_stored()?;
+        let stopped_at = loop {
+            let cand = match (db_head, in_batch.peek().copied()) {
+                (None, None) => break None,
+                (Some(d), Some(b)) if b < d => {
+                    in_batch.next();
+                    b
+                }
+                (Some(d), _) => {
+                    db_head = next_stored()?;
+                    d
+                }
+                (None, Some(b)) => {
+                    in_batch.next();
+                    b
+                }
             };
-            if stamp >= before_ms && projected <= self.limits.dedup_max_entries {
-                break;
+            let (stamp, c, s) = cand;
+            if matches!(self.dedup.get(&keys::dedup_key(c, s)), Some(None)) {
+                continue; // forgotten earlier in this batch
             }
-            victims.push((stamp, c, s));
+            if victims.len() >= MAX_DEDUP_REMOVALS_PER_COMMAND
+                || (stamp >= before_ms && projected <= self.limits.dedup_max_entries)
+            {
+                break Some(stamp);
+            }
+            victims.push(cand);
             projected = projected.saturating_sub(1);
-        }
+        };
+        // Everything before the stopping point is gone once this batch is
+        // written; with nothing left, the newest victim bounds what remains
+        // (answers remembered later carry the clock, which never goes back).
+        let floor = stopped_at.or(victims.last().map(|v| v.0)).unwrap_or(self.age_floor);
+        self.age_floor = self.age_floor.max(floor);
         for (stamp, c, s) in victims {
             self.forget(stamp, c, s);
         }
@@ -695,13 +758,37 @@ mod tests {
         }
     }
 
+    fn expire(dedup_before_ms: u64) -> pb::Command {
+        pb::Command {
+            write_id: None,
+            op: Some(Op::Expire(pb::Expire {
+                items: Vec::new(),
+                dedup_before_ms,
+            })),
+        }
+    }
+
     /// Applies one command per entry, `per_batch` entries per apply call.
     fn run(cmds: &[pb::Command], per_batch: usize) -> (tempfile::TempDir, Vec<u64>) {
+        run_with(cmds, per_batch, StateLimits::default(), true)
+    }
+
+    /// As `run`, with the given limits; without `keep_floor` the age-out
+    /// hint is dropped before every batch (as after a restart).
+    fn run_with(
+        cmds: &[pb::Command],
+        per_batch: usize,
+        limits: StateLimits,
+        keep_floor: bool,
+    ) -> (tempfile::TempDir, Vec<u64>) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = crate::db::open(dir.path()).expect("db");
-        let limits = StateLimits::default();
+        let db = crate::db::open(dir.path(), crate::db::DbMemory::default()).expect("db");
+        let floor = AtomicU64::new(0);
         let mut index = 0;
         for chunk in cmds.chunks(per_batch) {
+            if !keep_floor {
+                floor.store(0, Ordering::Release);
+            }
             let entries: Vec<ApplyEntry> = chunk
                 .iter()
                 .map(|c| {
@@ -719,6 +806,7 @@ mod tests {
             apply(
                 &db,
                 &limits,
+                &floor,
                 ApplyBatch {
                     entries,
                     last_log_id,
@@ -763,6 +851,33 @@ mod tests {
         // windows of writes 501..=520 reached down to 499 - PRUNE_WINDOW.
         let mut expected: Vec<u64> = (1..499 - PRUNE_WINDOW).collect();
         expected.extend(517..=520);
+        assert_eq!(runs[0], expected);
+    }
+
+    #[test]
+    fn aging_out_is_the_same_however_entries_are_batched() {
+        // Entry i is stamped 1000 + i. Nothing is pruned by the window (the
+        // client keeps write 1 in flight), so only age and size forget.
+        let mut cmds: Vec<_> = (1..=200).map(|s| write(s, 1)).collect();
+        cmds.push(expire(1_000 + 50)); // entry 201: ages out seqs 1..=49
+        cmds.extend((201..=300).map(|s| write(s, 1))); // entries 202..=301
+        cmds.push(expire(1_000 + 120)); // entry 302: ages out 50..=119
+        cmds.extend((301..=330).map(|s| write(s, 1))); // entries 303..=332
+        cmds.push(expire(0)); // entry 333: only the size bound (150)
+        cmds.extend((331..=340).map(|s| write(s, 1)));
+        let limits = StateLimits { dedup_max_entries: 150 };
+        let mut runs = Vec::new();
+        for per_batch in [1, 3, 64, cmds.len()] {
+            for keep_floor in [true, false] {
+                runs.push(run_with(&cmds, per_batch, limits.clone(), keep_floor).1);
+            }
+        }
+        for r in &runs[1..] {
+            assert_eq!(r, &runs[0], "batching or the age-out hint changed what was forgotten");
+        }
+        // Before the size-bound expire: 120..=330 (211 answers); it keeps the
+        // newest 150, 181..=330; then 331..=340 arrive.
+        let expected: Vec<u64> = (181..=340).collect();
         assert_eq!(runs[0], expected);
     }
 }

@@ -10,6 +10,7 @@ pub mod keys;
 pub mod snapshot;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use handlestore_proto::v1 as pb;
 use prost::Message;
@@ -70,6 +71,8 @@ pub struct StateStore {
     db: Arc<DB>,
     applied_tx: watch::Sender<u64>,
     limits: StateLimits,
+    /// See `apply::apply`: where the dedup age-out scan starts.
+    dedup_age_floor: AtomicU64,
 }
 
 impl StateStore {
@@ -78,7 +81,12 @@ impl StateStore {
             .map(|l| l.index)
             .unwrap_or(0);
         let (applied_tx, _) = watch::channel(applied);
-        Ok(Arc::new(Self { db, applied_tx, limits }))
+        Ok(Arc::new(Self {
+            db,
+            applied_tx,
+            limits,
+            dedup_age_floor: AtomicU64::new(0),
+        }))
     }
 
     pub fn db(&self) -> &Arc<DB> {
@@ -93,6 +101,11 @@ impl StateStore {
     /// Watch the applied index (for read gates that wait for a revision).
     pub fn subscribe_applied(&self) -> watch::Receiver<u64> {
         self.applied_tx.subscribe()
+    }
+
+    /// Forgets where the dedup age-out left off (the state was replaced).
+    pub(crate) fn reset_dedup_age_floor(&self) {
+        self.dedup_age_floor.store(0, Ordering::Release);
     }
 
     pub(crate) fn publish_applied(&self, index: u64) {
@@ -271,7 +284,7 @@ impl StateStore {
     /// Applies committed entries (blocking: call from a blocking thread).
     pub fn apply(&self, batch: ApplyBatch) -> Result<Vec<Option<pb::ProposalResult>>> {
         let last = batch.last_log_id.index;
-        let out = apply::apply(&self.db, &self.limits, batch)?;
+        let out = apply::apply(&self.db, &self.limits, &self.dedup_age_floor, batch)?;
         self.publish_applied(last);
         Ok(out)
     }
