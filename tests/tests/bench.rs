@@ -16,8 +16,9 @@ async fn harness_runs_every_system() {
         data_dir: dir.path().to_path_buf(),
     };
     let rows = bench::run(&cfg).await.expect("bench run");
-    // fsync once; handlestore 5 ops, etcd 6, each Redis 3; at 2 levels.
-    assert_eq!(rows.len(), 1 + (5 + 6 + 3 + 3) * 2, "{rows:#?}");
+    // fsync once; handlestore 6 ops, etcd 6, each Redis 3, in-memory
+    // carts 1; at 2 levels.
+    assert_eq!(rows.len(), 1 + (6 + 6 + 3 + 3 + 1) * 2, "{rows:#?}");
     for r in &rows {
         assert!(r.ops > 0, "{r:?}");
         assert_eq!(r.errors, 0, "{r:?}");

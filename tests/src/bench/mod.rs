@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use self::systems::{Etcd, Redis, RedisMode};
 use crate::cluster::TestCluster;
+use crate::mcp::{self, CartServer, McpClient, ToolOutcome};
 
 /// Bytes per written value.
 pub const VALUE_BYTES: usize = 256;
@@ -28,6 +29,8 @@ pub const VALUE_BYTES: usize = 256;
 const PRELOAD: usize = 1000;
 /// Keys per atomic batch.
 const BATCH: usize = 10;
+/// Items added in one cart flow.
+const CART_ITEMS: usize = 3;
 
 /// One measured cell: a system's operation at one concurrency.
 #[derive(Debug, Clone, Serialize)]
@@ -71,6 +74,11 @@ enum Op {
     RedisSetEx(redis::aio::MultiplexedConnection),
     RedisGet(redis::aio::MultiplexedConnection, Arc<Vec<String>>),
     Fdatasync(Arc<std::fs::File>),
+    /// One cart flow over MCP: create_cart, add_item × CART_ITEMS, get_cart,
+    /// checkout, each call sent to the next cart_server replica in turn (as a
+    /// round-robin load balancer would). Each worker connects to every
+    /// replica before the clock starts.
+    Cart(Arc<Vec<String>>, Vec<Arc<McpClient>>),
 }
 
 fn value() -> Value {
@@ -79,6 +87,16 @@ fn value() -> Value {
 }
 
 impl Op {
+    /// Per-worker setup that is not measured (connections).
+    async fn prepare(&mut self) -> Result<(), String> {
+        if let Op::Cart(urls, conns) = self {
+            for url in urls.iter() {
+                conns.push(Arc::new(mcp::connect(url).await.map_err(|e| format!("{e:#}"))?));
+            }
+        }
+        Ok(())
+    }
+
     async fn once(&mut self, worker: usize, i: u64) -> Result<(), String> {
         let e = |e: &dyn std::fmt::Display| e.to_string();
         match self {
@@ -182,6 +200,26 @@ impl Op {
                     Err(x) => Err(e(&x)),
                 }
             }
+            Op::Cart(_, conns) => {
+                let mut turn = (worker + i as usize) % conns.len();
+                let mut next = || {
+                    turn = (turn + 1) % conns.len();
+                    conns[turn].clone()
+                };
+                let created = tool(&next(), "create_cart", json!({})).await?;
+                let cart = created
+                    .get("cart_id")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("create_cart answered {created}"))?
+                    .to_string();
+                for j in 0..CART_ITEMS {
+                    let rid = format!("w{worker}-{i}-{j}");
+                    let args = json!({"cart_id": cart, "sku": format!("sku-{j}"), "quantity": 1, "request_id": rid});
+                    tool(&next(), "add_item", args).await?;
+                }
+                tool(&next(), "get_cart", json!({"cart_id": cart})).await?;
+                tool(&next(), "checkout", json!({"cart_id": cart})).await.map(drop)
+            }
             Op::Fdatasync(f) => {
                 let f = f.clone();
                 tokio::task::spawn_blocking(move || {
@@ -198,6 +236,15 @@ impl Op {
     }
 }
 
+/// One MCP tool call; a tool error or a failed call is an error.
+async fn tool(c: &McpClient, name: &str, args: Value) -> Result<Value, String> {
+    match mcp::call(c, name, args).await {
+        ToolOutcome::Ok(v) => Ok(v),
+        ToolOutcome::ToolError(e) => Err(format!("{name}: {e}")),
+        ToolOutcome::Failed(e) => Err(format!("{name} failed: {e}")),
+    }
+}
+
 /// A spread of keys without a shared RNG: worker and step pick the key.
 fn pick(worker: usize, i: u64, n: usize) -> usize {
     ((worker as u64).wrapping_mul(7919).wrapping_add(i.wrapping_mul(104_729)) % n as u64) as usize
@@ -206,14 +253,21 @@ fn pick(worker: usize, i: u64, n: usize) -> usize {
 /// Runs `op` with `concurrency` workers for `duration`.
 async fn measure(system: &str, name: &str, op: Op, concurrency: usize, duration: Duration, bar: &ProgressBar) -> Row {
     bar.set_message(format!("{system} {name} x{concurrency}"));
-    let start = Instant::now();
-    let end = start + duration;
+    // Every worker prepares (connects), then all start together.
+    let ready = Arc::new(tokio::sync::Barrier::new(concurrency + 1));
     let mut tasks = Vec::new();
     for w in 0..concurrency {
         let mut op = op.clone();
+        let ready = ready.clone();
         tasks.push(tokio::spawn(async move {
             let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds");
             let (mut errors, mut first_error) = (0u64, None);
+            let prepared = op.prepare().await;
+            ready.wait().await;
+            if let Err(e) = prepared {
+                return (h, 1, Some(e));
+            }
+            let end = Instant::now() + duration;
             let mut i = 0u64;
             while Instant::now() < end {
                 let t = Instant::now();
@@ -231,6 +285,8 @@ async fn measure(system: &str, name: &str, op: Op, concurrency: usize, duration:
             (h, errors, first_error)
         }));
     }
+    ready.wait().await;
+    let start = Instant::now();
     let ticker = {
         let bar = bar.clone();
         tokio::spawn(async move {
@@ -277,7 +333,8 @@ async fn measure(system: &str, name: &str, op: Op, concurrency: usize, duration:
 /// The operations each system runs, in order.
 fn plan(system: &str) -> Vec<&'static str> {
     match system {
-        "handlestore" => vec!["mint", "get", "get_stale", "update", "batch_store"],
+        "handlestore" => vec!["mint", "get", "get_stale", "update", "batch_store", "cart_flow"],
+        "cart-memory" => vec!["cart_flow"],
         "etcd" => vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"],
         "redis" | "redis-fsync" => vec!["set_ex", "get", "multi_set10"],
         "fsync" => vec!["fdatasync"],
@@ -285,11 +342,15 @@ fn plan(system: &str) -> Vec<&'static str> {
     }
 }
 
-pub const SYSTEMS: [&str; 5] = ["fsync", "handlestore", "etcd", "redis", "redis-fsync"];
+pub const SYSTEMS: [&str; 6] = ["fsync", "handlestore", "etcd", "redis", "redis-fsync", "cart-memory"];
 
 /// Runs every system's operations at every concurrency.
 pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
-    if cfg.systems.iter().any(|s| s != "handlestore" && s != "fsync") {
+    if cfg
+        .systems
+        .iter()
+        .any(|s| ["etcd", "redis", "redis-fsync"].contains(&s.as_str()))
+    {
         systems::ensure_installed()?;
     }
     let cells: u64 = cfg
@@ -357,6 +418,13 @@ async fn setup(system: &str, dir: &Path, keep: &mut Vec<Running>) -> Result<Vec<
         "handlestore" => {
             let cluster = TestCluster::builder(3).start().await?;
             let client = Client::builder(cluster.endpoints()).namespace("bench").build()?;
+            // Two stateless MCP replicas over the cluster.
+            let mut carts = Vec::new();
+            for _ in 0..2 {
+                carts.push(CartServer::start(&cluster.endpoints(), dir).await?);
+            }
+            let cart_urls: Vec<String> = carts.iter().map(|c| format!("{}/mcp", c.url())).collect();
+            keep.push(Box::new(carts));
             keep.push(Box::new(cluster));
             let store: Arc<ClusterHandleStore<Value>> = Arc::new(client.handle_store("bench").build());
             let mut keys = Vec::new();
@@ -371,7 +439,16 @@ async fn setup(system: &str, dir: &Path, keep: &mut Vec<Running>) -> Result<Vec<
                 ("get_stale", Op::HsGet(stale, keys.clone())),
                 ("update", Op::HsUpdate(store, keys)),
                 ("batch_store", Op::HsBatch(client.state_tool())),
+                ("cart_flow", Op::Cart(Arc::new(cart_urls), Vec::new())),
             ]
+        }
+        "cart-memory" => {
+            // The baseline MCP servers use today: one replica, carts in its
+            // own memory (gone on restart, invisible to other replicas).
+            let server = CartServer::start_memory(dir).await?;
+            let url = format!("{}/mcp", server.url());
+            keep.push(Box::new(server));
+            vec![("cart_flow", Op::Cart(Arc::new(vec![url]), Vec::new()))]
         }
         "etcd" => {
             let etcd = Etcd::start(dir).await?;
@@ -494,6 +571,12 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
             ratio(p50("handlestore", "mint", 1), p50("fsync", "fdatasync", 1)),
             3.0,
         ),
+        Target {
+            name: "cart_flow x64 / in-memory cart_server cart_flow x64 (reported)".into(),
+            value: ratio(tp("handlestore", "cart_flow", 64), tp("cart-memory", "cart_flow", 64)),
+            goal: "reported".into(),
+            met: None,
+        },
         at_least(
             "stretch: mint x64 / redis appendfsync-always set_ex x64",
             ratio(tp("handlestore", "mint", 64), tp("redis-fsync", "set_ex", 64)),

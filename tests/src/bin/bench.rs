@@ -2,7 +2,7 @@
 //! in one run on this machine.
 //!
 //! cargo run --release -p handlestore-tests --bin bench -- \
-//!     [--systems fsync,handlestore,etcd,redis,redis-fsync] [--concurrency 1,16,64,256] \
+//!     [--systems fsync,handlestore,etcd,redis,redis-fsync,cart-memory] [--concurrency 1,16,64,256] \
 //!     [--duration 10s] [--out target/bench]
 //!
 //! Installs etcd and Redis (Debian packages) when missing, starts each system
