@@ -88,6 +88,7 @@ pub struct NodeConfig {
     pub dedup_window: Duration,
     pub dedup_max_entries: u64,
     pub max_batch_commands: usize,
+    pub db_memory: crate::db::DbMemory,
 }
 
 impl NodeConfig {
@@ -107,6 +108,7 @@ impl NodeConfig {
             dedup_window: Duration::from_secs(600),
             dedup_max_entries: 1_000_000,
             max_batch_commands: 512,
+            db_memory: crate::db::DbMemory::default(),
         }
     }
 }

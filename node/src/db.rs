@@ -35,16 +35,48 @@ const ALL_CFS: [&str; 7] = [
     CF_SM_META,
 ];
 
+/// How much memory RocksDB may hold, whatever the number of keys: one block
+/// cache shared by every column family (data, index and filter blocks all
+/// live in it), and one budget for all memtables.
+#[derive(Debug, Clone, Copy)]
+pub struct DbMemory {
+    pub block_cache_bytes: usize,
+    pub write_buffer_bytes: usize,
+}
+
+impl Default for DbMemory {
+    fn default() -> Self {
+        Self {
+            block_cache_bytes: 64 << 20,
+            write_buffer_bytes: 64 << 20,
+        }
+    }
+}
+
 /// Opens (or creates) the database under `dir`.
-pub fn open(dir: &Path) -> Result<Arc<DB>, rocksdb::Error> {
+pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, rocksdb::Error> {
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.create_missing_column_families(true);
     // RocksDB's own info log: keep a few, not an unbounded history.
     opts.set_keep_log_file_num(8);
     opts.increase_parallelism(2);
+    // Memtables of all column families together: past this, the largest is
+    // flushed.
+    opts.set_db_write_buffer_size(memory.write_buffer_bytes);
+    let cache = rocksdb::Cache::new_lru_cache(memory.block_cache_bytes);
+    let per_cf_buffer = (memory.write_buffer_bytes / 2).clamp(1 << 20, 64 << 20);
     let cfs = ALL_CFS.iter().map(|name| {
+        let mut table = rocksdb::BlockBasedOptions::default();
+        table.set_block_cache(&cache);
+        // Index and filter blocks are charged to the cache too, so they do
+        // not grow outside it as the number of keys does.
+        table.set_cache_index_and_filter_blocks(true);
+        table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        table.set_bloom_filter(10.0, false);
         let mut cf_opts = Options::default();
+        cf_opts.set_block_based_table_factory(&table);
+        cf_opts.set_write_buffer_size(per_cf_buffer);
         if *name == CF_KV {
             cf_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
         }

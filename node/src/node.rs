@@ -39,7 +39,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         anyhow::bail!("node id {} is not in --initial-cluster", cfg.id);
     }
     std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating data dir {}", cfg.data_dir.display()))?;
-    let db = crate::db::open(&cfg.data_dir.join("db")).with_context(|| {
+    let db = crate::db::open(&cfg.data_dir.join("db"), cfg.db_memory).with_context(|| {
         format!(
             "opening the database in {} (is another node using this data dir?)",
             cfg.data_dir.display()

@@ -56,6 +56,13 @@ pub struct NodeArgs {
     /// How long answers are remembered for exactly-once retries.
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub dedup_window: Duration,
+    /// RocksDB block cache, shared by all data (MiB). With the write
+    /// buffers, this bounds the node's memory whatever the number of keys.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub block_cache_mb: u64,
+    /// RocksDB memtables, all together (MiB).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(2..=1 << 20))]
+    pub write_buffer_mb: u64,
 }
 
 impl NodeArgs {
@@ -86,6 +93,10 @@ impl NodeArgs {
         cfg.raft.keep_logs = self.keep_entries;
         cfg.sweep_interval = self.sweep_interval.max(Duration::from_millis(10));
         cfg.dedup_window = self.dedup_window;
+        cfg.db_memory = crate::db::DbMemory {
+            block_cache_bytes: (self.block_cache_mb as usize) << 20,
+            write_buffer_bytes: (self.write_buffer_mb as usize) << 20,
+        };
         Ok(cfg)
     }
 }

@@ -95,7 +95,10 @@ impl SnapshotDir {
             write_header(&mut w, &meta)?;
             let mut records = 0u64;
             for (i, name) in STATE_CFS.iter().enumerate() {
-                let iter = snap.iterator_cf(db::cf(db, name), IteratorMode::Start);
+                // A full scan: do not push the working set out of the cache.
+                let mut opts = rocksdb::ReadOptions::default();
+                opts.fill_cache(false);
+                let iter = snap.iterator_cf_opt(db::cf(db, name), opts, IteratorMode::Start);
                 for item in iter {
                     let (k, v) = item?;
                     w.write_all(&[i as u8])?;
