@@ -544,18 +544,22 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
         goal: format!("<= {goal}"),
         met: v.map(|v| v <= goal),
     };
+    let reported = |name: &str, v: Option<f64>| Target {
+        name: name.into(),
+        value: v,
+        goal: "reported".into(),
+        met: None,
+    };
     vec![
         at_least(
             "mint x64 throughput / etcd put x64",
             ratio(tp("handlestore", "mint", 64), tp("etcd", "put", 64)),
             2.0,
         ),
-        Target {
-            name: "mint x64 throughput / etcd put_lease x64 (reported)".into(),
-            value: ratio(tp("handlestore", "mint", 64), tp("etcd", "put_lease", 64)),
-            goal: "reported".into(),
-            met: None,
-        },
+        reported(
+            "mint x64 throughput / etcd put_lease x64 (reported)",
+            ratio(tp("handlestore", "mint", 64), tp("etcd", "put_lease", 64)),
+        ),
         at_least(
             "linearizable get x64 / etcd range x64",
             ratio(tp("handlestore", "get", 64), tp("etcd", "range", 64)),
@@ -571,12 +575,10 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
             ratio(p50("handlestore", "mint", 1), p50("fsync", "fdatasync", 1)),
             3.0,
         ),
-        Target {
-            name: "cart_flow x64 / in-memory cart_server cart_flow x64 (reported)".into(),
-            value: ratio(tp("handlestore", "cart_flow", 64), tp("cart-memory", "cart_flow", 64)),
-            goal: "reported".into(),
-            met: None,
-        },
+        reported(
+            "cart_flow x64 / in-memory cart_server cart_flow x64 (reported)",
+            ratio(tp("handlestore", "cart_flow", 64), tp("cart-memory", "cart_flow", 64)),
+        ),
         at_least(
             "stretch: mint x64 / redis appendfsync-always set_ex x64",
             ratio(tp("handlestore", "mint", 64), tp("redis-fsync", "set_ex", 64)),

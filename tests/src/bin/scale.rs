@@ -31,7 +31,7 @@ struct Args {
     #[arg(long, default_value_t = 1_000_000)]
     handles: u64,
     /// Concurrent minting clients.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
     concurrency: u64,
     /// Memory and disk samples taken while loading.
     #[arg(long, default_value_t = 10)]
