@@ -14,6 +14,7 @@ async fn harness_runs_every_system() {
         concurrency: vec![1, 64],
         duration: Duration::from_millis(500),
         data_dir: dir.path().to_path_buf(),
+        ops: Vec::new(),
     };
     let rows = bench::run(&cfg).await.expect("bench run");
     // fsync once; handlestore 6 ops, etcd 6, each Redis 3, in-memory
@@ -32,5 +33,28 @@ async fn harness_runs_every_system() {
     assert!(
         text.contains("handlestore mint") && text.contains("etcd put"),
         "legend in the plot"
+    );
+}
+
+/// `--ops` measures only the named operations of each system.
+#[tokio::test(flavor = "multi_thread")]
+async fn ops_filter_keeps_only_named_operations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = BenchConfig {
+        systems: vec!["fsync".into(), "redis".into()],
+        concurrency: vec![1, 4],
+        duration: Duration::from_millis(200),
+        data_dir: dir.path().to_path_buf(),
+        ops: vec!["get".into()],
+    };
+    let rows = bench::run(&cfg).await.expect("bench run");
+    let names: Vec<(String, String, usize)> = rows
+        .iter()
+        .map(|r| (r.system.clone(), r.op.clone(), r.concurrency))
+        .collect();
+    assert_eq!(
+        names,
+        vec![("redis".into(), "get".into(), 1), ("redis".into(), "get".into(), 4)],
+        "{rows:#?}"
     );
 }

@@ -212,3 +212,50 @@ async fn operator_cli() {
     assert_eq!(text.matches("voter").count(), 3, "{text}");
     assert_eq!(text.lines().filter(|l| l.starts_with("http://")).count(), 3, "{text}");
 }
+
+/// Linearizable reads share quorum rounds on the leader (read-index
+/// batching); sharing must never let a read miss a write acknowledged
+/// before it began, on the leader or through a follower.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_linearizable_reads_see_every_acknowledged_write() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    let writer: ClusterHandleStore<u64> = cluster.client_for(leader).handle_store("lin").build();
+    let id = handlestore_client::id::new_handle_id("lin");
+    writer.mint_with_id(&id, &0, Ttl::Never).await.expect("mint");
+    let acked = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for r in 0..24u64 {
+        let store: ClusterHandleStore<u64> = cluster.client_for(1 + r % 3).handle_store("lin").build();
+        let (acked, done, id) = (acked.clone(), done.clone(), id.clone());
+        readers.push(tokio::spawn(async move {
+            let mut reads = 0u64;
+            while !done.load(Ordering::Acquire) {
+                let floor = acked.load(Ordering::Acquire);
+                let seen = store
+                    .get_with(&id, Consistency::Linearizable)
+                    .await
+                    .expect("linearizable get")
+                    .expect("present");
+                assert!(seen >= floor, "read {seen} after {floor} was acknowledged");
+                reads += 1;
+            }
+            reads
+        }));
+    }
+    for v in 1..=200u64 {
+        writer.put(&id, v, Ttl::Never).await.expect("put");
+        acked.store(v, Ordering::Release);
+    }
+    done.store(true, Ordering::Release);
+    let mut total = 0;
+    for r in readers {
+        total += r.await.expect("reader");
+    }
+    eprintln!("{total} linearizable reads during 200 writes");
+    assert!(total >= 24, "every reader read at least once");
+}

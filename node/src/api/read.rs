@@ -15,7 +15,7 @@ use openraft::ServerState;
 use tonic::Status;
 
 use crate::raft::network::Peers;
-use crate::raft::proposer::{ProposeError, Proposer, raft_error};
+use crate::raft::proposer::{ProposeError, Proposer};
 use crate::state::StateStore;
 use crate::status;
 
@@ -53,11 +53,10 @@ impl ReadGate {
                 ))
                 .to_status());
             }
-            let res = tokio::time::timeout(self.timeout, self.proposer.raft().get_read_log_id())
+            return tokio::time::timeout(self.timeout, self.proposer.read_index())
                 .await
-                .map_err(|_| self.timed_out("confirming leadership"))?;
-            let (read_log_id, _) = res.map_err(|e| raft_error(e).to_status())?;
-            return Ok(read_log_id.map(|l| l.index).unwrap_or(0));
+                .map_err(|_| self.timed_out("confirming leadership"))?
+                .map_err(|e| e.to_status());
         }
         let Some(leader) = view.leader.filter(|l| !l.addr.is_empty()) else {
             return Err(ProposeError::NotLeader(None).to_status());

@@ -11,6 +11,7 @@ pub mod codec;
 pub mod log_store;
 pub mod network;
 pub mod proposer;
+pub mod read_index;
 pub mod service;
 pub mod state_machine;
 pub mod sweeper;

@@ -23,6 +23,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tonic::Code;
 
 use super::network::Peers;
+use super::read_index::ReadIndex;
 use super::{NodeId, Raft};
 use crate::state::now_ms;
 use crate::status::{self, LeaderHint};
@@ -84,6 +85,7 @@ pub struct Proposer {
     metrics: watch::Receiver<RaftMetrics<NodeId, openraft::BasicNode>>,
     tx: mpsc::Sender<Pending>,
     forward_peers: Arc<Peers>,
+    read_index: ReadIndex,
     cfg: ProposerConfig,
 }
 
@@ -101,12 +103,14 @@ impl Proposer {
         let (tx, rx) = mpsc::channel(cfg.max_batch_commands * 8);
         let metrics = raft.metrics();
         tokio::spawn(batch_loop(raft.clone(), rx, cfg.clone()));
+        let read_index = ReadIndex::start(raft.clone(), cfg.write_timeout);
         Arc::new(Self {
             id,
             raft,
             metrics,
             tx,
             forward_peers,
+            read_index,
             cfg,
         })
     }
@@ -197,6 +201,12 @@ impl Proposer {
             Ok(Err(_)) => Err(ProposeError::Shutdown),
             Err(_) => Err(ProposeError::Timeout(self.cfg.write_timeout)),
         }
+    }
+
+    /// The read index for a linearizable read on this node, which must be
+    /// the leader; concurrent callers share one quorum round.
+    pub async fn read_index(&self) -> Result<u64, ProposeError> {
+        self.read_index.get().await
     }
 
     pub fn raft(&self) -> &Raft {

@@ -10,7 +10,7 @@ use tokio::io::AsyncWriteExt;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::codec;
-use super::proposer::{Proposer, raft_error};
+use super::proposer::Proposer;
 use super::{Raft, TypeConfig};
 use crate::state::snapshot::SnapshotDir;
 use crate::status;
@@ -120,13 +120,7 @@ impl pb::raft_server::Raft for RaftService {
         &self,
         _request: Request<pb::ReadIndexRequest>,
     ) -> Result<Response<pb::ReadIndexResponse>, Status> {
-        let (read_log_id, _applied) = self
-            .raft
-            .get_read_log_id()
-            .await
-            .map_err(|e| raft_error(e).to_status())?;
-        Ok(Response::new(pb::ReadIndexResponse {
-            index: read_log_id.map(|l| l.index).unwrap_or(0),
-        }))
+        let index = self.proposer.read_index().await.map_err(|e| e.to_status())?;
+        Ok(Response::new(pb::ReadIndexResponse { index }))
     }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use handlestore_proto::v1 as pb;
 use pb::command::Op;
@@ -23,6 +23,9 @@ const MAX_DEDUP_REMOVALS_PER_COMMAND: usize = 10_000;
 /// How far below a client's first incomplete write one write looks for
 /// answers to forget.
 const PRUNE_WINDOW: u64 = 256;
+/// Most clients whose pruning `ApplyHints` remembers; past it the hints
+/// start over (they only save work).
+const MAX_PRUNE_HINTS: usize = 100_000;
 /// Most keys one namespace's key ring holds.
 const MAX_RING_KEYS: usize = 64;
 /// Most keys one prefix delete removes.
@@ -43,18 +46,30 @@ pub struct ApplyEntry {
     pub proposal: Option<pb::Proposal>,
 }
 
-/// Applies `batch`. `age_floor` is a dedup stamp below which this node knows
-/// no remembered answer is left (a hint that lets the age-out skip the
-/// tombstones of everything aged out before); it is read here and moved up
-/// once the batch is written.
+/// What this node knows about the remembered answers in its database that
+/// lets it skip the tombstones of answers it forgot before. Pure hints: the
+/// answers forgotten are the same with or without them (so every node
+/// forgets the same ones); they only save walking deleted keys. Dropped when
+/// the state is replaced (snapshot install) or an apply fails.
+#[derive(Default)]
+pub(crate) struct ApplyHints {
+    /// No remembered answer in the database is stamped below this.
+    age_floor: u64,
+    /// Per client, a range of sequence numbers `[lo, hi)` for which the
+    /// database holds no remembered answer (it was pruned).
+    pruned: HashMap<u64, (u64, u64)>,
+}
+
+/// Applies `batch`. The hints are taken for the batch and put back once it
+/// is written.
 pub(super) fn apply(
     db: &DB,
     limits: &StateLimits,
-    age_floor: &AtomicU64,
+    hints: &Mutex<ApplyHints>,
     batch: ApplyBatch,
 ) -> Result<Vec<Option<pb::ProposalResult>>> {
     let mut tx = Tx::new(db, limits)?;
-    tx.age_floor = age_floor.load(Ordering::Acquire);
+    tx.hints = std::mem::take(&mut *hints.lock().unwrap_or_else(|p| p.into_inner()));
     let mut out = Vec::with_capacity(batch.entries.len());
     for entry in batch.entries {
         let Some(proposal) = entry.proposal else {
@@ -68,9 +83,12 @@ pub(super) fn apply(
         }
         out.push(Some(pb::ProposalResult { results }));
     }
-    let floor = tx.age_floor;
+    let mut kept = std::mem::take(&mut tx.hints);
     tx.commit(&batch.last_log_id, batch.membership.as_ref())?;
-    age_floor.store(floor, Ordering::Release);
+    if kept.pruned.len() > MAX_PRUNE_HINTS {
+        kept.pruned.clear();
+    }
+    *hints.lock().unwrap_or_else(|p| p.into_inner()) = kept;
     Ok(out)
 }
 
@@ -110,8 +128,7 @@ struct Tx<'a> {
     dedup_count: u64,
     /// Answers remembered in this batch, by (client, seq): their stamps.
     remembered: BTreeMap<(u64, u64), u64>,
-    /// No remembered answer in the database is stamped below this.
-    age_floor: u64,
+    hints: ApplyHints,
 }
 
 fn ok() -> pb::CommandResult {
@@ -160,7 +177,7 @@ impl<'a> Tx<'a> {
             dedup: HashMap::new(),
             dedup_count,
             remembered: BTreeMap::new(),
-            age_floor: 0,
+            hints: ApplyHints::default(),
         })
     }
 
@@ -563,6 +580,12 @@ impl<'a> Tx<'a> {
             [],
         );
         self.remembered.insert((w.client_id, w.seq), rec.stamp_ms);
+        // A (late) answer inside a range known to be empty: not any more.
+        if let Some(&(lo, hi)) = self.hints.pruned.get(&w.client_id)
+            && (lo..hi).contains(&w.seq)
+        {
+            self.hints.pruned.remove(&w.client_id);
+        }
         self.dedup.insert(k, Some(rec));
         self.dedup_count += 1;
         if w.first_incomplete_seq > 0 {
@@ -576,25 +599,36 @@ impl<'a> Tx<'a> {
     ///
     /// Only the last `PRUNE_WINDOW` sequence numbers below `below` are
     /// looked at. Each write moves `below` up by about one, so the window
-    /// catches every answer as it becomes prunable, without walking the
-    /// tombstones of everything pruned before (which made each write cost
-    /// O(writes so far)). An answer `below` jumped past is aged out with the
-    /// dedup window instead. Both are functions of the replicated state only,
-    /// so every node forgets the same answers.
+    /// catches every answer as it becomes prunable; an answer `below` jumped
+    /// past is aged out with the dedup window instead. Both are functions of
+    /// the replicated state only, so every node forgets the same answers.
+    ///
+    /// The part of the window this node pruned before (`ApplyHints`) is not
+    /// read again: walking the tombstones of the previous writes' answers
+    /// made every write cost about `PRUNE_WINDOW` deleted keys.
     fn prune_client(&mut self, client_id: u64, below: u64) -> Result<()> {
         let from = below.saturating_sub(PRUNE_WINDOW);
-        let mut opts = ReadOptions::default();
-        opts.set_iterate_lower_bound(keys::dedup_key(client_id, from).to_vec());
-        opts.set_iterate_upper_bound(keys::dedup_key(client_id, below).to_vec());
-        let iter = self
-            .db
-            .iterator_cf_opt(db::cf(self.db, CF_DEDUP), opts, IteratorMode::Start);
+        let known = self.hints.pruned.get(&client_id).copied();
+        // The stretch of [from, below) the database may still hold answers
+        // in: all of it, unless a known-empty range covers its start.
+        let scan_from = match known {
+            Some((lo, hi)) if lo <= from && from < hi => hi.min(below),
+            _ => from,
+        };
         let mut victims = Vec::new();
-        for item in iter {
-            let (k, v) = item?;
-            let rec: pb::DedupRecord = decode(&v, "dedup")?;
-            if let Some((c, s)) = keys::split_dedup_key(&k) {
-                victims.push((rec.stamp_ms, c, s));
+        if scan_from < below {
+            let mut opts = ReadOptions::default();
+            opts.set_iterate_lower_bound(keys::dedup_key(client_id, scan_from).to_vec());
+            opts.set_iterate_upper_bound(keys::dedup_key(client_id, below).to_vec());
+            let iter = self
+                .db
+                .iterator_cf_opt(db::cf(self.db, CF_DEDUP), opts, IteratorMode::Start);
+            for item in iter {
+                let (k, v) = item?;
+                let rec: pb::DedupRecord = decode(&v, "dedup")?;
+                if let Some((c, s)) = keys::split_dedup_key(&k) {
+                    victims.push((rec.stamp_ms, c, s));
+                }
             }
         }
         // Answers remembered earlier in this same batch are not in the
@@ -606,6 +640,14 @@ impl<'a> Tx<'a> {
         for (stamp, c, s) in victims {
             self.forget(stamp, c, s);
         }
+        // [from, below) holds nothing now; grow the known-empty range.
+        let range = match known {
+            Some((lo, hi)) if lo <= below && from <= hi => (lo.min(from), hi.max(below)),
+            _ => (from, below),
+        };
+        if range.0 < range.1 {
+            self.hints.pruned.insert(client_id, range);
+        }
         Ok(())
     }
 
@@ -616,11 +658,11 @@ impl<'a> Tx<'a> {
     /// answers remembered earlier in this batch, skipping those already
     /// forgotten in it: that is the replicated state as of this command,
     /// whichever way this node grouped entries into batches, so every node
-    /// forgets the same answers. The scan starts at `age_floor`, so the
+    /// forgets the same answers. The scan starts at the hinted age floor, so the
     /// tombstones of answers aged out before are not walked again.
     fn age_out_dedup(&mut self, before_ms: u64) -> Result<()> {
         let mut opts = ReadOptions::default();
-        opts.set_iterate_lower_bound(keys::dedup_age_key(self.age_floor, 0, 0).to_vec());
+        opts.set_iterate_lower_bound(keys::dedup_age_key(self.hints.age_floor, 0, 0).to_vec());
         let mut stored = self
             .db
             .iterator_cf_opt(db::cf(self.db, CF_DEDUP_AGE), opts, IteratorMode::Start);
@@ -671,8 +713,10 @@ impl<'a> Tx<'a> {
         // Everything before the stopping point is gone once this batch is
         // written; with nothing left, the newest victim bounds what remains
         // (answers remembered later carry the clock, which never goes back).
-        let floor = stopped_at.or(victims.last().map(|v| v.0)).unwrap_or(self.age_floor);
-        self.age_floor = self.age_floor.max(floor);
+        let floor = stopped_at
+            .or(victims.last().map(|v| v.0))
+            .unwrap_or(self.hints.age_floor);
+        self.hints.age_floor = self.hints.age_floor.max(floor);
         for (stamp, c, s) in victims {
             self.forget(stamp, c, s);
         }
@@ -773,21 +817,21 @@ mod tests {
         run_with(cmds, per_batch, StateLimits::default(), true)
     }
 
-    /// As `run`, with the given limits; without `keep_floor` the age-out
-    /// hint is dropped before every batch (as after a restart).
+    /// As `run`, with the given limits; without `keep_hints` the apply
+    /// hints are dropped before every batch (as after a restart).
     fn run_with(
         cmds: &[pb::Command],
         per_batch: usize,
         limits: StateLimits,
-        keep_floor: bool,
+        keep_hints: bool,
     ) -> (tempfile::TempDir, Vec<u64>) {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = crate::db::open(dir.path(), crate::db::DbMemory::default()).expect("db");
-        let floor = AtomicU64::new(0);
+        let hints = Mutex::new(ApplyHints::default());
         let mut index = 0;
         for chunk in cmds.chunks(per_batch) {
-            if !keep_floor {
-                floor.store(0, Ordering::Release);
+            if !keep_hints {
+                *hints.lock().unwrap() = ApplyHints::default();
             }
             let entries: Vec<ApplyEntry> = chunk
                 .iter()
@@ -806,7 +850,7 @@ mod tests {
             apply(
                 &db,
                 &limits,
-                &floor,
+                &hints,
                 ApplyBatch {
                     entries,
                     last_log_id,
@@ -843,15 +887,41 @@ mod tests {
         let mut cmds: Vec<_> = (1..=500).map(|s| write(s, 1)).collect();
         cmds.push(write(501, 501));
         cmds.extend((502..=520).map(|s| write(s, s - 3)));
-        let runs: Vec<Vec<u64>> = [1, 7, 64, cmds.len()].iter().map(|b| run(&cmds, *b).1).collect();
+        let mut runs = Vec::new();
+        for per_batch in [1, 7, 64, cmds.len()] {
+            for keep_hints in [true, false] {
+                runs.push(run_with(&cmds, per_batch, StateLimits::default(), keep_hints).1);
+            }
+        }
         for r in &runs[1..] {
-            assert_eq!(r, &runs[0], "batching changed what was forgotten");
+            assert_eq!(r, &runs[0], "batching or the hints changed what was forgotten");
         }
         // The last write (520) said 517 is its first incomplete one; the
         // windows of writes 501..=520 reached down to 499 - PRUNE_WINDOW.
         let mut expected: Vec<u64> = (1..499 - PRUNE_WINDOW).collect();
         expected.extend(517..=520);
         assert_eq!(runs[0], expected);
+    }
+
+    #[test]
+    fn a_late_answer_inside_a_pruned_range_is_still_pruned() {
+        // 1..=300 pruned as they go (the known-empty range grows to
+        // [44, 300)); then a stale duplicate of 100 arrives (its answer was
+        // forgotten, so it is remembered again, inside that range); the
+        // windows of 301..=310 reach down to 54 and must find it.
+        let mut cmds: Vec<_> = (1..=300).map(|s| write(s, s)).collect();
+        cmds.push(write(100, 100));
+        cmds.extend((301..=310).map(|s| write(s, s)));
+        let mut runs = Vec::new();
+        for per_batch in [1, 5, 301, cmds.len()] {
+            for keep_hints in [true, false] {
+                runs.push(run_with(&cmds, per_batch, StateLimits::default(), keep_hints).1);
+            }
+        }
+        for r in &runs[1..] {
+            assert_eq!(r, &runs[0], "batching or the hints changed what was forgotten");
+        }
+        assert_eq!(runs[0], vec![310]);
     }
 
     #[test]
@@ -868,8 +938,8 @@ mod tests {
         let limits = StateLimits { dedup_max_entries: 150 };
         let mut runs = Vec::new();
         for per_batch in [1, 3, 64, cmds.len()] {
-            for keep_floor in [true, false] {
-                runs.push(run_with(&cmds, per_batch, limits.clone(), keep_floor).1);
+            for keep_hints in [true, false] {
+                runs.push(run_with(&cmds, per_batch, limits.clone(), keep_hints).1);
             }
         }
         for r in &runs[1..] {

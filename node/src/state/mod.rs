@@ -10,7 +10,6 @@ pub mod keys;
 pub mod snapshot;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use handlestore_proto::v1 as pb;
 use prost::Message;
@@ -71,8 +70,8 @@ pub struct StateStore {
     db: Arc<DB>,
     applied_tx: watch::Sender<u64>,
     limits: StateLimits,
-    /// See `apply::apply`: where the dedup age-out scan starts.
-    dedup_age_floor: AtomicU64,
+    /// See `apply::ApplyHints`.
+    apply_hints: std::sync::Mutex<apply::ApplyHints>,
 }
 
 impl StateStore {
@@ -85,7 +84,7 @@ impl StateStore {
             db,
             applied_tx,
             limits,
-            dedup_age_floor: AtomicU64::new(0),
+            apply_hints: Default::default(),
         }))
     }
 
@@ -103,9 +102,10 @@ impl StateStore {
         self.applied_tx.subscribe()
     }
 
-    /// Forgets where the dedup age-out left off (the state was replaced).
-    pub(crate) fn reset_dedup_age_floor(&self) {
-        self.dedup_age_floor.store(0, Ordering::Release);
+    /// Drops what applying knew about the database (the state was
+    /// replaced).
+    pub(crate) fn reset_apply_hints(&self) {
+        *self.apply_hints.lock().unwrap_or_else(|p| p.into_inner()) = Default::default();
     }
 
     pub(crate) fn publish_applied(&self, index: u64) {
@@ -284,7 +284,7 @@ impl StateStore {
     /// Applies committed entries (blocking: call from a blocking thread).
     pub fn apply(&self, batch: ApplyBatch) -> Result<Vec<Option<pb::ProposalResult>>> {
         let last = batch.last_log_id.index;
-        let out = apply::apply(&self.db, &self.limits, &self.dedup_age_floor, batch)?;
+        let out = apply::apply(&self.db, &self.limits, &self.apply_hints, batch)?;
         self.publish_applied(last);
         Ok(out)
     }

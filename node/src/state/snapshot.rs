@@ -244,7 +244,7 @@ pub fn install(state: &StateStore, path: &Path) -> Result<pb::SnapshotMeta> {
     let mut sync = rocksdb::WriteOptions::default();
     sync.set_sync(true);
     db.put_cf_opt(meta_cf, meta::INSTALLING, [1], &sync)?;
-    state.reset_dedup_age_floor();
+    state.reset_apply_hints();
     clear_state(db)?;
     let mut wb = WriteBatch::default();
     for_each_record(path, |cf, k, v| {

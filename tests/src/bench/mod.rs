@@ -57,6 +57,14 @@ pub struct BenchConfig {
     pub duration: Duration,
     /// Where every system keeps its data (one disk for all).
     pub data_dir: std::path::PathBuf,
+    /// Only these operations (by name, e.g. "mint", "put"); empty: all.
+    pub ops: Vec<String>,
+}
+
+impl BenchConfig {
+    fn wants(&self, op: &str) -> bool {
+        self.ops.is_empty() || self.ops.iter().any(|o| o == op)
+    }
 }
 
 /// One operation, with what each worker needs to run it.
@@ -358,7 +366,7 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
         .iter()
         .map(|s| {
             let per_op = if s == "fsync" { 1 } else { cfg.concurrency.len() };
-            (plan(s).len() * per_op) as u64
+            (plan(s).into_iter().filter(|op| cfg.wants(op)).count() * per_op) as u64
         })
         .sum();
     let bar = ProgressBar::new(cells * cfg.duration.as_millis() as u64);
@@ -374,7 +382,7 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
         let ops = setup(system, &dir, &mut keep)
             .await
             .with_context(|| format!("starting {system}"))?;
-        for (name, op) in ops {
+        for (name, op) in ops.into_iter().filter(|(name, _)| cfg.wants(name)) {
             let levels: Vec<usize> = if system == "fsync" {
                 vec![1]
             } else {

@@ -3,7 +3,7 @@
 //!
 //! cargo run --release -p handlestore-tests --bin bench -- \
 //!     [--systems fsync,handlestore,etcd,redis,redis-fsync,cart-memory] [--concurrency 1,16,64,256] \
-//!     [--duration 10s] [--out target/bench]
+//!     [--ops mint,put,...] [--duration 10s] [--out target/bench]
 //!
 //! Installs etcd and Redis (Debian packages) when missing, starts each system
 //! on free loopback ports with its data on one disk, and writes
@@ -30,6 +30,9 @@ struct Args {
     /// Where results.json and results.svg go.
     #[arg(long, default_value = "target/bench")]
     out: std::path::PathBuf,
+    /// Only these operations, by name (e.g. mint,put,fdatasync); default: all.
+    #[arg(long, value_delimiter = ',')]
+    ops: Vec<String>,
     /// Where the systems keep their data (default: a temporary directory).
     #[arg(long)]
     data_dir: Option<std::path::PathBuf>,
@@ -47,6 +50,7 @@ async fn main() -> anyhow::Result<()> {
         concurrency: args.concurrency.clone(),
         duration: args.duration,
         data_dir: tmp.path().to_path_buf(),
+        ops: args.ops.clone(),
     };
     let started = unix_now();
     let rows = bench::run(&cfg).await?;
