@@ -6,7 +6,7 @@ use handlestore_proto::v1 as pb;
 use pb::command::Op;
 use tonic::{Request, Response, Status};
 
-use super::{Api, blocking, validate};
+use super::{Api, blocking, point_read, validate};
 use crate::state::now_ms;
 use crate::status;
 
@@ -91,9 +91,7 @@ impl pb::handles_server::Handles for HandlesService {
         validate::store(&r.store, l)?;
         validate::handle_id(&r.id)?;
         let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
-        let state = self.api.state.clone();
-        let (store, id) = (r.store, r.id.clone());
-        let rec = blocking(move || state.get_handle(&namespace, &store, &id, now_ms())).await?;
+        let rec = point_read(|| self.api.state.get_handle(&namespace, &r.store, &r.id, now_ms()))?;
         let Some(rec) = rec else {
             return Err(status::status(
                 tonic::Code::NotFound,

@@ -9,7 +9,7 @@ use handlestore_proto::v1 as pb;
 use pb::command::Op;
 use tonic::{Request, Response, Status};
 
-use super::{Api, blocking, validate};
+use super::{Api, blocking, point_read, validate};
 use crate::state::{ListQuery, MAX_PREFIX_DELETE, Record, now_ms};
 use crate::status::{self, invalid};
 
@@ -92,8 +92,7 @@ impl pb::state_server::State for StateService {
         let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
         validate::state_key(&r.key, &self.api.limits)?;
         let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
-        let (state, key) = (self.api.state.clone(), r.key.clone());
-        let rec = blocking(move || state.get_state(&namespace, &key, now_ms())).await?;
+        let rec = point_read(|| self.api.state.get_state(&namespace, &r.key, now_ms()))?;
         match rec {
             Some(rec) => Ok(Response::new(pb::RetrieveResponse {
                 entry: Some(entry(r.key, rec, true)),
@@ -199,8 +198,7 @@ impl pb::state_server::State for StateService {
         let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
         validate::state_key(&r.key, &self.api.limits)?;
         let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
-        let state = self.api.state.clone();
-        let rec = blocking(move || state.get_state(&namespace, &r.key, now_ms())).await?;
+        let rec = point_read(|| self.api.state.get_state(&namespace, &r.key, now_ms()))?;
         Ok(Response::new(pb::ExistsResponse {
             exists: rec.is_some(),
             read_revision,
