@@ -873,6 +873,22 @@ mod tests {
         (dir, seqs)
     }
 
+    /// Runs `cmds` at each of `batchings` entries per apply call, keeping
+    /// and dropping the hints; asserts every run forgot the same answers and
+    /// returns them.
+    fn forgotten_alike(cmds: &[pb::Command], batchings: [usize; 4], limits: StateLimits) -> Vec<u64> {
+        let mut runs = Vec::new();
+        for per_batch in batchings {
+            for keep_hints in [true, false] {
+                runs.push(run_with(cmds, per_batch, limits.clone(), keep_hints).1);
+            }
+        }
+        for r in &runs[1..] {
+            assert_eq!(r, &runs[0], "batching or the hints changed what was forgotten");
+        }
+        runs.swap_remove(0)
+    }
+
     #[test]
     fn answers_below_the_first_incomplete_write_are_forgotten() {
         let cmds: Vec<_> = (1..=600).map(|s| write(s, s)).collect();
@@ -887,20 +903,12 @@ mod tests {
         let mut cmds: Vec<_> = (1..=500).map(|s| write(s, 1)).collect();
         cmds.push(write(501, 501));
         cmds.extend((502..=520).map(|s| write(s, s - 3)));
-        let mut runs = Vec::new();
-        for per_batch in [1, 7, 64, cmds.len()] {
-            for keep_hints in [true, false] {
-                runs.push(run_with(&cmds, per_batch, StateLimits::default(), keep_hints).1);
-            }
-        }
-        for r in &runs[1..] {
-            assert_eq!(r, &runs[0], "batching or the hints changed what was forgotten");
-        }
+        let forgotten = forgotten_alike(&cmds, [1, 7, 64, cmds.len()], StateLimits::default());
         // The last write (520) said 517 is its first incomplete one; the
         // windows of writes 501..=520 reached down to 499 - PRUNE_WINDOW.
         let mut expected: Vec<u64> = (1..499 - PRUNE_WINDOW).collect();
         expected.extend(517..=520);
-        assert_eq!(runs[0], expected);
+        assert_eq!(forgotten, expected);
     }
 
     #[test]
@@ -912,16 +920,8 @@ mod tests {
         let mut cmds: Vec<_> = (1..=300).map(|s| write(s, s)).collect();
         cmds.push(write(100, 100));
         cmds.extend((301..=310).map(|s| write(s, s)));
-        let mut runs = Vec::new();
-        for per_batch in [1, 5, 301, cmds.len()] {
-            for keep_hints in [true, false] {
-                runs.push(run_with(&cmds, per_batch, StateLimits::default(), keep_hints).1);
-            }
-        }
-        for r in &runs[1..] {
-            assert_eq!(r, &runs[0], "batching or the hints changed what was forgotten");
-        }
-        assert_eq!(runs[0], vec![310]);
+        let forgotten = forgotten_alike(&cmds, [1, 5, 301, cmds.len()], StateLimits::default());
+        assert_eq!(forgotten, vec![310]);
     }
 
     #[test]
@@ -936,18 +936,10 @@ mod tests {
         cmds.push(expire(0)); // entry 333: only the size bound (150)
         cmds.extend((331..=340).map(|s| write(s, 1)));
         let limits = StateLimits { dedup_max_entries: 150 };
-        let mut runs = Vec::new();
-        for per_batch in [1, 3, 64, cmds.len()] {
-            for keep_hints in [true, false] {
-                runs.push(run_with(&cmds, per_batch, limits.clone(), keep_hints).1);
-            }
-        }
-        for r in &runs[1..] {
-            assert_eq!(r, &runs[0], "batching or the age-out hint changed what was forgotten");
-        }
+        let forgotten = forgotten_alike(&cmds, [1, 3, 64, cmds.len()], limits);
         // Before the size-bound expire: 120..=330 (211 answers); it keeps the
         // newest 150, 181..=330; then 331..=340 arrive.
         let expected: Vec<u64> = (181..=340).collect();
-        assert_eq!(runs[0], expected);
+        assert_eq!(forgotten, expected);
     }
 }
