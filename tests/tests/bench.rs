@@ -47,6 +47,12 @@ async fn ops_filter_keeps_only_named_operations() {
         data_dir: dir.path().to_path_buf(),
         ops: vec!["get".into()],
     };
+    let unknown = BenchConfig {
+        ops: vec!["get".into(), "gte".into()],
+        ..cfg.clone()
+    };
+    let err = bench::run(&unknown).await.expect_err("an unknown operation is refused");
+    assert!(err.to_string().contains("\"gte\""), "{err}");
     let rows = bench::run(&cfg).await.expect("bench run");
     let names: Vec<(String, String, usize)> = rows
         .iter()

@@ -354,6 +354,14 @@ pub const SYSTEMS: [&str; 6] = ["fsync", "handlestore", "etcd", "redis", "redis-
 
 /// Runs every system's operations at every concurrency.
 pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
+    for op in &cfg.ops {
+        if !cfg.systems.iter().any(|s| plan(s).contains(&op.as_str())) {
+            anyhow::bail!(
+                "no selected system has an operation {op:?}; they have: {}",
+                cfg.systems.iter().flat_map(|s| plan(s)).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
     if cfg
         .systems
         .iter()
