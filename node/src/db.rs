@@ -64,6 +64,11 @@ pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, rocksdb::Error> {
     // Memtables of all column families together: past this, the largest is
     // flushed.
     opts.set_db_write_buffer_size(memory.write_buffer_bytes);
+    // Writes stay in RocksDB's WAL buffer until the Raft log's sync thread
+    // flushes and syncs it (see raft::log_store): one write and one fsync per
+    // group of appends, and a crashed process loses exactly the unsynced
+    // writes, as a power cut would, so crash tests exercise that case too.
+    opts.set_manual_wal_flush(true);
     let cache = rocksdb::Cache::new_lru_cache(memory.block_cache_bytes);
     let per_cf_buffer = (memory.write_buffer_bytes / 2).clamp(1 << 20, 64 << 20);
     let cfs = ALL_CFS.iter().map(|name| {

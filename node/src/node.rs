@@ -55,9 +55,10 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     snapshots.remove_leftovers()?;
     snapshot::resume_install(&state, &snapshots)?;
 
-    let log_store = LogStore::new(db.clone())?;
+    let log_store = LogStore::new(db.clone()).context("opening the raft log")?;
     let log_syncs = log_store.sync_counter();
-    let sm = StateMachine::new(state.clone(), snapshots.clone());
+    let durability = log_store.durability();
+    let sm = StateMachine::new(state.clone(), snapshots.clone(), durability.clone());
     let raft_peers = Arc::new(Peers::default());
     let forward_peers = Arc::new(Peers::default());
     let raft_config = openraft::Config {
@@ -78,7 +79,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     let raft = Raft::new(
         cfg.id,
         Arc::new(raft_config),
-        Network::new(raft_peers.clone()),
+        Network::new(raft_peers.clone(), durability.clone()),
         log_store,
         sm,
     )
@@ -101,11 +102,10 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
             quorum_silence,
             max_batch_commands: cfg.max_batch_commands,
             max_batch_bytes: 4 << 20,
-            // openraft 0.9 appends (and fsyncs) each entry inside its core
-            // task, one after another: more proposals in flight only means
-            // more, smaller entries, each with its own fsync. Two keep the
-            // next batch ready while one commits (measured: 4 and more were
-            // slower at every concurrency; see docs/performance.md).
+            // Two keep the next batch ready while one commits. Measured when
+            // every append still fsynced before replicating: 4 and more were
+            // slower at every concurrency (see docs/performance.md); not
+            // measured again since appends sync in parallel.
             max_in_flight: 2,
         },
     );
@@ -128,9 +128,14 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     let mut routes = tonic::service::RoutesBuilder::default();
     routes
         .add_service(
-            pb::raft_server::RaftServer::new(RaftService::new(raft.clone(), proposer.clone(), snapshots.clone()))
-                .max_decoding_message_size(MAX_PEER_MESSAGE)
-                .max_encoding_message_size(MAX_PEER_MESSAGE),
+            pb::raft_server::RaftServer::new(RaftService::new(
+                raft.clone(),
+                proposer.clone(),
+                snapshots.clone(),
+                durability,
+            ))
+            .max_decoding_message_size(MAX_PEER_MESSAGE)
+            .max_encoding_message_size(MAX_PEER_MESSAGE),
         )
         .add_service(
             pb::handles_server::HandlesServer::new(HandlesService::new(api.clone()))

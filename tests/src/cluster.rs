@@ -81,6 +81,8 @@ pub struct TestNode {
     child: Option<Child>,
     /// Paused with SIGSTOP.
     paused: bool,
+    /// Extra environment for this node's process (failpoints).
+    env: Vec<(String, String)>,
 }
 
 impl TestNode {
@@ -95,6 +97,19 @@ impl TestNode {
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
+}
+
+/// Short timings for tests, for each flag `extra` does not set itself.
+fn fast_defaults(extra: &[String]) -> Vec<&'static str> {
+    [
+        ("--heartbeat", "100ms"),
+        ("--election-timeout", "700ms"),
+        ("--sweep-interval", "100ms"),
+    ]
+    .into_iter()
+    .filter(|(flag, _)| !extra.iter().any(|a| a == flag))
+    .flat_map(|(flag, value)| [flag, value])
+    .collect()
 }
 
 /// Builds a [`TestCluster`].
@@ -140,6 +155,7 @@ impl TestClusterBuilder {
                 log: dir.path().join(format!("n{id}.log")),
                 child: None,
                 paused: false,
+                env: Vec::new(),
             });
         }
         let mut cluster = TestCluster {
@@ -216,6 +232,7 @@ impl TestCluster {
             None => Command::new(handlestore_bin()),
         };
         let node = self.node_mut(id);
+        command.envs(node.env.iter().map(|(k, v)| (k, v)));
         std::fs::create_dir_all(&node.data)?;
         let log = File::options().create(true).append(true).open(&node.log)?;
         let child = command
@@ -225,14 +242,7 @@ impl TestCluster {
             .arg("--data")
             .arg(&node.data)
             .args(["--initial-cluster", &initial])
-            .args([
-                "--heartbeat",
-                "100ms",
-                "--election-timeout",
-                "700ms",
-                "--sweep-interval",
-                "100ms",
-            ])
+            .args(fast_defaults(&extra))
             .args(&extra)
             .env(
                 "RUST_LOG",
@@ -262,6 +272,7 @@ impl TestCluster {
             log: self.dir.path().join(format!("n{id}.log")),
             child: None,
             paused: false,
+            env: Vec::new(),
         });
         let saved = self.extra_args.clone();
         self.extra_args
@@ -361,6 +372,13 @@ impl TestCluster {
             bail!("node {id} is running");
         }
         self.spawn(id)
+    }
+
+    /// Like [`restart`](Self::restart), with extra environment variables for
+    /// this node from now on (e.g. a failpoint); an empty list clears them.
+    pub fn restart_with_env(&mut self, id: u64, env: &[(&str, &str)]) -> Result<()> {
+        self.node_mut(id).env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        self.restart(id)
     }
 
     pub async fn status(&self, id: u64) -> Result<pb::StatusResponse> {

@@ -1,11 +1,18 @@
-//! The Raft log in RocksDB, with group commit.
+//! The Raft log in RocksDB, with group commit, written in parallel with
+//! replication.
 //!
-//! `append` writes entries to RocksDB (memtable + WAL, not yet synced) and
-//! returns at once, so they are readable; the flush callback is handed to a
-//! dedicated sync thread. That thread takes every callback that has queued up,
-//! syncs the WAL once (`FlushWAL(sync=true)`), and only then tells openraft the
-//! entries are on disk. Many appends, one fsync; and never "flushed" before
-//! the bytes are durable (the defect of openraft's rocksdb example, #618).
+//! `append` writes entries to RocksDB (memtable and WAL buffer: the database
+//! runs with `manual_wal_flush`, so nothing reaches the WAL file before a
+//! sync) and tells openraft at once that they are flushed; a dedicated sync
+//! thread takes every append that has queued up and syncs the WAL once
+//! (`FlushWAL(sync=true)`). Many appends, one fsync, and the leader sends
+//! entries to followers while its own fsync runs.
+//!
+//! Reporting "flushed" early is safe only because acknowledgements are held
+//! back until the sync lands: see `durability` for the rule and where it is
+//! enforced. openraft 0.9 waits for the flush callback before it replicates,
+//! so an honest callback would put one fsync on the leader in front of every
+//! round trip.
 //!
 //! Vote, truncation and the purge marker are written with `sync=true`
 //! directly: they are rare and must be durable before the call returns.
@@ -24,6 +31,7 @@ use prost::Message;
 use rocksdb::{DB, Direction, IteratorMode, ReadOptions, WriteBatch, WriteOptions};
 
 use super::codec::{entry_from_pb, entry_to_pb, log_id_from_pb, log_id_to_pb, vote_from_pb, vote_to_pb};
+use super::durability::Durability;
 use super::{Entry, LogId, StorageError, TypeConfig, Vote};
 use crate::db::{self, CF_LOG, CF_LOG_META};
 
@@ -31,25 +39,56 @@ const KEY_VOTE: &[u8] = b"vote";
 const KEY_COMMITTED: &[u8] = b"committed";
 const KEY_PURGED: &[u8] = b"last_purged";
 
-/// The Raft log store. Cheap to clone; clones share the database and the
-/// sync thread.
+/// Failpoint for crash tests: makes every log sync this many milliseconds
+/// slower, as a slow disk would. Never set in production.
+pub const FAILPOINT_SYNC_DELAY_MS: &str = "HANDLESTORE_FAILPOINT_LOG_SYNC_DELAY_MS";
+
+/// The Raft log store. Cheap to clone; clones share the database, the sync
+/// thread and the durability tracker.
 #[derive(Clone)]
 pub struct LogStore {
     db: Arc<DB>,
-    sync_tx: std_mpsc::Sender<LogFlushed<TypeConfig>>,
+    sync_tx: std_mpsc::Sender<u64>,
     syncs: Arc<AtomicU64>,
+    durability: Arc<Durability>,
 }
 
 impl LogStore {
-    pub fn new(db: Arc<DB>) -> io::Result<Self> {
-        let (sync_tx, sync_rx) = std_mpsc::channel::<LogFlushed<TypeConfig>>();
-        let sync_db = db.clone();
+    pub fn new(db: Arc<DB>) -> Result<Self, StorageError> {
+        // Whatever the WAL holds from before (a crash leaves it unsynced) is
+        // made durable before any of it is acknowledged again.
+        db.flush_wal(true).map_err(|e| StorageIOError::write_logs(&e))?;
+        let (sync_tx, sync_rx) = std_mpsc::channel::<u64>();
         let syncs = Arc::new(AtomicU64::new(0));
-        let counter = syncs.clone();
+        let mut store = Self {
+            db,
+            sync_tx,
+            syncs,
+            durability: Arc::new(Durability::new(0)),
+        };
+        let last = store.last_entry_id()?.or(store.read_log_id(KEY_PURGED)?);
+        let last = last.map_or(0, |l| l.index);
+        store.durability = Arc::new(Durability::new(last));
+        let (sync_db, counter, durability) = (store.db.clone(), store.syncs.clone(), store.durability.clone());
+        let delay = std::env::var(FAILPOINT_SYNC_DELAY_MS)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(std::time::Duration::from_millis);
+        if let Some(d) = delay {
+            tracing::warn!("failpoint {FAILPOINT_SYNC_DELAY_MS}: every log sync is {d:?} slower");
+        }
         std::thread::Builder::new()
             .name("raft-log-sync".into())
-            .spawn(move || sync_loop(&sync_db, &sync_rx, &counter))?;
-        Ok(Self { db, sync_tx, syncs })
+            .spawn(move || sync_loop(&sync_db, &sync_rx, &counter, &durability, delay))
+            .map_err(|e| StorageIOError::write_logs(&e))?;
+        Ok(store)
+    }
+
+    /// What of this log is on disk; shared with the network, the Raft
+    /// service and the state machine, which hold acknowledgements until it
+    /// is.
+    pub fn durability(&self) -> Arc<Durability> {
+        self.durability.clone()
     }
 
     /// The number of WAL syncs done for log appends so far.
@@ -98,16 +137,31 @@ impl LogStore {
     }
 }
 
-fn sync_loop(db: &DB, rx: &std_mpsc::Receiver<LogFlushed<TypeConfig>>, syncs: &AtomicU64) {
+fn sync_loop(
+    db: &DB,
+    rx: &std_mpsc::Receiver<u64>,
+    syncs: &AtomicU64,
+    durability: &Durability,
+    delay: Option<std::time::Duration>,
+) {
     // Ends when every LogStore clone is dropped.
     while let Ok(first) = rx.recv() {
-        let mut waiting = vec![first];
-        waiting.extend(rx.try_iter());
-        let res = db.flush_wal(true);
-        syncs.fetch_add(1, Ordering::Relaxed);
-        for cb in waiting {
-            cb.log_io_completed(res.clone().map_err(io::Error::other));
+        if let Some(d) = delay {
+            std::thread::sleep(d);
         }
+        let seq = rx.try_iter().fold(first, u64::max);
+        if let Err(e) = db.flush_wal(true) {
+            // openraft was told these entries were flushed, and whether the
+            // kernel kept them is unknown after a failed fsync (retrying can
+            // report success for lost pages). Stop here, before anything
+            // waiting on this sync is acknowledged; a restart recovers from
+            // what is on disk.
+            tracing::error!("syncing the Raft log failed, stopping the node: {e}");
+            eprintln!("handlestore: syncing the Raft log failed, stopping the node: {e}");
+            std::process::abort();
+        }
+        syncs.fetch_add(1, Ordering::Relaxed);
+        durability.synced(seq);
     }
 }
 
@@ -207,19 +261,24 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: OptionalSend,
     {
         let mut batch = WriteBatch::default();
+        let mut span = None;
         for entry in entries {
-            batch.put_cf(
-                self.cf_log(),
-                index_key(entry.log_id.index),
-                entry_to_pb(&entry).encode_to_vec(),
-            );
+            let index = entry.log_id.index;
+            span = Some((span.map_or(index, |(first, _)| first), index));
+            batch.put_cf(self.cf_log(), index_key(index), entry_to_pb(&entry).encode_to_vec());
         }
+        let Some((first, last)) = span else {
+            callback.log_io_completed(Ok(()));
+            return Ok(());
+        };
         // Readable as soon as this returns; durable once the sync thread has
-        // synced the WAL, which is when the callback fires.
+        // synced the WAL. openraft is told now (see the module comment).
         self.db.write(batch).map_err(|e| StorageIOError::write_logs(&e))?;
-        if let Err(std_mpsc::SendError(cb)) = self.sync_tx.send(callback) {
-            cb.log_io_completed(Err(io::Error::other("log sync thread stopped")));
+        let seq = self.durability.appended(first, last);
+        if self.sync_tx.send(seq).is_err() {
+            return Err(StorageIOError::write_logs(&io::Error::other("log sync thread stopped")).into());
         }
+        callback.log_io_completed(Ok(()));
         Ok(())
     }
 
@@ -231,7 +290,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         opts.set_sync(true);
         self.db
             .write_opt(batch, &opts)
-            .map_err(|e| StorageIOError::write_logs(&e).into())
+            .map_err(|e| StorageIOError::write_logs(&e))?;
+        // The synced write covered every append before it.
+        self.durability.truncated(log_id.index);
+        Ok(())
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {

@@ -23,6 +23,7 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tonic::transport::{Channel, Endpoint};
 
 use super::codec;
+use super::durability::Durability;
 use super::{NodeId, TypeConfig, Vote};
 
 /// Snapshot data per streamed message.
@@ -64,11 +65,12 @@ impl Peers {
 #[derive(Clone)]
 pub struct Network {
     peers: Arc<Peers>,
+    durability: Arc<Durability>,
 }
 
 impl Network {
-    pub fn new(peers: Arc<Peers>) -> Self {
-        Self { peers }
+    pub fn new(peers: Arc<Peers>, durability: Arc<Durability>) -> Self {
+        Self { peers, durability }
     }
 }
 
@@ -80,6 +82,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             addr: node.addr.clone(),
             peers: self.peers.clone(),
+            durability: self.durability.clone(),
         }
     }
 }
@@ -88,6 +91,7 @@ pub struct PeerConnection {
     target: NodeId,
     addr: String,
     peers: Arc<Peers>,
+    durability: Arc<Durability>,
 }
 
 /// Transport failures and an unavailable peer mean "back off and retry";
@@ -128,6 +132,17 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        // Every entry in this request is already in the local log (it was
+        // read from there); the follower's answer may count towards a quorum
+        // only once they are on disk here too (see raft::durability). The
+        // local sync runs while the request is on the wire.
+        let written = self.durability.written();
+        let upto = rpc
+            .entries
+            .last()
+            .map(|e| e.log_id.index)
+            .or(rpc.prev_log_id.map(|l| l.index))
+            .unwrap_or(0);
         let mut req = tonic::Request::new(codec::append_request_to_pb(&rpc));
         req.set_timeout(option.hard_ttl());
         let resp = self
@@ -135,7 +150,9 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             .append_entries(req)
             .await
             .map_err(|s| rpc_err(self.target, s))?;
-        codec::append_response_from_pb(resp.into_inner()).map_err(malformed)
+        let resp = codec::append_response_from_pb(resp.into_inner()).map_err(malformed)?;
+        self.durability.wait_covered(upto, written).await;
+        Ok(resp)
     }
 
     async fn install_snapshot(

@@ -10,6 +10,7 @@ use tokio::io::AsyncWriteExt;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::codec;
+use super::durability::Durability;
 use super::proposer::Proposer;
 use super::{Raft, TypeConfig};
 use crate::state::snapshot::SnapshotDir;
@@ -19,14 +20,16 @@ pub struct RaftService {
     raft: Raft,
     proposer: Arc<Proposer>,
     snapshots: Arc<SnapshotDir>,
+    durability: Arc<Durability>,
 }
 
 impl RaftService {
-    pub fn new(raft: Raft, proposer: Arc<Proposer>, snapshots: Arc<SnapshotDir>) -> Self {
+    pub fn new(raft: Raft, proposer: Arc<Proposer>, snapshots: Arc<SnapshotDir>, durability: Arc<Durability>) -> Self {
         Self {
             raft,
             proposer,
             snapshots,
+            durability,
         }
     }
 }
@@ -47,6 +50,11 @@ impl pb::raft_server::Raft for RaftService {
     ) -> Result<Response<pb::AppendEntriesResponse>, Status> {
         let req = codec::append_request_from_pb(request.into_inner()).map_err(malformed)?;
         let resp = self.raft.append_entries(req).await.map_err(fatal)?;
+        // openraft answers once the entries are in the log store, before they
+        // are synced (see raft::durability): the leader may count this answer
+        // towards a quorum, so it leaves only when every append made so far
+        // is on disk.
+        self.durability.wait_synced(self.durability.written()).await;
         Ok(Response::new(codec::append_response_to_pb(&resp)))
     }
 

@@ -13,6 +13,7 @@ use super::codec::{
     log_id_from_pb, log_id_to_pb, snapshot_meta_from_pb, snapshot_meta_to_pb, stored_membership_from_pb,
     stored_membership_to_pb,
 };
+use super::durability::Durability;
 use super::{Entry, LogId, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::state::snapshot::{self, SnapshotDir};
 use crate::state::{ApplyBatch, ApplyEntry, StateStore};
@@ -21,11 +22,16 @@ use crate::state::{ApplyBatch, ApplyEntry, StateStore};
 pub struct StateMachine {
     state: Arc<StateStore>,
     snapshots: Arc<SnapshotDir>,
+    durability: Arc<Durability>,
 }
 
 impl StateMachine {
-    pub fn new(state: Arc<StateStore>, snapshots: Arc<SnapshotDir>) -> Self {
-        Self { state, snapshots }
+    pub fn new(state: Arc<StateStore>, snapshots: Arc<SnapshotDir>, durability: Arc<Durability>) -> Self {
+        Self {
+            state,
+            snapshots,
+            durability,
+        }
     }
 }
 
@@ -112,6 +118,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             last_log_id: log_id_to_pb(&last),
             membership,
         };
+        // Nothing is applied, and so answered, before the entries are on disk
+        // here. With followers this has already happened (a quorum counts
+        // only synced entries, see raft::durability); a one-voter cluster
+        // commits on the leader's word alone, and waits here instead.
+        self.durability.wait_durable(last.index).await;
         let state = self.state.clone();
         let results = blocking(move || state.apply(batch))
             .await?
