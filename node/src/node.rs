@@ -102,10 +102,11 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
             quorum_silence,
             max_batch_commands: cfg.max_batch_commands,
             max_batch_bytes: 4 << 20,
-            // Two keep the next batch ready while one commits. Measured when
-            // every append still fsynced before replicating: 4 and more were
-            // slower at every concurrency (see docs/performance.md); not
-            // measured again since appends sync in parallel.
+            // Two keep the next batch ready while one commits. When every
+            // append still fsynced before replicating, 4 and more were slower
+            // at every concurrency; measured again with appends synced in
+            // parallel, 2, 4 and 8 were within noise of each other (see
+            // docs/performance.md).
             max_in_flight: 2,
         },
     );

@@ -58,18 +58,11 @@ impl LogStore {
         // Whatever the WAL holds from before (a crash leaves it unsynced) is
         // made durable before any of it is acknowledged again.
         db.flush_wal(true).map_err(|e| StorageIOError::write_logs(&e))?;
+        let last = last_entry_id(&db)?.or(read_log_id(&db, KEY_PURGED)?);
+        let durability = Arc::new(Durability::new(last.map_or(0, |l| l.index)));
         let (sync_tx, sync_rx) = std_mpsc::channel::<u64>();
         let syncs = Arc::new(AtomicU64::new(0));
-        let mut store = Self {
-            db,
-            sync_tx,
-            syncs,
-            durability: Arc::new(Durability::new(0)),
-        };
-        let last = store.last_entry_id()?.or(store.read_log_id(KEY_PURGED)?);
-        let last = last.map_or(0, |l| l.index);
-        store.durability = Arc::new(Durability::new(last));
-        let (sync_db, counter, durability) = (store.db.clone(), store.syncs.clone(), store.durability.clone());
+        let (sync_db, counter, sync_durability) = (db.clone(), syncs.clone(), durability.clone());
         let delay = std::env::var(FAILPOINT_SYNC_DELAY_MS)
             .ok()
             .and_then(|v| v.parse().ok())
@@ -79,9 +72,14 @@ impl LogStore {
         }
         std::thread::Builder::new()
             .name("raft-log-sync".into())
-            .spawn(move || sync_loop(&sync_db, &sync_rx, &counter, &durability, delay))
+            .spawn(move || sync_loop(&sync_db, &sync_rx, &counter, &sync_durability, delay))
             .map_err(|e| StorageIOError::write_logs(&e))?;
-        Ok(store)
+        Ok(Self {
+            db,
+            sync_tx,
+            syncs,
+            durability,
+        })
     }
 
     /// What of this log is on disk; shared with the network, the Raft
@@ -111,28 +109,35 @@ impl LogStore {
     }
 
     fn read_log_id(&self, key: &[u8]) -> Result<Option<LogId>, StorageError> {
-        let raw = self
-            .db
-            .get_pinned_cf(self.cf_meta(), key)
-            .map_err(|e| StorageIOError::read_logs(&e))?;
-        match raw {
-            None => Ok(None),
-            Some(raw) => {
-                let pb = pb::LogId::decode(raw.as_ref()).map_err(|e| StorageIOError::read_logs(&e))?;
-                Ok(Some(log_id_from_pb(&pb).map_err(|e| StorageIOError::read_logs(&e))?))
-            }
-        }
+        read_log_id(&self.db, key)
     }
 
-    /// The last entry's log id, if any entry is stored.
     fn last_entry_id(&self) -> Result<Option<LogId>, StorageError> {
-        let mut iter = self.db.iterator_cf(self.cf_log(), IteratorMode::End);
-        match iter.next() {
-            None => Ok(None),
-            Some(item) => {
-                let (_, v) = item.map_err(|e| StorageIOError::read_logs(&e))?;
-                Ok(Some(decode_entry(&v)?.log_id))
-            }
+        last_entry_id(&self.db)
+    }
+}
+
+fn read_log_id(db: &DB, key: &[u8]) -> Result<Option<LogId>, StorageError> {
+    let raw = db
+        .get_pinned_cf(db::cf(db, CF_LOG_META), key)
+        .map_err(|e| StorageIOError::read_logs(&e))?;
+    match raw {
+        None => Ok(None),
+        Some(raw) => {
+            let pb = pb::LogId::decode(raw.as_ref()).map_err(|e| StorageIOError::read_logs(&e))?;
+            Ok(Some(log_id_from_pb(&pb).map_err(|e| StorageIOError::read_logs(&e))?))
+        }
+    }
+}
+
+/// The last entry's log id, if any entry is stored.
+fn last_entry_id(db: &DB) -> Result<Option<LogId>, StorageError> {
+    let mut iter = db.iterator_cf(db::cf(db, CF_LOG), IteratorMode::End);
+    match iter.next() {
+        None => Ok(None),
+        Some(item) => {
+            let (_, v) = item.map_err(|e| StorageIOError::read_logs(&e))?;
+            Ok(Some(decode_entry(&v)?.log_id))
         }
     }
 }
