@@ -13,44 +13,69 @@ use handlestore_tests::TestCluster;
 const FAILPOINT_SYNC_DELAY_MS: &str = "HANDLESTORE_FAILPOINT_LOG_SYNC_DELAY_MS";
 use serde_json::{Value, json};
 
+/// Clients minting handles in a loop until stopped, remembering every
+/// acknowledged one. An error means "unknown outcome": the write may or may
+/// not be applied, so it is counted as failed, never as acknowledged.
+struct Minters {
+    acked: Arc<Mutex<HashMap<String, Value>>>,
+    stop: Arc<AtomicBool>,
+    writers: Vec<tokio::task::JoinHandle<u64>>,
+}
+
+impl Minters {
+    fn start(store: &Arc<ClusterHandleStore<Value>>, clients: usize) -> Self {
+        let acked: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let writers = (0..clients)
+            .map(|w| {
+                let (store, acked, stop) = (store.clone(), acked.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let (mut n, mut failed) = (0u64, 0u64);
+                    while !stop.load(Ordering::Relaxed) {
+                        let value = json!({"writer": w, "n": n});
+                        match store.mint(value.clone(), Ttl::Default).await {
+                            Ok(id) => {
+                                acked.lock().expect("lock").insert(id, value);
+                            }
+                            Err(_) => failed += 1,
+                        }
+                        n += 1;
+                    }
+                    failed
+                })
+            })
+            .collect();
+        Self { acked, stop, writers }
+    }
+
+    fn acked_so_far(&self) -> usize {
+        self.acked.lock().expect("lock").len()
+    }
+
+    /// Stops every client; returns the acknowledged writes and the number
+    /// of writes with an unknown outcome.
+    async fn stop(self) -> (HashMap<String, Value>, u64) {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut failed = 0;
+        for w in self.writers {
+            failed += w.await.expect("writer");
+        }
+        let acked = self.acked.lock().expect("lock").clone();
+        (acked, failed)
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_leader_loses_no_acknowledged_write() {
     let mut cluster = TestCluster::start(3).await.expect("cluster");
     let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("failover").build());
-    let acked: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for w in 0..8 {
-        let (store, acked, stop) = (store.clone(), acked.clone(), stop.clone());
-        writers.push(tokio::spawn(async move {
-            let mut n = 0u64;
-            let mut failed = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let value = json!({"writer": w, "n": n});
-                // An error means "unknown outcome": it may or may not be
-                // applied, so it is simply not counted as acknowledged.
-                match store.mint(value.clone(), Ttl::Default).await {
-                    Ok(id) => {
-                        acked.lock().expect("lock").insert(id, value);
-                    }
-                    Err(_) => failed += 1,
-                }
-                n += 1;
-            }
-            failed
-        }));
-    }
+    let minters = Minters::start(&store, 8);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
-    let before_kill = acked.lock().expect("lock").len();
+    let before_kill = minters.acked_so_far();
     cluster.kill(leader);
     tokio::time::sleep(Duration::from_secs(4)).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut failed = 0;
-    for w in writers {
-        failed += w.await.expect("writer");
-    }
-    let acked = acked.lock().expect("lock").clone();
+    let (acked, failed) = minters.stop().await;
     eprintln!(
         "acknowledged {} writes ({before_kill} before the kill), {failed} failed",
         acked.len()
@@ -124,32 +149,13 @@ async fn a_quorum_without_the_old_leader_keeps_every_write_acknowledged_before_a
         "restarting the followers moved the leader"
     );
     let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("powercut").build());
-    let acked: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for w in 0..64 {
-        let (store, acked, stop) = (store.clone(), acked.clone(), stop.clone());
-        writers.push(tokio::spawn(async move {
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let value = json!({"writer": w, "n": n});
-                if let Ok(id) = store.mint(value.clone(), Ttl::Default).await {
-                    acked.lock().expect("lock").insert(id, value);
-                }
-                n += 1;
-            }
-        }));
-    }
+    let minters = Minters::start(&store, 64);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // Writes acknowledged while the nodes die are checked too.
     for id in [1, 2, 3] {
         cluster.kill(id);
     }
-    stop.store(true, Ordering::Relaxed);
-    for w in writers {
-        w.await.expect("writer");
-    }
-    let acked = acked.lock().expect("lock").clone();
+    let (acked, _) = minters.stop().await;
     assert!(acked.len() > 100, "only {} writes were acknowledged", acked.len());
 
     for &id in &followers {
