@@ -104,6 +104,11 @@ impl CartServer {
         Ok(())
     }
 
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }

@@ -24,6 +24,10 @@ async fn harness_runs_every_system() {
         assert!(r.ops > 0, "{r:?}");
         assert_eq!(r.errors, 0, "{r:?}");
         assert!(r.p50_us <= r.p99_us && r.p99_us <= r.p999_us, "{r:?}");
+        // CPU per operation: every system with server processes has it
+        // (read from /proc while they ran); the fsync floor has none.
+        assert_eq!(r.server_cpu_us.is_some(), r.system != "fsync", "{r:?}");
+        assert!(r.client_cpu_us.is_some(), "{r:?}");
     }
     let targets = bench::targets(&rows);
     assert!(targets.iter().all(|t| t.value.is_some()), "{targets:#?}");

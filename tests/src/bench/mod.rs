@@ -3,6 +3,7 @@
 //! throughput and latency per concurrency, and as the ratios the targets in
 //! docs/performance.md are stated in.
 
+pub mod cpu;
 pub mod plot;
 pub mod systems;
 
@@ -45,6 +46,14 @@ pub struct Row {
     pub p50_us: u64,
     pub p99_us: u64,
     pub p999_us: u64,
+    /// CPU time the system's server processes spent per operation during
+    /// the cell, all of them together (None: no server, as for fsync).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_us: Option<f64>,
+    /// CPU time the load generator (this process: client library,
+    /// connections, bookkeeping) spent per operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cpu_us: Option<f64>,
     /// The first error, if any, to say what went wrong.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
@@ -259,7 +268,14 @@ fn pick(worker: usize, i: u64, n: usize) -> usize {
 }
 
 /// Runs `op` with `concurrency` workers for `duration`.
-async fn measure(system: &str, name: &str, op: Op, concurrency: usize, duration: Duration, bar: &ProgressBar) -> Row {
+async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
+    let Cell {
+        system,
+        name,
+        concurrency,
+        duration,
+        pids,
+    } = cell;
     bar.set_message(format!("{system} {name} x{concurrency}"));
     // Every worker prepares (connects), then all start together.
     let ready = Arc::new(tokio::sync::Barrier::new(concurrency + 1));
@@ -295,6 +311,7 @@ async fn measure(system: &str, name: &str, op: Op, concurrency: usize, duration:
     }
     ready.wait().await;
     let start = Instant::now();
+    let (server_before, client_before) = (cpu::total_cpu(pids), cpu::own_cpu());
     let ticker = {
         let bar = bar.clone();
         tokio::spawn(async move {
@@ -321,21 +338,35 @@ async fn measure(system: &str, name: &str, op: Op, concurrency: usize, duration:
             }
         }
     }
-    let _ = ticker.await;
     let seconds = start.elapsed().as_secs_f64();
+    let (server_after, client_after) = (cpu::total_cpu(pids), cpu::own_cpu());
+    let _ = ticker.await;
+    let ops = all.len();
     Row {
         system: system.to_string(),
         op: name.to_string(),
         concurrency,
-        ops: all.len(),
+        ops,
         errors,
         seconds,
-        throughput: all.len() as f64 / seconds,
+        throughput: ops as f64 / seconds,
         p50_us: all.value_at_quantile(0.5),
         p99_us: all.value_at_quantile(0.99),
         p999_us: all.value_at_quantile(0.999),
+        server_cpu_us: cpu::per_op_us(server_before, server_after, ops),
+        client_cpu_us: cpu::per_op_us(client_before, client_after, ops),
         first_error,
     }
+}
+
+/// What one measured cell is: whose operation, how many workers, how long,
+/// and which processes are the system's servers (for CPU per operation).
+struct Cell<'a> {
+    system: &'a str,
+    name: &'a str,
+    concurrency: usize,
+    duration: Duration,
+    pids: &'a [u32],
 }
 
 /// The operations each system runs, in order.
@@ -387,7 +418,8 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
         let dir = cfg.data_dir.join(system);
         std::fs::create_dir_all(&dir)?;
         let mut keep = Vec::new();
-        let ops = setup(system, &dir, &mut keep)
+        let mut pids = Vec::new();
+        let ops = setup(system, &dir, &mut keep, &mut pids)
             .await
             .with_context(|| format!("starting {system}"))?;
         for (name, op) in ops.into_iter().filter(|(name, _)| cfg.wants(name)) {
@@ -397,9 +429,18 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
                 cfg.concurrency.clone()
             };
             for c in levels {
-                let row = measure(system, name, op.clone(), c, cfg.duration, &bar).await;
+                let cell = Cell {
+                    system,
+                    name,
+                    concurrency: c,
+                    duration: cfg.duration,
+                    pids: &pids,
+                };
+                let row = measure(cell, op.clone(), &bar).await;
+                let cpu = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
                 let line = format!(
-                    "{:<12} {:<19} x{:<4} {:>9.0} ops/s  p50 {:>7} us  p99 {:>7} us  p999 {:>7} us  errors {}",
+                    "{:<12} {:<19} x{:<4} {:>9.0} ops/s  p50 {:>7} us  p99 {:>7} us  p999 {:>7} us  \
+                     cpu/op server {:>5} us client {:>5} us  errors {}",
                     row.system,
                     row.op,
                     row.concurrency,
@@ -407,6 +448,8 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
                     row.p50_us,
                     row.p99_us,
                     row.p999_us,
+                    cpu(row.server_cpu_us),
+                    cpu(row.client_cpu_us),
                     row.errors
                 );
                 // Above the bar on a terminal; plain lines in a log.
@@ -428,7 +471,14 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
 /// stops the system).
 type Running = Box<dyn std::any::Any + Send>;
 
-async fn setup(system: &str, dir: &Path, keep: &mut Vec<Running>) -> Result<Vec<(&'static str, Op)>> {
+/// Starts `system`, returns its operations, and records the pids of its
+/// server processes in `pids`.
+async fn setup(
+    system: &str,
+    dir: &Path,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
     let value = "v".repeat(VALUE_BYTES);
     Ok(match system {
         "handlestore" => {
@@ -440,6 +490,8 @@ async fn setup(system: &str, dir: &Path, keep: &mut Vec<Running>) -> Result<Vec<
                 carts.push(CartServer::start(&cluster.endpoints(), dir).await?);
             }
             let cart_urls: Vec<String> = carts.iter().map(|c| format!("{}/mcp", c.url())).collect();
+            pids.extend((1..=3).filter_map(|id| cluster.node(id).pid()));
+            pids.extend(carts.iter().filter_map(CartServer::pid));
             keep.push(Box::new(carts));
             keep.push(Box::new(cluster));
             let store: Arc<ClusterHandleStore<Value>> = Arc::new(client.handle_store("bench").build());
@@ -463,12 +515,14 @@ async fn setup(system: &str, dir: &Path, keep: &mut Vec<Running>) -> Result<Vec<
             // own memory (gone on restart, invisible to other replicas).
             let server = CartServer::start_memory(dir).await?;
             let url = format!("{}/mcp", server.url());
+            pids.extend(server.pid());
             keep.push(Box::new(server));
             vec![("cart_flow", Op::Cart(Arc::new(vec![url]), Vec::new()))]
         }
         "etcd" => {
             let etcd = Etcd::start(dir).await?;
             let mut c = etcd.client().await?;
+            pids.extend(etcd.pids());
             keep.push(Box::new(etcd));
             let mut keys = Vec::new();
             for i in 0..PRELOAD {
@@ -495,6 +549,7 @@ async fn setup(system: &str, dir: &Path, keep: &mut Vec<Running>) -> Result<Vec<
             };
             let redis = Redis::start(dir, mode).await?;
             let mut conn = redis.connection().await?;
+            pids.extend(redis.pids());
             keep.push(Box::new(redis));
             let mut keys = Vec::new();
             for i in 0..PRELOAD {
@@ -548,6 +603,7 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
     let tp = |s, o, c| cell(rows, s, o, c).map(|r| r.throughput);
     let p99 = |s, o, c| cell(rows, s, o, c).map(|r| r.p99_us as f64);
     let p50 = |s, o, c| cell(rows, s, o, c).map(|r| r.p50_us as f64);
+    let cpu = |s, o, c| cell(rows, s, o, c).and_then(|r| r.server_cpu_us);
     let at_least = |name: &str, v: Option<f64>, goal: f64| Target {
         name: name.into(),
         value: v,
@@ -571,6 +627,12 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
             "mint x64 throughput / etcd put x64",
             ratio(tp("handlestore", "mint", 64), tp("etcd", "put", 64)),
             2.0,
+        ),
+        // Steadier than throughput on a shared machine: what one write costs
+        // the servers, all members together.
+        reported(
+            "server CPU per mint x64 / etcd server CPU per put x64 (reported)",
+            ratio(cpu("handlestore", "mint", 64), cpu("etcd", "put", 64)),
         ),
         reported(
             "mint x64 throughput / etcd put_lease x64 (reported)",
@@ -637,6 +699,8 @@ mod tests {
             p50_us,
             p99_us: p50_us,
             p999_us: p50_us,
+            server_cpu_us: None,
+            client_cpu_us: None,
             first_error: None,
         }
     }

@@ -34,6 +34,12 @@ pub fn ensure_installed() -> Result<()> {
 /// Child processes killed on drop.
 struct Procs(Vec<Child>);
 
+impl Procs {
+    fn pids(&self) -> Vec<u32> {
+        self.0.iter().map(Child::id).collect()
+    }
+}
+
 impl Drop for Procs {
     fn drop(&mut self) {
         for c in &mut self.0 {
@@ -51,7 +57,7 @@ fn log_file(dir: &Path, name: &str) -> Result<(Stdio, Stdio)> {
 /// A 3-member etcd cluster (Debian's etcd-server), as etcd documents a
 /// local cluster: one data dir per member, fsync on every commit.
 pub struct Etcd {
-    _procs: Procs,
+    procs: Procs,
     pub endpoints: Vec<String>,
 }
 
@@ -102,10 +108,12 @@ impl Etcd {
                 _ => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         }
-        Ok(Self {
-            _procs: procs,
-            endpoints,
-        })
+        Ok(Self { procs, endpoints })
+    }
+
+    /// The members' process ids.
+    pub fn pids(&self) -> Vec<u32> {
+        self.procs.pids()
     }
 
     pub async fn client(&self) -> Result<etcd_client::Client> {
@@ -124,7 +132,7 @@ pub enum RedisMode {
 
 /// One Redis server (it replicates nothing).
 pub struct Redis {
-    _procs: Procs,
+    procs: Procs,
     pub url: String,
 }
 
@@ -165,7 +173,12 @@ impl Redis {
                 _ => tokio::time::sleep(Duration::from_millis(100)).await,
             }
         }
-        Ok(Self { _procs: procs, url })
+        Ok(Self { procs, url })
+    }
+
+    /// The server's process id.
+    pub fn pids(&self) -> Vec<u32> {
+        self.procs.pids()
     }
 
     /// One connection per worker, as a pool would give.
