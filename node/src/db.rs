@@ -15,23 +15,28 @@ pub const CF_LOG_META: &str = "raft_meta";
 pub const CF_KV: &str = "kv";
 /// Expiry index: expires_at_ms (u64 BE) ++ data key -> empty.
 pub const CF_EXPIRY: &str = "expiry";
-/// Remembered write answers: client_id (BE) ++ seq (BE) -> prost `DedupRecord`.
-pub const CF_DEDUP: &str = "dedup";
-/// Age index of remembered answers: stamp_ms ++ client_id ++ seq -> empty.
-pub const CF_DEDUP_AGE: &str = "dedup_age";
+/// Exactly-once answers, one record per client: client_id (BE) -> prost
+/// `ClientAnswers` (see `state::answers`).
+pub const CF_ANSWERS: &str = "answers";
+/// Age index of those records: stamp_ms (BE) ++ client_id (BE) -> empty.
+pub const CF_ANSWERS_AGE: &str = "answers_age";
+/// Column families of earlier versions, dropped when found at open: one key
+/// per remembered answer, replaced by `CF_ANSWERS`. Their answers are not
+/// carried over (a write retried across the upgrade may apply twice).
+const LEGACY_CFS: [&str; 2] = ["dedup", "dedup_age"];
 /// State machine metadata: applied log id, membership, clock, counters.
 pub const CF_SM_META: &str = "sm_meta";
 
 /// The column families that make up the state machine (and so a snapshot).
-pub const STATE_CFS: [&str; 5] = [CF_KV, CF_EXPIRY, CF_DEDUP, CF_DEDUP_AGE, CF_SM_META];
+pub const STATE_CFS: [&str; 5] = [CF_KV, CF_EXPIRY, CF_ANSWERS, CF_ANSWERS_AGE, CF_SM_META];
 
 const ALL_CFS: [&str; 7] = [
     CF_LOG,
     CF_LOG_META,
     CF_KV,
     CF_EXPIRY,
-    CF_DEDUP,
-    CF_DEDUP_AGE,
+    CF_ANSWERS,
+    CF_ANSWERS_AGE,
     CF_SM_META,
 ];
 
@@ -87,7 +92,21 @@ pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, rocksdb::Error> {
         }
         ColumnFamilyDescriptor::new(*name, cf_opts)
     });
-    let db = DB::open_cf_descriptors(&opts, dir, cfs)?;
+    let existing = DB::list_cf(&opts, dir).unwrap_or_default();
+    let legacy: Vec<&str> = LEGACY_CFS
+        .into_iter()
+        .filter(|name| existing.iter().any(|e| e == name))
+        .collect();
+    let legacy_cfs = legacy
+        .iter()
+        .map(|name| ColumnFamilyDescriptor::new(*name, Options::default()));
+    let mut db = DB::open_cf_descriptors(&opts, dir, cfs.chain(legacy_cfs))?;
+    for name in legacy {
+        tracing::warn!(
+            "dropping column family {name:?} of an earlier version (exactly-once answers are kept per client now)"
+        );
+        db.drop_cf(name)?;
+    }
     Ok(Arc::new(db))
 }
 
@@ -96,4 +115,29 @@ pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, rocksdb::Error> {
 pub fn cf<'a>(db: &'a DB, name: &str) -> &'a rocksdb::ColumnFamily {
     db.cf_handle(name)
         .unwrap_or_else(|| panic!("column family {name} is created at open"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_of_the_per_answer_layout_opens_without_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let mut opts = Options::default();
+            opts.create_if_missing(true);
+            opts.create_missing_column_families(true);
+            let names = ALL_CFS.iter().chain(LEGACY_CFS.iter()).filter(|n| **n != CF_ANSWERS);
+            let old = DB::open_cf(&opts, dir.path(), names).expect("an old-layout database");
+            old.put_cf(old.cf_handle("dedup").expect("cf"), b"k", b"v")
+                .expect("put");
+        }
+        let db = open(dir.path(), DbMemory::default()).expect("opens");
+        assert!(db.cf_handle("dedup").is_none() && db.cf_handle("dedup_age").is_none());
+        assert!(db.cf_handle(CF_ANSWERS).is_some());
+        drop(db);
+        let cfs = DB::list_cf(&Options::default(), dir.path()).expect("list");
+        assert!(!cfs.iter().any(|c| LEGACY_CFS.contains(&c.as_str())), "{cfs:?}");
+    }
 }

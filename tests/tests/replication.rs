@@ -119,6 +119,47 @@ async fn a_retried_write_is_applied_once() {
     assert_eq!(got.value, b"2");
 }
 
+/// A copy of a write that arrives after its client reported it complete
+/// (a slow forward, a duplicated packet) is refused, not applied again, even
+/// though its answer was forgotten.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_late_copy_of_a_completed_write_is_refused() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let n1 = HandlesClient::connect(cluster.node(1).endpoint()).await.expect("n1");
+    let mint = |seq: u64, first_incomplete_seq: u64, id: &str| pb::MintRequest {
+        store: "late".into(),
+        id: id.into(),
+        value: b"1".to_vec(),
+        write_id: Some(pb::WriteId {
+            client_id: 78,
+            seq,
+            first_incomplete_seq,
+        }),
+        ..Default::default()
+    };
+    let first = handlestore_client::id::new_handle_id("");
+    call!(n1.mint(mint(1, 1, &first))).expect("write 1");
+    // Write 2 says write 1 is complete: its answer is forgotten.
+    call!(n1.mint(mint(2, 2, &handlestore_client::id::new_handle_id("")))).expect("write 2");
+    let late_id = handlestore_client::id::new_handle_id("");
+    let err = call!(n1.mint(mint(1, 1, &late_id))).expect_err("a late copy of write 1");
+    assert_eq!(err.code(), tonic::Code::FailedPrecondition, "{err:?}");
+    assert!(err.message().contains("not applied again"), "{}", err.message());
+    for node in 1..=3 {
+        let c = HandlesClient::connect(cluster.node(node).endpoint())
+            .await
+            .expect("connect");
+        let get = |id: &str| pb::GetRequest {
+            store: "late".into(),
+            id: id.into(),
+            ..Default::default()
+        };
+        call!(c.get(get(&first))).expect("write 1 was applied once");
+        let missing = call!(c.get(get(&late_id))).expect_err("the late copy wrote nothing");
+        assert_eq!(missing.code(), tonic::Code::NotFound, "node {node}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn concurrent_writes_share_log_entries() {
     let cluster = TestCluster::start(3).await.expect("cluster");

@@ -49,6 +49,7 @@ pub fn result_status(r: pb::CommandResult) -> Result<pb::CommandResult, Status> 
         Ok(pb::ResultCode::ResultRevisionMismatch) => (Code::FailedPrecondition, "revision_mismatch"),
         Ok(pb::ResultCode::ResultInvalid) => (Code::InvalidArgument, "invalid_argument"),
         Ok(pb::ResultCode::ResultPrecondition) => (Code::FailedPrecondition, "precondition"),
+        Ok(pb::ResultCode::ResultStaleWrite) => (Code::FailedPrecondition, "stale_write"),
         Err(_) => (Code::Internal, "internal"),
     };
     Err(status::with_detail(

@@ -14,18 +14,9 @@ use pb::command::Op;
 use prost::Message;
 use rocksdb::{DB, Direction, IteratorMode, ReadOptions, WriteBatch};
 
+use super::answers::{AnswerHints, Answers, Seen};
 use super::{Record, Result, StateLimits, decode, decode_u64, is_live, keys, meta};
-use crate::db::{self, CF_DEDUP, CF_DEDUP_AGE, CF_EXPIRY, CF_KV, CF_SM_META};
-
-/// Most remembered answers one command prunes or ages out, so a single entry
-/// never turns into an unbounded amount of work.
-const MAX_DEDUP_REMOVALS_PER_COMMAND: usize = 10_000;
-/// How far below a client's first incomplete write one write looks for
-/// answers to forget.
-const PRUNE_WINDOW: u64 = 256;
-/// Most clients whose pruning `ApplyHints` remembers; past it the hints
-/// start over (they only save work).
-const MAX_PRUNE_HINTS: usize = 100_000;
+use crate::db::{self, CF_EXPIRY, CF_KV, CF_SM_META};
 /// Most keys one namespace's key ring holds.
 const MAX_RING_KEYS: usize = 64;
 /// Most keys one prefix delete removes.
@@ -46,30 +37,16 @@ pub struct ApplyEntry {
     pub proposal: Option<pb::Proposal>,
 }
 
-/// What this node knows about the remembered answers in its database that
-/// lets it skip the tombstones of answers it forgot before. Pure hints: the
-/// answers forgotten are the same with or without them (so every node
-/// forgets the same ones); they only save walking deleted keys. Dropped when
-/// the state is replaced (snapshot install) or an apply fails.
-#[derive(Default)]
-pub(crate) struct ApplyHints {
-    /// No remembered answer in the database is stamped below this.
-    age_floor: u64,
-    /// Per client, a range of sequence numbers `[lo, hi)` for which the
-    /// database holds no remembered answer (it was pruned).
-    pruned: HashMap<u64, (u64, u64)>,
-}
-
 /// Applies `batch`. The hints are taken for the batch and put back once it
 /// is written.
 pub(super) fn apply(
     db: &DB,
     limits: &StateLimits,
-    hints: &Mutex<ApplyHints>,
+    hints: &Mutex<AnswerHints>,
     batch: ApplyBatch,
 ) -> Result<Vec<Option<pb::ProposalResult>>> {
-    let mut tx = Tx::new(db, limits)?;
-    tx.hints = std::mem::take(&mut *hints.lock().unwrap_or_else(|p| p.into_inner()));
+    let taken = std::mem::take(&mut *hints.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut tx = Tx::new(db, limits, taken)?;
     let mut out = Vec::with_capacity(batch.entries.len());
     for entry in batch.entries {
         let Some(proposal) = entry.proposal else {
@@ -83,11 +60,7 @@ pub(super) fn apply(
         }
         out.push(Some(pb::ProposalResult { results }));
     }
-    let mut kept = std::mem::take(&mut tx.hints);
-    tx.commit(&batch.last_log_id, batch.membership.as_ref())?;
-    if kept.pruned.len() > MAX_PRUNE_HINTS {
-        kept.pruned.clear();
-    }
+    let kept = tx.commit(&batch.last_log_id, batch.membership.as_ref())?;
     *hints.lock().unwrap_or_else(|p| p.into_inner()) = kept;
     Ok(out)
 }
@@ -124,11 +97,7 @@ struct Tx<'a> {
     /// Entries written or deleted in this batch (None = deleted).
     kv: BTreeMap<Vec<u8>, Option<Record>>,
     counts: HashMap<Vec<u8>, i64>,
-    dedup: HashMap<[u8; 16], Option<pb::DedupRecord>>,
-    dedup_count: u64,
-    /// Answers remembered in this batch, by (client, seq): their stamps.
-    remembered: BTreeMap<(u64, u64), u64>,
-    hints: ApplyHints,
+    answers: Answers<'a>,
 }
 
 fn ok() -> pb::CommandResult {
@@ -152,6 +121,18 @@ fn mismatch(label: &str, current: u64, expected: u64) -> pb::CommandResult {
     res
 }
 
+/// A write below its client's floor: not applied (again).
+fn stale(w: &pb::WriteId, floor: u64) -> pb::CommandResult {
+    fail(
+        pb::ResultCode::ResultStaleWrite,
+        format!(
+            "write {} of client {:x} is below the first incomplete write that client reported since ({floor}): \
+             it was answered or abandoned before and is not applied again",
+            w.seq, w.client_id
+        ),
+    )
+}
+
 fn gone(label: &str) -> pb::CommandResult {
     fail(
         pb::ResultCode::ResultNotFound,
@@ -160,13 +141,9 @@ fn gone(label: &str) -> pb::CommandResult {
 }
 
 impl<'a> Tx<'a> {
-    fn new(db: &'a DB, limits: &'a StateLimits) -> Result<Self> {
+    fn new(db: &'a DB, limits: &'a StateLimits, hints: AnswerHints) -> Result<Self> {
         let meta_cf = db::cf(db, CF_SM_META);
         let clock = db.get_cf(meta_cf, meta::CLOCK)?.map(|v| decode_u64(&v)).unwrap_or(0);
-        let dedup_count = db
-            .get_cf(meta_cf, meta::DEDUP_COUNT)?
-            .map(|v| decode_u64(&v))
-            .unwrap_or(0);
         Ok(Self {
             db,
             limits,
@@ -174,19 +151,18 @@ impl<'a> Tx<'a> {
             clock,
             kv: BTreeMap::new(),
             counts: HashMap::new(),
-            dedup: HashMap::new(),
-            dedup_count,
-            remembered: BTreeMap::new(),
-            hints: ApplyHints::default(),
+            answers: Answers::new(db, hints)?,
         })
     }
 
     fn apply_command(&mut self, index: u64, cmd: pb::Command) -> Result<pb::CommandResult> {
         let write_id = cmd.write_id.filter(|w| w.client_id != 0);
-        if let Some(w) = &write_id
-            && let Some(prev) = self.dedup_get(w.client_id, w.seq)?
-        {
-            return Ok(prev.result.unwrap_or_default());
+        if let Some(w) = &write_id {
+            match self.answers.seen(w)? {
+                Seen::New => {}
+                Seen::Answered(first) => return Ok(first),
+                Seen::Stale { floor } => return Ok(stale(w, floor)),
+            }
         }
         let mut result = match cmd.op {
             Some(Op::HandleWrite(w)) => self.handle_write(index, w)?,
@@ -212,7 +188,7 @@ impl<'a> Tx<'a> {
         };
         result.revision = index;
         if let Some(w) = write_id {
-            self.remember(&w, &result)?;
+            self.answers.remember(&w, &result, self.clock)?;
         }
         Ok(result)
     }
@@ -470,7 +446,7 @@ impl<'a> Tx<'a> {
                 ),
             }
         }
-        self.age_out_dedup(e.dedup_before_ms)?;
+        self.answers.age_out(e.dedup_before_ms, self.limits.dedup_max_entries)?;
         Ok(pb::CommandResult { count: removed, ..ok() })
     }
 
@@ -554,192 +530,10 @@ impl<'a> Tx<'a> {
         }
     }
 
-    // ---- exactly-once answers ---------------------------------------------
-
-    fn dedup_get(&mut self, client_id: u64, seq: u64) -> Result<Option<pb::DedupRecord>> {
-        let k = keys::dedup_key(client_id, seq);
-        if let Some(v) = self.dedup.get(&k) {
-            return Ok(v.clone());
-        }
-        match self.db.get_pinned_cf(db::cf(self.db, CF_DEDUP), k)? {
-            Some(raw) => Ok(Some(decode(&raw, "dedup")?)),
-            None => Ok(None),
-        }
-    }
-
-    fn remember(&mut self, w: &pb::WriteId, result: &pb::CommandResult) -> Result<()> {
-        let rec = pb::DedupRecord {
-            stamp_ms: self.clock,
-            result: Some(result.clone()),
-        };
-        let k = keys::dedup_key(w.client_id, w.seq);
-        self.wb.put_cf(db::cf(self.db, CF_DEDUP), k, rec.encode_to_vec());
-        self.wb.put_cf(
-            db::cf(self.db, CF_DEDUP_AGE),
-            keys::dedup_age_key(self.clock, w.client_id, w.seq),
-            [],
-        );
-        self.remembered.insert((w.client_id, w.seq), rec.stamp_ms);
-        // A (late) answer inside a range known to be empty: not any more.
-        if let Some(&(lo, hi)) = self.hints.pruned.get(&w.client_id)
-            && (lo..hi).contains(&w.seq)
-        {
-            self.hints.pruned.remove(&w.client_id);
-        }
-        self.dedup.insert(k, Some(rec));
-        self.dedup_count += 1;
-        if w.first_incomplete_seq > 0 {
-            self.prune_client(w.client_id, w.first_incomplete_seq.min(w.seq))?;
-        }
-        Ok(())
-    }
-
-    /// Forgets a client's answers below `below`: it told us it will never
-    /// retry those.
-    ///
-    /// Only the last `PRUNE_WINDOW` sequence numbers below `below` are
-    /// looked at. Each write moves `below` up by about one, so the window
-    /// catches every answer as it becomes prunable; an answer `below` jumped
-    /// past is aged out with the dedup window instead. Both are functions of
-    /// the replicated state only, so every node forgets the same answers.
-    ///
-    /// The part of the window this node pruned before (`ApplyHints`) is not
-    /// read again: walking the tombstones of the previous writes' answers
-    /// made every write cost about `PRUNE_WINDOW` deleted keys.
-    fn prune_client(&mut self, client_id: u64, below: u64) -> Result<()> {
-        let from = below.saturating_sub(PRUNE_WINDOW);
-        let known = self.hints.pruned.get(&client_id).copied();
-        // The stretch of [from, below) the database may still hold answers
-        // in: all of it, unless a known-empty range covers its start.
-        let scan_from = match known {
-            Some((lo, hi)) if lo <= from && from < hi => hi.min(below),
-            _ => from,
-        };
-        let mut victims = Vec::new();
-        if scan_from < below {
-            let mut opts = ReadOptions::default();
-            opts.set_iterate_lower_bound(keys::dedup_key(client_id, scan_from).to_vec());
-            opts.set_iterate_upper_bound(keys::dedup_key(client_id, below).to_vec());
-            let iter = self
-                .db
-                .iterator_cf_opt(db::cf(self.db, CF_DEDUP), opts, IteratorMode::Start);
-            for item in iter {
-                let (k, v) = item?;
-                let rec: pb::DedupRecord = decode(&v, "dedup")?;
-                if let Some((c, s)) = keys::split_dedup_key(&k) {
-                    victims.push((rec.stamp_ms, c, s));
-                }
-            }
-        }
-        // Answers remembered earlier in this same batch are not in the
-        // database yet; how entries are grouped into batches differs between
-        // nodes, so they must be found here too.
-        for (&(c, s), &stamp) in self.remembered.range((client_id, from)..(client_id, below)) {
-            victims.push((stamp, c, s));
-        }
-        for (stamp, c, s) in victims {
-            self.forget(stamp, c, s);
-        }
-        // [from, below) holds nothing now; grow the known-empty range.
-        let range = match known {
-            Some((lo, hi)) if lo <= below && from <= hi => (lo.min(from), hi.max(below)),
-            _ => (from, below),
-        };
-        if range.0 < range.1 {
-            self.hints.pruned.insert(client_id, range);
-        }
-        Ok(())
-    }
-
-    /// Ages out answers stamped before `before_ms`, and the oldest beyond the
-    /// size bound, at most `MAX_DEDUP_REMOVALS_PER_COMMAND` of them.
-    ///
-    /// Candidates come oldest first from the database merged with the
-    /// answers remembered earlier in this batch, skipping those already
-    /// forgotten in it: that is the replicated state as of this command,
-    /// whichever way this node grouped entries into batches, so every node
-    /// forgets the same answers. The scan starts at the hinted age floor, so the
-    /// tombstones of answers aged out before are not walked again.
-    fn age_out_dedup(&mut self, before_ms: u64) -> Result<()> {
-        let mut opts = ReadOptions::default();
-        opts.set_iterate_lower_bound(keys::dedup_age_key(self.hints.age_floor, 0, 0).to_vec());
-        let mut stored = self
-            .db
-            .iterator_cf_opt(db::cf(self.db, CF_DEDUP_AGE), opts, IteratorMode::Start);
-        let mut next_stored = move || -> Result<Option<(u64, u64, u64)>> {
-            for item in stored.by_ref() {
-                let (k, _) = item?;
-                if let Some(parts) = keys::split_dedup_age_key(&k) {
-                    return Ok(Some(parts));
-                }
-            }
-            Ok(None)
-        };
-        let mut in_batch: Vec<(u64, u64, u64)> = self.remembered.iter().map(|(&(c, s), &t)| (t, c, s)).collect();
-        in_batch.sort_unstable();
-        let mut in_batch = in_batch.into_iter().peekable();
-
-        let mut victims = Vec::new();
-        let mut projected = self.dedup_count;
-        let mut db_head = next_stored()?;
-        let stopped_at = loop {
-            let cand = match (db_head, in_batch.peek().copied()) {
-                (None, None) => break None,
-                (Some(d), Some(b)) if b < d => {
-                    in_batch.next();
-                    b
-                }
-                (Some(d), _) => {
-                    db_head = next_stored()?;
-                    d
-                }
-                (None, Some(b)) => {
-                    in_batch.next();
-                    b
-                }
-            };
-            let (stamp, c, s) = cand;
-            if matches!(self.dedup.get(&keys::dedup_key(c, s)), Some(None)) {
-                continue; // forgotten earlier in this batch
-            }
-            if victims.len() >= MAX_DEDUP_REMOVALS_PER_COMMAND
-                || (stamp >= before_ms && projected <= self.limits.dedup_max_entries)
-            {
-                break Some(stamp);
-            }
-            victims.push(cand);
-            projected = projected.saturating_sub(1);
-        };
-        // Everything before the stopping point is gone once this batch is
-        // written; with nothing left, the newest victim bounds what remains
-        // (answers remembered later carry the clock, which never goes back).
-        let floor = stopped_at
-            .or(victims.last().map(|v| v.0))
-            .unwrap_or(self.hints.age_floor);
-        self.hints.age_floor = self.hints.age_floor.max(floor);
-        for (stamp, c, s) in victims {
-            self.forget(stamp, c, s);
-        }
-        Ok(())
-    }
-
-    fn forget(&mut self, stamp: u64, client_id: u64, seq: u64) {
-        let k = keys::dedup_key(client_id, seq);
-        if matches!(self.dedup.get(&k), Some(None)) {
-            return; // already forgotten in this batch
-        }
-        self.wb.delete_cf(db::cf(self.db, CF_DEDUP), k);
-        self.wb.delete_cf(
-            db::cf(self.db, CF_DEDUP_AGE),
-            keys::dedup_age_key(stamp, client_id, seq),
-        );
-        self.dedup.insert(k, None);
-        self.dedup_count = self.dedup_count.saturating_sub(1);
-    }
-
     // ---- commit -----------------------------------------------------------
 
-    fn commit(mut self, last: &pb::LogId, membership: Option<&pb::StoredMembership>) -> Result<()> {
+    /// Writes the batch; returns the answer hints to keep.
+    fn commit(mut self, last: &pb::LogId, membership: Option<&pb::StoredMembership>) -> Result<AnswerHints> {
         let meta_cf = db::cf(self.db, CF_SM_META);
         for (scope, delta) in std::mem::take(&mut self.counts) {
             if delta == 0 {
@@ -755,16 +549,15 @@ impl<'a> Tx<'a> {
             }
         }
         self.wb.put_cf(meta_cf, meta::CLOCK, self.clock.to_be_bytes());
-        self.wb
-            .put_cf(meta_cf, meta::DEDUP_COUNT, self.dedup_count.to_be_bytes());
         self.wb.put_cf(meta_cf, meta::APPLIED, last.encode_to_vec());
         if let Some(m) = membership {
             self.wb.put_cf(meta_cf, meta::MEMBERSHIP, m.encode_to_vec());
         }
+        let hints = self.answers.commit(&mut self.wb);
         // Not synced here: the Raft log (same WAL) is the durable source, and
         // a restart re-applies from the persisted applied id.
         self.db.write(self.wb)?;
-        Ok(())
+        Ok(hints)
     }
 }
 
@@ -784,22 +577,30 @@ fn state_write(w: pb::StateWrite) -> EntryWrite {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::CF_ANSWERS;
+    use crate::state::answers::MAX_CLIENT_ANSWERS;
 
-    fn write(seq: u64, first_incomplete_seq: u64) -> pb::Command {
+    /// Client `client`'s write `seq` creating handle `id{seq}`.
+    fn write_as(client_id: u64, seq: u64, first_incomplete_seq: u64) -> pb::Command {
         pb::Command {
             write_id: Some(pb::WriteId {
-                client_id: 7,
+                client_id,
                 seq,
                 first_incomplete_seq,
             }),
             op: Some(Op::HandleWrite(pb::HandleWrite {
                 namespace: "ns".into(),
                 store: "s".into(),
-                id: format!("id{seq}"),
+                id: format!("c{client_id}-id{seq}"),
                 value: b"1".to_vec(),
+                mode: pb::WriteMode::Create as i32,
                 ..Default::default()
             })),
         }
+    }
+
+    fn write(seq: u64, first_incomplete_seq: u64) -> pb::Command {
+        write_as(7, seq, first_incomplete_seq)
     }
 
     fn expire(dedup_before_ms: u64) -> pb::Command {
@@ -812,26 +613,28 @@ mod tests {
         }
     }
 
-    /// Applies one command per entry, `per_batch` entries per apply call.
-    fn run(cmds: &[pb::Command], per_batch: usize) -> (tempfile::TempDir, Vec<u64>) {
-        run_with(cmds, per_batch, StateLimits::default(), true)
+    /// Per client: (client id, floor, remembered seqs).
+    type Remembered = Vec<(u64, u64, Vec<u64>)>;
+
+    struct Run {
+        _dir: tempfile::TempDir,
+        db: std::sync::Arc<DB>,
+        remembered: Remembered,
+        results: Vec<pb::CommandResult>,
     }
 
-    /// As `run`, with the given limits; without `keep_hints` the apply
-    /// hints are dropped before every batch (as after a restart).
-    fn run_with(
-        cmds: &[pb::Command],
-        per_batch: usize,
-        limits: StateLimits,
-        keep_hints: bool,
-    ) -> (tempfile::TempDir, Vec<u64>) {
+    /// Applies one command per entry (entry i stamped 1000 + i),
+    /// `per_batch` entries per apply call; without `keep_hints` the hints
+    /// are dropped before every batch (as after a restart).
+    fn run_with(cmds: &[pb::Command], per_batch: usize, limits: StateLimits, keep_hints: bool) -> Run {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = crate::db::open(dir.path(), crate::db::DbMemory::default()).expect("db");
-        let hints = Mutex::new(ApplyHints::default());
+        let hints = Mutex::new(AnswerHints::default());
         let mut index = 0;
+        let mut results = Vec::new();
         for chunk in cmds.chunks(per_batch) {
             if !keep_hints {
-                *hints.lock().unwrap() = ApplyHints::default();
+                *hints.lock().unwrap() = AnswerHints::default();
             }
             let entries: Vec<ApplyEntry> = chunk
                 .iter()
@@ -847,7 +650,7 @@ mod tests {
                 })
                 .collect();
             let last_log_id = pb::LogId { leader_id: None, index };
-            apply(
+            let out = apply(
                 &db,
                 &limits,
                 &hints,
@@ -858,88 +661,162 @@ mod tests {
                 },
             )
             .expect("apply");
+            results.extend(out.into_iter().flat_map(|p| p.expect("a proposal").results));
         }
-        let seqs: Vec<u64> = db
-            .iterator_cf(crate::db::cf(&db, CF_DEDUP), IteratorMode::Start)
-            .map(|item| keys::split_dedup_key(&item.expect("read").0).expect("dedup key").1)
+        let remembered: Remembered = db
+            .iterator_cf(crate::db::cf(&db, CF_ANSWERS), IteratorMode::Start)
+            .map(|item| {
+                let (k, v) = item.expect("read");
+                let rec: pb::ClientAnswers = decode(&v, "answers").expect("decodes");
+                let client = u64::from_be_bytes(k.as_ref().try_into().expect("8-byte key"));
+                (client, rec.floor, rec.answers.iter().map(|a| a.seq).collect())
+            })
             .collect();
         let count = db
-            .get_cf(crate::db::cf(&db, CF_SM_META), meta::DEDUP_COUNT)
+            .get_cf(crate::db::cf(&db, CF_SM_META), meta::ANSWER_COUNT)
             .expect("read")
             .map(|v| decode_u64(&v))
             .unwrap_or(0);
-        assert_eq!(count, seqs.len() as u64, "the dedup count matches the table");
-        drop(db);
-        (dir, seqs)
+        let total: usize = remembered.iter().map(|(_, _, seqs)| seqs.len()).sum();
+        assert_eq!(count, total as u64, "the answer count matches the table");
+        let ages: Vec<(u64, u64)> = db
+            .iterator_cf(crate::db::cf(&db, crate::db::CF_ANSWERS_AGE), IteratorMode::Start)
+            .map(|item| keys::split_answer_age_key(&item.expect("read").0).expect("age key"))
+            .collect();
+        assert_eq!(ages.len(), remembered.len(), "one age key per client record: {ages:?}");
+        Run {
+            _dir: dir,
+            db,
+            remembered,
+            results,
+        }
+    }
+
+    fn run(cmds: &[pb::Command], per_batch: usize) -> Run {
+        run_with(cmds, per_batch, StateLimits::default(), true)
     }
 
     /// Runs `cmds` at each of `batchings` entries per apply call, keeping
-    /// and dropping the hints; asserts every run forgot the same answers and
-    /// returns them.
-    fn forgotten_alike(cmds: &[pb::Command], batchings: [usize; 4], limits: StateLimits) -> Vec<u64> {
+    /// and dropping the hints; asserts every run remembered the same answers
+    /// and answered alike, and returns what was remembered.
+    fn remembered_alike(cmds: &[pb::Command], batchings: [usize; 4], limits: StateLimits) -> Remembered {
         let mut runs = Vec::new();
         for per_batch in batchings {
             for keep_hints in [true, false] {
-                runs.push(run_with(cmds, per_batch, limits.clone(), keep_hints).1);
+                runs.push(run_with(cmds, per_batch, limits.clone(), keep_hints));
             }
         }
         for r in &runs[1..] {
-            assert_eq!(r, &runs[0], "batching or the hints changed what was forgotten");
+            assert_eq!(
+                r.remembered, runs[0].remembered,
+                "batching or the hints changed what was kept"
+            );
+            assert_eq!(r.results, runs[0].results, "batching or the hints changed an answer");
         }
-        runs.swap_remove(0)
+        runs.swap_remove(0).remembered
+    }
+
+    fn has_handle(db: &DB, id: &str) -> bool {
+        db.get_cf(crate::db::cf(db, CF_KV), keys::handle_key("ns", "s", id))
+            .expect("read")
+            .is_some()
     }
 
     #[test]
     fn answers_below_the_first_incomplete_write_are_forgotten() {
         let cmds: Vec<_> = (1..=600).map(|s| write(s, s)).collect();
-        let (_d, one_by_one) = run(&cmds, 1);
-        assert_eq!(one_by_one, vec![600]);
+        assert_eq!(run(&cmds, 1).remembered, vec![(7, 600, vec![600])]);
+        // A client with writes in flight keeps their answers.
+        let cmds: Vec<_> = (1..=20).map(|s| write(s, s.saturating_sub(4).max(1))).collect();
+        assert_eq!(run(&cmds, 3).remembered, vec![(7, 16, (16..=20).collect())]);
     }
 
     #[test]
-    fn pruning_is_the_same_however_entries_are_batched() {
-        // Answers 1..=500 stay (the client has 1 in flight), then it jumps:
-        // the window forgets the newest, the rest wait to age out.
-        let mut cmds: Vec<_> = (1..=500).map(|s| write(s, 1)).collect();
-        cmds.push(write(501, 501));
-        cmds.extend((502..=520).map(|s| write(s, s - 3)));
-        let forgotten = forgotten_alike(&cmds, [1, 7, 64, cmds.len()], StateLimits::default());
-        // The last write (520) said 517 is its first incomplete one; the
-        // windows of writes 501..=520 reached down to 499 - PRUNE_WINDOW.
-        let mut expected: Vec<u64> = (1..499 - PRUNE_WINDOW).collect();
-        expected.extend(517..=520);
-        assert_eq!(forgotten, expected);
+    fn a_retry_gets_the_first_answer_even_within_one_batch() {
+        // Write 2 creates a handle; applied again it would fail with
+        // ALREADY_EXISTS. Its retry comes two entries later.
+        let cmds = vec![write(1, 1), write(2, 1), write(3, 1), write(2, 1)];
+        for per_batch in [1, 4] {
+            let r = run(&cmds, per_batch);
+            assert_eq!(r.results[3], r.results[1], "per_batch {per_batch}");
+            assert_eq!(r.results[3].code, pb::ResultCode::ResultOk as i32);
+            assert_eq!(r.results[3].revision, 2, "the revision of the first application");
+        }
     }
 
     #[test]
-    fn a_late_answer_inside_a_pruned_range_is_still_pruned() {
-        // 1..=300 pruned as they go (the known-empty range grows to
-        // [44, 300)); then a stale duplicate of 100 arrives (its answer was
-        // forgotten, so it is remembered again, inside that range); the
-        // windows of 301..=310 reach down to 54 and must find it.
-        let mut cmds: Vec<_> = (1..=300).map(|s| write(s, s)).collect();
-        cmds.push(write(100, 100));
-        cmds.extend((301..=310).map(|s| write(s, s)));
-        let forgotten = forgotten_alike(&cmds, [1, 5, 301, cmds.len()], StateLimits::default());
-        assert_eq!(forgotten, vec![310]);
+    fn a_late_copy_below_the_floor_is_refused_and_changes_nothing() {
+        // Writes 1..=10, each reporting itself as the first incomplete one;
+        // then a copy of write 3 arrives late, after the client moved on.
+        let mut cmds: Vec<_> = (1..=10).map(|s| write(s, s)).collect();
+        let mut late = write(3, 3);
+        if let Some(Op::HandleWrite(w)) = &mut late.op {
+            w.id = "late".into();
+        }
+        cmds.push(late);
+        cmds.push(write(11, 11));
+        for per_batch in [1, 5, cmds.len()] {
+            let r = run(&cmds, per_batch);
+            assert_eq!(
+                r.results[10].code,
+                pb::ResultCode::ResultStaleWrite as i32,
+                "{per_batch}"
+            );
+            assert!(
+                r.results[10].message.contains("not applied again"),
+                "{}",
+                r.results[10].message
+            );
+            assert!(!has_handle(&r.db, "late"), "the stale copy wrote nothing");
+            assert_eq!(r.remembered, vec![(7, 11, vec![11])]);
+        }
     }
 
     #[test]
-    fn aging_out_is_the_same_however_entries_are_batched() {
-        // Entry i is stamped 1000 + i. Nothing is pruned by the window (the
-        // client keeps write 1 in flight), so only age and size forget.
-        let mut cmds: Vec<_> = (1..=200).map(|s| write(s, 1)).collect();
-        cmds.push(expire(1_000 + 50)); // entry 201: ages out seqs 1..=49
-        cmds.extend((201..=300).map(|s| write(s, 1))); // entries 202..=301
-        cmds.push(expire(1_000 + 120)); // entry 302: ages out 50..=119
-        cmds.extend((301..=330).map(|s| write(s, 1))); // entries 303..=332
-        cmds.push(expire(0)); // entry 333: only the size bound (150)
-        cmds.extend((331..=340).map(|s| write(s, 1)));
-        let limits = StateLimits { dedup_max_entries: 150 };
-        let forgotten = forgotten_alike(&cmds, [1, 3, 64, cmds.len()], limits);
-        // Before the size-bound expire: 120..=330 (211 answers); it keeps the
-        // newest 150, 181..=330; then 331..=340 arrive.
-        let expected: Vec<u64> = (181..=340).collect();
-        assert_eq!(forgotten, expected);
+    fn what_is_kept_is_the_same_however_entries_are_batched() {
+        // Entry i is stamped 1000 + i. Clients 7 and 8 interleave (client 7
+        // at odd entries 2s-1, client 8 at even entries 2s): client 7 holds
+        // write 1 in flight, client 8 prunes as it goes.
+        let mut cmds = Vec::new();
+        for s in 1..=30 {
+            cmds.push(write(s, 1));
+            cmds.push(write_as(8, s, s.saturating_sub(2).max(1)));
+        }
+        cmds.push(write_as(8, 29, 27)); // entry 61: a retry, answered from the table
+        cmds.push(write_as(8, 10, 8)); // entry 62: a late copy below floor 28, refused
+        cmds.push(write(31, 20)); // entry 63: client 7 jumps, floor 20: keeps 20..=31
+        cmds.push(expire(1_000 + 45)); // entry 64: nobody idle, 15 answers; horizon 1045
+        cmds.push(write(32, 20)); // entry 65: answers stamped < 1045 (seq < 23) go
+        cmds.extend((1..=10).map(|s| write_as(9, s, 1))); // entries 66..=75: 23 answers
+        cmds.push(expire(0)); // entry 76: over the limit of 20: client 8 (last 1060) goes
+        cmds.extend((33..=41).map(|s| write(s, 33))); // entries 77..=85: floor 33
+        let limits = StateLimits { dedup_max_entries: 20 };
+        let kept = remembered_alike(&cmds, [1, 3, 64, cmds.len()], limits.clone());
+        assert_eq!(kept, vec![(7, 33, (33..=41).collect()), (9, 1, (1..=10).collect())]);
+        let r = run_with(&cmds, 7, limits, true);
+        assert_eq!(r.results[60], r.results[57], "the retry got write 29's answer");
+        assert_eq!(r.results[61].code, pb::ResultCode::ResultStaleWrite as i32);
+    }
+
+    #[test]
+    fn ageing_forgets_idle_clients_and_old_answers() {
+        // Entry i is stamped 1000 + i. Client 7 keeps every answer (write 1
+        // in flight): writes 1..=100 are entries 1..=100.
+        let mut cmds: Vec<_> = (1..=100).map(|s| write(s, 1)).collect();
+        cmds.push(write_as(8, 1, 1)); // entry 101
+        cmds.push(expire(1_000 + 50)); // entry 102: nobody idle yet; horizon 1050
+        cmds.push(write(101, 1)); // entry 103: client 7's answers before 1050 go
+        let kept = remembered_alike(&cmds, [1, 3, 64, cmds.len()], StateLimits::default());
+        assert_eq!(kept, vec![(7, 1, (50..=101).collect()), (8, 1, vec![1])]);
+        cmds.push(expire(1_000 + 102)); // entry 104: client 8 (last at 1101) idle
+        let kept = remembered_alike(&cmds, [1, 3, 64, cmds.len()], StateLimits::default());
+        assert_eq!(kept, vec![(7, 1, (50..=101).collect())]);
+    }
+
+    #[test]
+    fn a_client_keeps_at_most_its_newest_answers() {
+        let n = MAX_CLIENT_ANSWERS as u64 + 76;
+        let cmds: Vec<_> = (1..=n).map(|s| write(s, 1)).collect();
+        assert_eq!(run(&cmds, 64).remembered, vec![(7, 1, (77..=n).collect())]);
     }
 }

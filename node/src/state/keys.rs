@@ -91,35 +91,22 @@ pub fn split_expiry_key(k: &[u8]) -> Option<(u64, &[u8])> {
     Some((u64::from_be_bytes(ts.try_into().ok()?), key))
 }
 
-pub fn dedup_key(client_id: u64, seq: u64) -> [u8; 16] {
+/// Age index of exactly-once answers: the stamp of a client's last answer
+/// (u64 BE) ++ client id (u64 BE), so the least recently active come first.
+pub fn answer_age_key(stamp_ms: u64, client_id: u64) -> [u8; 16] {
     let mut k = [0u8; 16];
-    k[..8].copy_from_slice(&client_id.to_be_bytes());
-    k[8..].copy_from_slice(&seq.to_be_bytes());
-    k
-}
-
-pub fn dedup_age_key(stamp_ms: u64, client_id: u64, seq: u64) -> [u8; 24] {
-    let mut k = [0u8; 24];
     k[..8].copy_from_slice(&stamp_ms.to_be_bytes());
-    k[8..16].copy_from_slice(&client_id.to_be_bytes());
-    k[16..].copy_from_slice(&seq.to_be_bytes());
+    k[8..].copy_from_slice(&client_id.to_be_bytes());
     k
 }
 
-pub fn split_dedup_age_key(k: &[u8]) -> Option<(u64, u64, u64)> {
-    if k.len() != 24 {
-        return None;
-    }
-    let n = |r: std::ops::Range<usize>| u64::from_be_bytes(k[r].try_into().unwrap_or([0; 8]));
-    Some((n(0..8), n(8..16), n(16..24)))
-}
-
-pub fn split_dedup_key(k: &[u8]) -> Option<(u64, u64)> {
-    if k.len() != 16 {
-        return None;
-    }
-    let n = |r: std::ops::Range<usize>| u64::from_be_bytes(k[r].try_into().unwrap_or([0; 8]));
-    Some((n(0..8), n(8..16)))
+/// Splits an answer age key into (stamp, client id).
+pub fn split_answer_age_key(k: &[u8]) -> Option<(u64, u64)> {
+    let (stamp, client) = k.split_at_checked(8)?;
+    Some((
+        u64::from_be_bytes(stamp.try_into().ok()?),
+        u64::from_be_bytes(client.try_into().ok()?),
+    ))
 }
 
 /// The smallest key strictly greater than every key that starts with

@@ -5,6 +5,7 @@
 //! Reads here are local: callers (the api layer) decide beforehand whether
 //! this node has applied enough for the consistency they promised.
 
+mod answers;
 mod apply;
 pub mod keys;
 pub mod snapshot;
@@ -25,7 +26,11 @@ pub(crate) mod meta {
     pub const APPLIED: &[u8] = b"applied";
     pub const MEMBERSHIP: &[u8] = b"membership";
     pub const CLOCK: &[u8] = b"clock";
-    pub const DEDUP_COUNT: &[u8] = b"dedup_count";
+    /// Exactly-once answers remembered, over all clients.
+    pub const ANSWER_COUNT: &[u8] = b"answer_count";
+    /// Answers stamped before this are dropped when their client's record
+    /// is next written (the last `Expire`'s `dedup_before_ms`).
+    pub const ANSWER_HORIZON: &[u8] = b"answer_horizon";
     /// Present while a snapshot is being installed: the state is only partly
     /// replaced and must be installed again from the snapshot file on start.
     pub const INSTALLING: &[u8] = b"installing";
@@ -70,8 +75,8 @@ pub struct StateStore {
     db: Arc<DB>,
     applied_tx: watch::Sender<u64>,
     limits: StateLimits,
-    /// See `apply::ApplyHints`.
-    apply_hints: std::sync::Mutex<apply::ApplyHints>,
+    /// See `answers::AnswerHints`.
+    apply_hints: std::sync::Mutex<answers::AnswerHints>,
 }
 
 impl StateStore {

@@ -18,7 +18,10 @@ use rocksdb::{DB, IteratorMode, WriteBatch};
 use super::{Result, StateError, StateStore, decode, meta};
 use crate::db::{self, CF_SM_META, STATE_CFS};
 
-const MAGIC: &[u8; 8] = b"HSSNAP01";
+/// 02: exactly-once answers kept per client (`answers`, `answers_age` in the
+/// places of 01's per-answer `dedup`, `dedup_age`); 01 files are refused.
+const MAGIC: &[u8; 8] = b"HSSNAP02";
+const LEGACY_MAGIC: &[u8; 8] = b"HSSNAP01";
 const END: u8 = 0xFF;
 /// Flush the install write batch at this size.
 const INSTALL_BATCH_BYTES: usize = 4 << 20;
@@ -37,6 +40,16 @@ pub struct SnapshotDir {
 impl SnapshotDir {
     pub fn new(dir: PathBuf) -> Result<Self> {
         fs::create_dir_all(&dir)?;
+        // A snapshot of an earlier format cannot be read (openraft reads the
+        // current snapshot at start, so it would stop the node). The node's
+        // state is in its database, not in that file: drop it, and the next
+        // snapshot is built in the current format.
+        let current = dir.join(CURRENT);
+        let mut magic = [0u8; 8];
+        if File::open(&current).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == LEGACY_MAGIC {
+            tracing::warn!("removing {} (a snapshot of an earlier format)", current.display());
+            fs::remove_file(&current)?;
+        }
         Ok(Self {
             dir,
             replace: std::sync::Mutex::new(()),
@@ -181,6 +194,11 @@ fn bad(msg: impl Into<String>) -> StateError {
 pub fn read_header(r: &mut impl Read) -> Result<pb::SnapshotMeta> {
     let mut magic = [0u8; 8];
     r.read_exact(&mut magic).map_err(|_| bad("file too short"))?;
+    if &magic == LEGACY_MAGIC {
+        return Err(bad(
+            "a snapshot of an earlier format (HSSNAP01, per-answer exactly-once table); this version reads HSSNAP02",
+        ));
+    }
     if &magic != MAGIC {
         return Err(bad("not a handlestore snapshot (bad magic)"));
     }
@@ -298,4 +316,24 @@ fn clear_state(db: &DB) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_current_snapshot_of_the_earlier_format_is_dropped_at_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut old = LEGACY_MAGIC.to_vec();
+        old.extend_from_slice(&[0, 0, 0, 0]);
+        fs::write(dir.path().join(CURRENT), &old).expect("write");
+        let snaps = SnapshotDir::new(dir.path().to_path_buf()).expect("opens");
+        assert!(snaps.current_meta().expect("readable").is_none());
+        assert!(!snaps.current_path().exists());
+        // Any other unreadable file is an error, not silently dropped.
+        fs::write(snaps.current_path(), b"NOTASNAP....").expect("write");
+        let snaps = SnapshotDir::new(dir.path().to_path_buf()).expect("opens");
+        assert!(snaps.current_meta().is_err());
+    }
 }
