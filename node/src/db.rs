@@ -89,6 +89,11 @@ pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, rocksdb::Error> {
         cf_opts.set_write_buffer_size(per_cf_buffer);
         if *name == CF_KV {
             cf_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+            // Every write looks up its key first, and a minted handle is
+            // never there yet: a bloom filter over the memtable answers that
+            // without walking the skip list.
+            cf_opts.set_memtable_prefix_bloom_ratio(0.1);
+            cf_opts.set_memtable_whole_key_filtering(true);
         }
         ColumnFamilyDescriptor::new(*name, cf_opts)
     });
