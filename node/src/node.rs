@@ -102,12 +102,16 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
             quorum_silence,
             max_batch_commands: cfg.max_batch_commands,
             max_batch_bytes: 4 << 20,
-            // Two keep the next batch ready while one commits. When every
-            // append still fsynced before replicating, 4 and more were slower
-            // at every concurrency; measured again with appends synced in
-            // parallel, 2, 4 and 8 were within noise of each other (see
-            // docs/performance.md).
-            max_in_flight: 2,
+            // One entry in flight: while it commits, the next batch grows.
+            // Much of a write's cost is per entry (a replication round per
+            // follower, a sync on every node, openraft's bookkeeping, one
+            // read and write of each client's exactly-once record), so
+            // fewer, larger entries cost less CPU per write; on two shared
+            // cores that is also more writes per second. Measured against
+            // two in flight (CPU per write, alternated runs): lower at 16
+            // and 64 clients, even at 256 (see docs/performance.md). Before
+            // answers were kept per client, one and two were even.
+            max_in_flight: 1,
         },
     );
     sweeper::spawn(state.clone(), proposer.clone(), cfg.sweep_interval, cfg.dedup_window);
