@@ -16,13 +16,18 @@
 //!
 //! Vote, truncation and the purge marker are written with `sync=true`
 //! directly: they are rare and must be durable before the call returns.
+//!
+//! The last appended entries are also kept in memory (`Recent`, bounded),
+//! so the apply and the replication to each follower, which read back what
+//! was just appended, do not go through a RocksDB iterator and a decode.
 
+use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex};
 
 use handlestore_proto::v1 as pb;
 use openraft::storage::{LogFlushed, RaftLogStorage};
@@ -51,6 +56,79 @@ pub struct LogStore {
     sync_tx: std_mpsc::Sender<u64>,
     syncs: Arc<AtomicU64>,
     durability: Arc<Durability>,
+    recent: Arc<Mutex<Recent>>,
+}
+
+/// The most recently appended entries, in memory: the apply and the
+/// replication of each follower read back what was just appended, and
+/// serving them from here saves a RocksDB iterator and a decode per read.
+/// Holds a contiguous run of indexes ending at the log's last entry.
+#[derive(Default)]
+struct Recent {
+    entries: VecDeque<(Entry, usize)>,
+    bytes: usize,
+}
+
+const RECENT_MAX_ENTRIES: usize = 1024;
+const RECENT_MAX_BYTES: usize = 16 << 20;
+
+impl Recent {
+    fn first(&self) -> Option<u64> {
+        self.entries.front().map(|(e, _)| e.log_id.index)
+    }
+
+    fn push(&mut self, entry: Entry, size: usize) {
+        let next = self.entries.back().map(|(e, _)| e.log_id.index + 1);
+        if next.is_some_and(|n| n != entry.log_id.index) {
+            self.clear();
+        }
+        self.bytes += size;
+        self.entries.push_back((entry, size));
+        while self.entries.len() > RECENT_MAX_ENTRIES || self.bytes > RECENT_MAX_BYTES {
+            let Some((_, s)) = self.entries.pop_front() else { break };
+            self.bytes -= s;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.bytes = 0;
+    }
+
+    /// Drops entries at and after `index`.
+    fn truncate(&mut self, index: u64) {
+        while self.entries.back().is_some_and(|(e, _)| e.log_id.index >= index) {
+            let (_, s) = self.entries.pop_back().expect("checked");
+            self.bytes -= s;
+        }
+    }
+
+    /// Drops entries at and before `index`.
+    fn purge(&mut self, index: u64) {
+        while self.entries.front().is_some_and(|(e, _)| e.log_id.index <= index) {
+            let (_, s) = self.entries.pop_front().expect("checked");
+            self.bytes -= s;
+        }
+    }
+
+    /// `[start, end)` if all of it is held here (`end` None: to the last).
+    fn get(&self, start: u64, end: Option<u64>) -> Option<Vec<Entry>> {
+        let first = self.first()?;
+        if start < first {
+            return None;
+        }
+        let from = (start - first) as usize;
+        // Past the last entry held here: RocksDB may have more (an append
+        // in progress), so it answers.
+        let to = (end?.saturating_sub(first)) as usize;
+        if to > self.entries.len() {
+            return None;
+        }
+        if from >= to {
+            return Some(Vec::new());
+        }
+        Some(self.entries.range(from..to).map(|(e, _)| e.clone()).collect())
+    }
 }
 
 impl LogStore {
@@ -79,6 +157,7 @@ impl LogStore {
             sync_tx,
             syncs,
             durability,
+            recent: Arc::default(),
         })
     }
 
@@ -189,6 +268,14 @@ impl RaftLogReader<TypeConfig> for LogStore {
             Bound::Excluded(x) => x.saturating_add(1),
             Bound::Unbounded => 0,
         };
+        let end = match range.end_bound() {
+            Bound::Included(x) => Some(x.saturating_add(1)),
+            Bound::Excluded(x) => Some(*x),
+            Bound::Unbounded => None,
+        };
+        if let Some(hit) = self.recent.lock().unwrap_or_else(|p| p.into_inner()).get(start, end) {
+            return Ok(hit);
+        }
         let mut opts = ReadOptions::default();
         match range.end_bound() {
             Bound::Included(x) => opts.set_iterate_upper_bound(index_key(x.saturating_add(1))),
@@ -267,10 +354,13 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let mut batch = WriteBatch::default();
         let mut span = None;
+        let mut kept = Vec::new();
         for entry in entries {
             let index = entry.log_id.index;
             span = Some((span.map_or(index, |(first, _)| first), index));
-            batch.put_cf(self.cf_log(), index_key(index), entry_to_pb(&entry).encode_to_vec());
+            let raw = entry_to_pb(&entry).encode_to_vec();
+            kept.push((entry, raw.len()));
+            batch.put_cf(self.cf_log(), index_key(index), raw);
         }
         let Some((first, last)) = span else {
             callback.log_io_completed(Ok(()));
@@ -279,6 +369,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // Readable as soon as this returns; durable once the sync thread has
         // synced the WAL. openraft is told now (see the module comment).
         self.db.write(batch).map_err(|e| StorageIOError::write_logs(&e))?;
+        {
+            let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+            for (entry, size) in kept {
+                recent.push(entry, size);
+            }
+        }
         let seq = self.durability.appended(first, last);
         if self.sync_tx.send(seq).is_err() {
             return Err(StorageIOError::write_logs(&io::Error::other("log sync thread stopped")).into());
@@ -298,6 +394,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .map_err(|e| StorageIOError::write_logs(&e))?;
         // The synced write covered every append before it.
         self.durability.truncated(log_id.index);
+        self.recent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .truncate(log_id.index);
         Ok(())
     }
 
@@ -306,8 +406,91 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // the two must not see a log that starts after an unknown gap.
         self.put_meta_sync(KEY_PURGED, log_id_to_pb(&log_id).encode_to_vec())
             .map_err(|e| StorageIOError::write_logs(&e))?;
+        self.recent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .purge(log_id.index);
         self.db
             .delete_range_cf(self.cf_log(), index_key(0), index_key(log_id.index.saturating_add(1)))
             .map_err(|e| StorageIOError::write_logs(&e).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::{CommittedLeaderId, EntryPayload};
+
+    use super::*;
+
+    fn entry(index: u64) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Blank,
+        }
+    }
+
+    fn indexes(v: Option<Vec<Entry>>) -> Option<Vec<u64>> {
+        v.map(|v| v.iter().map(|e| e.log_id.index).collect())
+    }
+
+    fn recent(range: std::ops::RangeInclusive<u64>) -> Recent {
+        let mut r = Recent::default();
+        for i in range {
+            r.push(entry(i), 100);
+        }
+        r
+    }
+
+    #[test]
+    fn serves_only_ranges_it_holds_whole() {
+        let r = recent(5..=9);
+        assert_eq!(indexes(r.get(5, Some(10))), Some(vec![5, 6, 7, 8, 9]));
+        assert_eq!(indexes(r.get(7, Some(9))), Some(vec![7, 8]));
+        assert_eq!(indexes(r.get(9, Some(9))), Some(vec![]));
+        // Before the first entry held, past the last, or open-ended: the
+        // database answers.
+        assert_eq!(indexes(r.get(4, Some(8))), None);
+        assert_eq!(indexes(r.get(6, Some(11))), None);
+        assert_eq!(indexes(r.get(6, None)), None);
+        assert_eq!(indexes(Recent::default().get(1, Some(2))), None);
+    }
+
+    #[test]
+    fn truncate_and_purge_drop_what_the_log_dropped() {
+        let mut r = recent(1..=10);
+        r.truncate(8);
+        assert_eq!(indexes(r.get(1, Some(9))), None, "8 was truncated");
+        assert_eq!(indexes(r.get(6, Some(8))), Some(vec![6, 7]));
+        // A new leader's entries replace the truncated ones.
+        r.push(entry(8), 100);
+        assert_eq!(indexes(r.get(7, Some(9))), Some(vec![7, 8]));
+        r.purge(6);
+        assert_eq!(indexes(r.get(6, Some(8))), None, "6 was purged");
+        assert_eq!(indexes(r.get(7, Some(9))), Some(vec![7, 8]));
+        assert_eq!(r.bytes, 200);
+    }
+
+    #[test]
+    fn a_gap_starts_over() {
+        // After a restart or a snapshot install the next append does not
+        // follow what is held: only a contiguous run is served.
+        let mut r = recent(1..=3);
+        r.push(entry(10), 100);
+        assert_eq!(indexes(r.get(2, Some(4))), None);
+        assert_eq!(indexes(r.get(10, Some(11))), Some(vec![10]));
+        assert_eq!(r.bytes, 100);
+    }
+
+    #[test]
+    fn bounded_by_count_and_bytes() {
+        let r = recent(1..=(RECENT_MAX_ENTRIES as u64 + 10));
+        assert_eq!(r.entries.len(), RECENT_MAX_ENTRIES);
+        assert_eq!(r.first(), Some(11));
+        let mut r = Recent::default();
+        for i in 1..=5 {
+            r.push(entry(i), RECENT_MAX_BYTES / 2);
+        }
+        assert_eq!(indexes(r.get(4, Some(6))), Some(vec![4, 5]));
+        assert_eq!(r.entries.len(), 2);
     }
 }
