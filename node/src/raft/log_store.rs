@@ -97,21 +97,26 @@ impl Recent {
 
     /// Drops entries at and after `index`.
     fn truncate(&mut self, index: u64) {
-        while self.entries.back().is_some_and(|(e, _)| e.log_id.index >= index) {
-            let (_, s) = self.entries.pop_back().expect("checked");
-            self.bytes -= s;
+        while let Some(&(ref e, size)) = self.entries.back()
+            && e.log_id.index >= index
+        {
+            self.bytes -= size;
+            self.entries.pop_back();
         }
     }
 
     /// Drops entries at and before `index`.
     fn purge(&mut self, index: u64) {
-        while self.entries.front().is_some_and(|(e, _)| e.log_id.index <= index) {
-            let (_, s) = self.entries.pop_front().expect("checked");
-            self.bytes -= s;
+        while let Some(&(ref e, size)) = self.entries.front()
+            && e.log_id.index <= index
+        {
+            self.bytes -= size;
+            self.entries.pop_front();
         }
     }
 
-    /// `[start, end)` if all of it is held here (`end` None: to the last).
+    /// `[start, end)` if all of it is held here; None sends the read to the
+    /// database (also for an open-ended `end`).
     fn get(&self, start: u64, end: Option<u64>) -> Option<Vec<Entry>> {
         let first = self.first()?;
         if start < first {
@@ -277,10 +282,8 @@ impl RaftLogReader<TypeConfig> for LogStore {
             return Ok(hit);
         }
         let mut opts = ReadOptions::default();
-        match range.end_bound() {
-            Bound::Included(x) => opts.set_iterate_upper_bound(index_key(x.saturating_add(1))),
-            Bound::Excluded(x) => opts.set_iterate_upper_bound(index_key(*x)),
-            Bound::Unbounded => {}
+        if let Some(end) = end {
+            opts.set_iterate_upper_bound(index_key(end));
         }
         let iter = self.db.iterator_cf_opt(
             self.cf_log(),
