@@ -239,7 +239,10 @@ fn sync_loop(
             std::thread::sleep(d);
         }
         let seq = rx.try_iter().fold(first, u64::max);
-        if let Err(e) = db.flush_wal(true) {
+        let started = std::time::Instant::now();
+        let flushed = db.flush_wal(true);
+        super::warn_if_slow("syncing the Raft log", started, format_args!("WAL write and fdatasync"));
+        if let Err(e) = flushed {
             // openraft was told these entries were flushed, and whether the
             // kernel kept them is unknown after a failed fsync (retrying can
             // report success for lost pages). Stop here, before anything
@@ -371,7 +374,13 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         };
         // Readable as soon as this returns; durable once the sync thread has
         // synced the WAL. openraft is told now (see the module comment).
+        let started = std::time::Instant::now();
         self.db.write(batch).map_err(|e| StorageIOError::write_logs(&e))?;
+        super::warn_if_slow(
+            "appending to the Raft log",
+            started,
+            format_args!("entries {first}..={last}"),
+        );
         {
             let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
             for (entry, size) in kept {

@@ -17,7 +17,22 @@ pub mod service;
 pub mod state_machine;
 pub mod sweeper;
 
+use std::time::{Duration, Instant};
+
 use handlestore_proto::v1 as pb;
+
+/// A storage step slower than this is logged as a warning: the first place
+/// to look when write latency spikes (etcd warns at the same 100 ms for an
+/// apply). Each step is on the path of every write behind it.
+pub const SLOW_STORAGE_STEP: Duration = Duration::from_millis(100);
+
+/// Warns that `what` took longer than [`SLOW_STORAGE_STEP`] since `started`.
+pub(crate) fn warn_if_slow(what: &str, started: Instant, detail: std::fmt::Arguments<'_>) {
+    let took = started.elapsed();
+    if took > SLOW_STORAGE_STEP {
+        tracing::warn!(took_ms = took.as_millis() as u64, "{what} was slow: {detail}");
+    }
+}
 
 openraft::declare_raft_types!(
     /// handlestore's Raft types: a log entry carries a batch of commands

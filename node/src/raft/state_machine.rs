@@ -124,9 +124,21 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         // commits on the leader's word alone, and waits here instead.
         self.durability.wait_durable(last.index).await;
         let state = self.state.clone();
-        let results = blocking(move || state.apply(batch))
-            .await?
-            .map_err(|e| StorageError::from(StorageIOError::apply(last, &e)))?;
+        let count = batch.entries.len();
+        let commands: usize = batch
+            .entries
+            .iter()
+            .filter_map(|e| e.proposal.as_ref())
+            .map(|p| p.commands.len())
+            .sum();
+        let started = std::time::Instant::now();
+        let applied = blocking(move || state.apply(batch)).await;
+        super::warn_if_slow(
+            "applying committed entries",
+            started,
+            format_args!("{count} entries ({commands} commands) up to index {}", last.index),
+        );
+        let results = applied?.map_err(|e| StorageError::from(StorageIOError::apply(last, &e)))?;
         Ok(results.into_iter().map(Option::unwrap_or_default).collect())
     }
 
