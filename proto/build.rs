@@ -11,6 +11,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "handlestore/v1/common.proto",
         "handlestore/v1/handles.proto",
         "handlestore/v1/state.proto",
+        "handlestore/v1/writes.proto",
         "handlestore/v1/admin.proto",
         "handlestore/v1/raft.proto",
     ];

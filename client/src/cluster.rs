@@ -85,6 +85,7 @@ pub struct ClientBuilder {
     connect_timeout: Duration,
     backoff_base: Duration,
     backoff_max: Duration,
+    max_write_calls: usize,
 }
 
 impl ClientBuilder {
@@ -117,6 +118,16 @@ impl ClientBuilder {
     pub fn backoff(mut self, base: Duration, max: Duration) -> Self {
         self.backoff_base = base;
         self.backoff_max = max;
+        self
+    }
+
+    /// At most this many calls carrying writes in flight at once (default
+    /// 4, at least 1). Writes issued while all are busy wait and leave
+    /// together in the next free call: under load, many writes share one
+    /// round trip (see the `writes` module). A write that finds a call free
+    /// goes at once.
+    pub fn max_write_calls(mut self, n: usize) -> Self {
+        self.max_write_calls = n.max(1);
         self
     }
 
@@ -164,6 +175,9 @@ impl ClientBuilder {
                 attempt_timeout: self.attempt_timeout,
                 backoff_base: self.backoff_base,
                 backoff_max: self.backoff_max,
+                max_write_calls: self.max_write_calls,
+                writes: Mutex::default(),
+                write_stats: Default::default(),
             }),
         })
     }
@@ -176,24 +190,29 @@ struct Node {
     channel: Channel,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     nodes: Vec<Node>,
     preferred: AtomicUsize,
     namespace: String,
     client_id: u64,
     next_seq: AtomicU64,
     in_flight: Mutex<BTreeSet<u64>>,
-    deadline: Duration,
+    pub(crate) deadline: Duration,
     attempt_timeout: Duration,
     backoff_base: Duration,
     backoff_max: Duration,
+    pub(crate) max_write_calls: usize,
+    /// Writes waiting for a call, and the calls in flight.
+    pub(crate) writes: Mutex<crate::writes::WriteQueue>,
+    /// Writes sent, and the calls that carried them.
+    pub(crate) write_stats: crate::writes::Counters,
 }
 
 /// A handle to a cluster. Cheap to clone; clones share connections and the
 /// exactly-once sequence.
 #[derive(Clone)]
 pub struct Client {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Client {
@@ -237,6 +256,7 @@ impl Client {
             connect_timeout: Duration::from_secs(1),
             backoff_base: Duration::from_millis(25),
             backoff_max: Duration::from_secs(1),
+            max_write_calls: 4,
         }
     }
 
@@ -301,6 +321,9 @@ impl Client {
                 attempt_timeout: i.attempt_timeout,
                 backoff_base: i.backoff_base,
                 backoff_max: i.backoff_max,
+                max_write_calls: i.max_write_calls,
+                writes: Mutex::default(),
+                write_stats: Default::default(),
             }),
         })
     }
@@ -395,7 +418,7 @@ impl Client {
 }
 
 /// Worth trying again (elsewhere): the node could not serve it now.
-fn retryable(s: &tonic::Status) -> bool {
+pub(crate) fn retryable(s: &tonic::Status) -> bool {
     use tonic::Code::*;
     match s.code() {
         Unavailable | DeadlineExceeded | Aborted | Cancelled => true,

@@ -5,12 +5,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use handlestore_proto::v1 as pb;
 use pb::state_client::StateClient;
+use pb::write::Op;
 use tonic::transport::Channel;
 
 use crate::cluster::{Client, Consistency, rpc};
 use crate::error::{Error, Result};
 use crate::state_tool::*;
 use crate::ttl::Ttl;
+use crate::writes::answer;
 
 const MAX_MESSAGE: usize = 64 << 20;
 
@@ -112,7 +114,7 @@ impl StateTool for ClusterStateTool {
             expected_revision: opts.expected_revision,
             write_id: Some(ticket.id),
         };
-        let resp = rpc!(self.client, client, store, msg)?;
+        let resp = answer!(self.client.write(Op::Store(msg), ticket).await, Store);
         Ok(resp.revision)
     }
 
@@ -146,7 +148,7 @@ impl StateTool for ClusterStateTool {
             expected_revision: opts.expected_revision,
             write_id: Some(ticket.id),
         };
-        let resp = rpc!(self.client, client, delete, msg)?;
+        let resp = answer!(self.client.write(Op::StateDelete(msg), ticket).await, StateDelete);
         Ok(Deleted {
             count: resp.deleted,
             more: resp.more,
@@ -198,7 +200,7 @@ impl StateTool for ClusterStateTool {
             items: pb_items,
             write_id: Some(ticket.id),
         };
-        let resp = rpc!(self.client, client, batch_store, msg)?;
+        let resp = answer!(self.client.write(Op::BatchStore(msg), ticket).await, BatchStore);
         Ok(resp.revision)
     }
 

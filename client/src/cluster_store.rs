@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use handlestore_proto::v1 as pb;
 use pb::handles_client::HandlesClient;
+use pb::write::Op;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -15,6 +16,7 @@ use crate::cluster::{Client, Consistency, rpc};
 use crate::error::{Error, Result};
 use crate::handle_store::HandleStore;
 use crate::ttl::Ttl;
+use crate::writes::answer;
 
 /// The largest gRPC message the client accepts (values are limited by the
 /// node, 1 MiB by default).
@@ -151,8 +153,7 @@ where
             ttl: Some(self.ttl(ttl, false)),
             write_id: Some(ticket.id),
         };
-        let resp = rpc!(self.client, handles, mint, msg)?;
-        drop(ticket);
+        let resp = answer!(self.client.write(Op::Mint(msg), ticket).await, Mint);
         Ok(WriteOutcome {
             existed: false,
             revision: resp.revision,
@@ -186,7 +187,7 @@ where
             write_id: Some(ticket.id),
             expected_revision,
         };
-        let resp = rpc!(self.client, handles, put, msg)?;
+        let resp = answer!(self.client.write(Op::Put(msg), ticket).await, Put);
         Ok(WriteOutcome {
             existed: resp.existed,
             revision: resp.revision,
@@ -238,7 +239,7 @@ where
             write_id: Some(ticket.id),
             expected_revision,
         };
-        let resp = rpc!(self.client, handles, delete, msg)?;
+        let resp = answer!(self.client.write(Op::Delete(msg), ticket).await, Delete);
         Ok(WriteOutcome {
             existed: resp.existed,
             revision: resp.revision,

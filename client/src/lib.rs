@@ -36,6 +36,7 @@ pub mod state_tool;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod ttl;
+pub mod writes;
 
 pub use client_state::ClientStateStore;
 pub use cluster::{Client, ClientBuilder, Consistency};
@@ -51,6 +52,7 @@ pub use state_tool::{
     DeleteOptions, Deleted, ListOptions, ListPage, StateEntry, StateTool, StateValue, StoreItem, StoreOptions,
 };
 pub use ttl::Ttl;
+pub use writes::WriteStats;
 
 /// Generated wire types, for tools that talk to the services directly.
 pub use handlestore_proto as proto;

@@ -11,7 +11,9 @@ use openraft::{BasicNode, SnapshotPolicy};
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 
-use crate::api::{Api, admin::AdminService, handles::HandlesService, read::ReadGate, state::StateService};
+use crate::api::{
+    Api, admin::AdminService, handles::HandlesService, read::ReadGate, state::StateService, writes::WritesService,
+};
 use crate::config::{ClusterState, NodeConfig};
 use crate::raft::log_store::LogStore;
 use crate::raft::network::{MAX_PEER_MESSAGE, Network, Peers};
@@ -130,6 +132,11 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         },
     });
     let max_msg = max_client_message(&cfg);
+    // A call of the Writes service carries one write of any allowed size,
+    // or several that the client keeps under its own bound together.
+    let max_submit = max_msg
+        .max(handlestore_client::writes::MAX_SUBMIT_BYTES)
+        .saturating_add(64 << 10);
     let mut routes = tonic::service::RoutesBuilder::default();
     routes
         .add_service(
@@ -151,6 +158,11 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
             pb::state_server::StateServer::new(StateService::new(api.clone()))
                 .max_decoding_message_size(max_msg)
                 .max_encoding_message_size(max_msg),
+        )
+        .add_service(
+            pb::writes_server::WritesServer::new(WritesService::new(api.clone()))
+                .max_decoding_message_size(max_submit)
+                .max_encoding_message_size(max_submit),
         )
         .add_service(pb::admin_server::AdminServer::new(AdminService::new(
             api.clone(),

@@ -4,7 +4,8 @@
 
 #![allow(clippy::all, clippy::pedantic)]
 
-/// `handlestore.v1`: handles, state, admin and node-to-node Raft messages.
+/// `handlestore.v1`: handles, state, coalesced writes, admin and node-to-node
+/// Raft messages.
 pub mod v1 {
     tonic::include_proto!("handlestore.v1");
 }

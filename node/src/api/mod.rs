@@ -7,6 +7,7 @@ pub mod handles;
 pub mod read;
 pub mod state;
 pub mod validate;
+pub mod writes;
 
 use std::sync::Arc;
 
