@@ -122,7 +122,7 @@ impl ClientBuilder {
     }
 
     /// At most this many calls carrying writes in flight at once (default
-    /// 4, at least 1). Writes issued while all are busy wait and leave
+    /// 8, at least 1). Writes issued while all are busy wait and leave
     /// together in the next free call: under load, many writes share one
     /// round trip (see the `writes` module). A write that finds a call free
     /// goes at once.
@@ -256,7 +256,7 @@ impl Client {
             connect_timeout: Duration::from_secs(1),
             backoff_base: Duration::from_millis(25),
             backoff_max: Duration::from_secs(1),
-            max_write_calls: 4,
+            max_write_calls: 8,
         }
     }
 
