@@ -21,6 +21,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         // Raft log payloads must be serde types (openraft's `serde` feature).
         .type_attribute(".handlestore.v1", "#[derive(serde::Serialize, serde::Deserialize)]")
+        // Shared, not copied, when an entry goes to several followers.
+        .bytes(".handlestore.v1.WireEntry")
         .compile_protos(&protos, &["."])?;
     Ok(())
 }

@@ -7,11 +7,13 @@ use handlestore_proto::v1 as pb;
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, VoteRequest, VoteResponse};
 use openraft::{BasicNode, EntryPayload, LeaderId};
 
+use super::payload::Payload;
 use super::{Entry, LogId, Membership, NodeId, SnapshotMeta, StoredMembership, TypeConfig, Vote};
 
-/// A message from a peer (or from disk) that lacks a required field.
+/// A message from a peer (or from disk) that lacks a required field, or
+/// holds one that does not decode.
 #[derive(Debug, thiserror::Error)]
-#[error("malformed {0}: missing field")]
+#[error("malformed {0}: missing or undecodable")]
 pub struct Malformed(pub &'static str);
 
 type Res<T> = Result<T, Malformed>;
@@ -98,24 +100,29 @@ pub fn stored_membership_from_pb(m: &pb::StoredMembership) -> Res<StoredMembersh
     ))
 }
 
-pub fn entry_to_pb(e: &Entry) -> pb::Entry {
+/// An entry for the wire and the log (`WireEntry` in raft.proto, encoded
+/// exactly as `Entry`): a normal entry's proposal goes as the bytes it was
+/// encoded to once (see `payload`), shared, not copied.
+pub fn entry_to_wire(e: &Entry) -> pb::WireEntry {
+    use pb::wire_entry::Payload as P;
     let payload = match &e.payload {
-        EntryPayload::Blank => pb::entry::Payload::Blank(pb::Blank {}),
-        EntryPayload::Normal(p) => pb::entry::Payload::Normal(p.clone()),
-        EntryPayload::Membership(m) => pb::entry::Payload::Membership(membership_to_pb(m)),
+        EntryPayload::Blank => P::Blank(pb::Blank {}),
+        EntryPayload::Normal(p) => P::Normal(p.encoded().clone()),
+        EntryPayload::Membership(m) => P::Membership(membership_to_pb(m)),
     };
-    pb::Entry {
+    pb::WireEntry {
         log_id: Some(log_id_to_pb(&e.log_id)),
         payload: Some(payload),
     }
 }
 
-pub fn entry_from_pb(e: pb::Entry) -> Res<Entry> {
+pub fn entry_from_wire(e: pb::WireEntry) -> Res<Entry> {
+    use pb::wire_entry::Payload as P;
     let log_id = log_id_from_pb(e.log_id.as_ref().ok_or(Malformed("entry.log_id"))?)?;
     let payload = match e.payload.ok_or(Malformed("entry.payload"))? {
-        pb::entry::Payload::Blank(_) => EntryPayload::Blank,
-        pb::entry::Payload::Normal(p) => EntryPayload::Normal(p),
-        pb::entry::Payload::Membership(m) => EntryPayload::Membership(membership_from_pb(&m)),
+        P::Blank(_) => EntryPayload::Blank,
+        P::Normal(bytes) => EntryPayload::Normal(Payload::decode(bytes).map_err(|_| Malformed("entry.normal"))?),
+        P::Membership(m) => EntryPayload::Membership(membership_from_pb(&m)),
     };
     Ok(Entry { log_id, payload })
 }
@@ -124,7 +131,7 @@ pub fn append_request_to_pb(r: &AppendEntriesRequest<TypeConfig>) -> pb::AppendE
     pb::AppendEntriesRequest {
         vote: Some(vote_to_pb(&r.vote)),
         prev_log_id: opt_log_id_to_pb(&r.prev_log_id),
-        entries: r.entries.iter().map(entry_to_pb).collect(),
+        entries: r.entries.iter().map(entry_to_wire).collect(),
         leader_commit: opt_log_id_to_pb(&r.leader_commit),
     }
 }
@@ -134,7 +141,7 @@ pub fn append_request_from_pb(r: pb::AppendEntriesRequest) -> Res<AppendEntriesR
         vote: vote_from_pb(r.vote.as_ref())?,
         prev_log_id: opt_log_id_from_pb(&r.prev_log_id)?,
         leader_commit: opt_log_id_from_pb(&r.leader_commit)?,
-        entries: r.entries.into_iter().map(entry_from_pb).collect::<Res<_>>()?,
+        entries: r.entries.into_iter().map(entry_from_wire).collect::<Res<_>>()?,
     })
 }
 
@@ -221,16 +228,55 @@ mod tests {
         let m = Membership::new(vec![[1, 2].into()], nodes);
         for payload in [
             EntryPayload::Blank,
-            EntryPayload::Normal(pb::Proposal {
+            EntryPayload::Normal(Payload::new(pb::Proposal {
                 stamp_ms: 9,
-                commands: vec![],
-            }),
+                commands: vec![pb::Command::default()],
+            })),
             EntryPayload::Membership(m),
         ] {
             let e = Entry { log_id: lid, payload };
-            let back = entry_from_pb(entry_to_pb(&e)).expect("decodes");
+            let back = entry_from_wire(entry_to_wire(&e)).expect("decodes");
             assert_eq!(format!("{e:?}"), format!("{back:?}"));
         }
+    }
+
+    #[test]
+    fn a_wire_entry_is_encoded_exactly_as_the_entry_it_carries() {
+        // Logs written as `Entry` read back as `WireEntry`, and nodes that
+        // decode `Entry` read what this one sends.
+        use prost::Message;
+        let proposal = pb::Proposal {
+            stamp_ms: 5,
+            commands: vec![pb::Command {
+                write_id: Some(pb::WriteId {
+                    client_id: 1,
+                    seq: 2,
+                    first_incomplete_seq: 2,
+                }),
+                op: None,
+            }],
+        };
+        let log_id = Some(pb::LogId {
+            leader_id: Some(pb::LeaderId { term: 2, node_id: 1 }),
+            index: 40,
+        });
+        let old = pb::Entry {
+            log_id,
+            payload: Some(pb::entry::Payload::Normal(proposal.clone())),
+        }
+        .encode_to_vec();
+        let e = Entry {
+            log_id: log_id_from_pb(log_id.as_ref().expect("set")).expect("log id"),
+            payload: EntryPayload::Normal(Payload::new(proposal.clone())),
+        };
+        assert_eq!(entry_to_wire(&e).encode_to_vec(), old);
+        let back = entry_from_wire(pb::WireEntry::decode(old.as_slice()).expect("decodes")).expect("entry");
+        assert!(matches!(back.payload, EntryPayload::Normal(p) if p.proposal() == &proposal));
+        let broken = pb::WireEntry {
+            log_id,
+            payload: Some(pb::wire_entry::Payload::Normal(bytes::Bytes::from_static(&[0xff]))),
+        };
+        assert!(entry_from_wire(broken).is_err());
     }
 
     #[test]

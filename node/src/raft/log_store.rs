@@ -35,7 +35,7 @@ use openraft::{LogState, OptionalSend, RaftLogReader, StorageIOError};
 use prost::Message;
 use rocksdb::{DB, Direction, IteratorMode, ReadOptions, WriteBatch, WriteOptions};
 
-use super::codec::{entry_from_pb, entry_to_pb, log_id_from_pb, log_id_to_pb, vote_from_pb, vote_to_pb};
+use super::codec::{entry_from_wire, entry_to_wire, log_id_from_pb, log_id_to_pb, vote_from_pb, vote_to_pb};
 use super::durability::Durability;
 use super::{Entry, LogId, StorageError, TypeConfig, Vote};
 use crate::db::{self, CF_LOG, CF_LOG_META};
@@ -262,8 +262,8 @@ fn index_key(index: u64) -> [u8; 8] {
 }
 
 fn decode_entry(raw: &[u8]) -> Result<Entry, StorageError> {
-    let pb = pb::Entry::decode(raw).map_err(|e| StorageIOError::read_logs(&e))?;
-    entry_from_pb(pb).map_err(|e| StorageIOError::read_logs(&e).into())
+    let pb = pb::WireEntry::decode(raw).map_err(|e| StorageIOError::read_logs(&e))?;
+    entry_from_wire(pb).map_err(|e| StorageIOError::read_logs(&e).into())
 }
 
 impl RaftLogReader<TypeConfig> for LogStore {
@@ -364,7 +364,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         for entry in entries {
             let index = entry.log_id.index;
             span = Some((span.map_or(index, |(first, _)| first), index));
-            let raw = entry_to_pb(&entry).encode_to_vec();
+            let raw = entry_to_wire(&entry).encode_to_vec();
             kept.push((entry, raw.len()));
             batch.put_cf(self.cf_log(), index_key(index), raw);
         }

@@ -11,6 +11,7 @@ pub mod codec;
 pub mod durability;
 pub mod log_store;
 pub mod network;
+pub mod payload;
 pub mod proposer;
 pub mod read_index;
 pub mod service;
@@ -36,9 +37,10 @@ pub(crate) fn warn_if_slow(what: &str, started: Instant, detail: std::fmt::Argum
 
 openraft::declare_raft_types!(
     /// handlestore's Raft types: a log entry carries a batch of commands
-    /// (`Proposal`), applying it yields one result per command.
+    /// (a `Proposal`, shared and encoded once: see `payload`), applying it
+    /// yields one result per command.
     pub TypeConfig:
-        D = pb::Proposal,
+        D = payload::Payload,
         R = pb::ProposalResult,
         NodeId = u64,
         Node = openraft::BasicNode,

@@ -23,6 +23,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tonic::Code;
 
 use super::network::Peers;
+use super::payload::Payload;
 use super::read_index::ReadIndex;
 use super::{NodeId, Raft};
 use crate::state::now_ms;
@@ -255,7 +256,7 @@ async fn batch_loop(raft: Raft, mut rx: mpsc::Receiver<Pending>, cfg: ProposerCo
             stamp_ms: now_ms(),
             commands: cmds,
         };
-        match raft.client_write_ff(proposal).await {
+        match raft.client_write_ff(Payload::new(proposal)).await {
             Err(_) => fail_all(dones, ProposeError::Shutdown),
             Ok(responder) => {
                 let timeout = cfg.write_timeout;

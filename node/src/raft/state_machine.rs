@@ -98,7 +98,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         for e in entries {
             last = Some(e.log_id);
             let proposal = match e.payload {
-                EntryPayload::Normal(p) => Some(p),
+                EntryPayload::Normal(p) => Some(p.into_proposal()),
                 EntryPayload::Membership(m) => {
                     membership = Some(stored_membership_to_pb(&StoredMembership::new(Some(e.log_id), m)));
                     None

@@ -1,0 +1,113 @@
+//! The commands of a normal log entry, shared and encoded once.
+//!
+//! After the leader appends an entry, it is read back for each follower
+//! and for the apply, and it is encoded for the log and for each follower.
+//! With the proposal behind an `Arc` and its encoding kept beside it, each
+//! read is a reference count and the encoding happens once: at the
+//! proposer on the leader; on a follower the bytes it received are kept
+//! and written to its log as they are.
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use handlestore_proto::v1 as pb;
+use prost::Message;
+
+/// A proposal and its protobuf encoding. Cheap to clone.
+#[derive(Clone)]
+pub struct Payload(Arc<Inner>);
+
+struct Inner {
+    proposal: pb::Proposal,
+    encoded: Bytes,
+}
+
+impl Payload {
+    /// Encodes `proposal` (the leader, proposing it).
+    pub fn new(proposal: pb::Proposal) -> Self {
+        let encoded = Bytes::from(proposal.encode_to_vec());
+        Self(Arc::new(Inner { proposal, encoded }))
+    }
+
+    /// Decodes a proposal received or read back, keeping its bytes.
+    pub fn decode(encoded: Bytes) -> Result<Self, prost::DecodeError> {
+        let proposal = pb::Proposal::decode(encoded.clone())?;
+        Ok(Self(Arc::new(Inner { proposal, encoded })))
+    }
+
+    pub fn proposal(&self) -> &pb::Proposal {
+        &self.0.proposal
+    }
+
+    /// The proposal's protobuf encoding.
+    pub fn encoded(&self) -> &Bytes {
+        &self.0.encoded
+    }
+
+    /// The proposal itself, to be consumed: taken if this is the last
+    /// reference, else copied.
+    pub fn into_proposal(self) -> pb::Proposal {
+        match Arc::try_unwrap(self.0) {
+            Ok(inner) => inner.proposal,
+            Err(shared) => shared.proposal.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.proposal.fmt(f)
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.encoded == other.0.encoded
+    }
+}
+
+impl Eq for Payload {}
+
+// openraft's `serde` feature asks the entry payload to be serde types; our
+// log and wire use protobuf, so this only mirrors the proposal.
+impl serde::Serialize for Payload {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.proposal.serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Payload {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        pb::Proposal::deserialize(d).map(Payload::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_is_its_proposal_encoded_once_and_decoded_alike() {
+        let proposal = pb::Proposal {
+            stamp_ms: 42,
+            commands: vec![pb::Command {
+                write_id: Some(pb::WriteId {
+                    client_id: 7,
+                    seq: 3,
+                    first_incomplete_seq: 1,
+                }),
+                op: None,
+            }],
+        };
+        let p = Payload::new(proposal.clone());
+        assert_eq!(p.encoded().as_ref(), proposal.encode_to_vec().as_slice());
+        let back = Payload::decode(p.encoded().clone()).expect("decodes");
+        assert_eq!(back, p);
+        assert_eq!(back.proposal(), &proposal);
+        let shared = p.clone();
+        assert_eq!(shared.into_proposal(), proposal);
+        assert_eq!(p.into_proposal(), proposal);
+        assert!(Payload::decode(Bytes::from_static(&[0xff, 0xff])).is_err());
+    }
+}
