@@ -20,9 +20,12 @@ has_libclang_in() {
   compgen -G "$1/libclang.so*" >/dev/null 2>&1 || compgen -G "$1/libclang-[0-9]*.so*" >/dev/null 2>&1
 }
 
-missing=()
-have_libclang || missing+=(libclang-dev)
-command -v c++ >/dev/null 2>&1 || missing+=(g++)
+find_missing() {
+  missing=()
+  have_libclang || missing+=(libclang-dev)
+  command -v c++ >/dev/null 2>&1 || missing+=(g++)
+}
+find_missing
 command -v cargo >/dev/null 2>&1 || {
   echo "cargo is not installed: install Rust from https://rustup.rs first" >&2
   exit 1
@@ -42,7 +45,13 @@ if [ "$(id -u)" -ne 0 ]; then
   }
   sudo="sudo"
 fi
+# One apt at a time (the test command and CI may both get here), then look
+# again: the other run may have installed it all.
+exec 9>"${TMPDIR:-/tmp}/handlestore-apt.lock"
+if command -v flock >/dev/null 2>&1; then flock 9; fi
+find_missing
+[ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing build dependencies: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

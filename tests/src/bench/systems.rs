@@ -10,8 +10,11 @@ use anyhow::{Context, Result, bail};
 
 use crate::cluster::free_port;
 
-/// Installs etcd and Redis (Debian packages) when missing.
+/// Installs etcd and Redis (Debian packages) when missing. One call at a
+/// time in this process (the script also waits for other processes).
 pub fn ensure_installed() -> Result<()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let have = |b: &str| {
         Command::new("sh")
             .args(["-c", &format!("command -v {b}")])
