@@ -184,10 +184,13 @@ impl Redis {
         self.procs.pids()
     }
 
-    /// One connection per worker, as a pool would give.
+    /// One connection per worker, as a pool would give. The redis crate
+    /// gives up on an answer after 500 ms by default; here a slow answer
+    /// counts in the latency, as for the other systems, not as an error.
     pub async fn connection(&self) -> Result<redis::aio::MultiplexedConnection> {
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(60)));
         Ok(redis::Client::open(self.url.as_str())?
-            .get_multiplexed_async_connection()
+            .get_multiplexed_async_connection_with_config(&config)
             .await?)
     }
 }
