@@ -43,6 +43,10 @@ pub(crate) use rpc;
 /// Metadata key with the leader's address on UNAVAILABLE answers.
 const LEADER_HEADER: &str = "x-handlestore-leader";
 
+/// The largest gRPC message the client accepts or sends (values are limited
+/// by the node, 1 MiB by default).
+pub(crate) const MAX_MESSAGE: usize = 64 << 20;
+
 /// Read consistency, chosen per call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Consistency {

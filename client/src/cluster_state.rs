@@ -8,13 +8,11 @@ use pb::state_client::StateClient;
 use pb::write::Op;
 use tonic::transport::Channel;
 
-use crate::cluster::{Client, Consistency, rpc};
+use crate::cluster::{Client, Consistency, MAX_MESSAGE, rpc};
 use crate::error::{Error, Result};
 use crate::state_tool::*;
 use crate::ttl::Ttl;
 use crate::writes::answer;
-
-const MAX_MESSAGE: usize = 64 << 20;
 
 fn client(ch: Channel) -> StateClient<Channel> {
     StateClient::new(ch)

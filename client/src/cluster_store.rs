@@ -12,15 +12,11 @@ use pb::write::Op;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::cluster::{Client, Consistency, rpc};
+use crate::cluster::{Client, Consistency, MAX_MESSAGE, rpc};
 use crate::error::{Error, Result};
 use crate::handle_store::HandleStore;
 use crate::ttl::Ttl;
 use crate::writes::answer;
-
-/// The largest gRPC message the client accepts (values are limited by the
-/// node, 1 MiB by default).
-const MAX_MESSAGE: usize = 64 << 20;
 
 /// Builds a [`ClusterHandleStore`].
 pub struct ClusterHandleStoreBuilder<T> {

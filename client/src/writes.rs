@@ -28,7 +28,7 @@ use pb::writes_client::WritesClient;
 use prost::Message;
 use tokio::sync::oneshot;
 
-use crate::cluster::{Client, Inner, WriteTicket, retryable};
+use crate::cluster::{Client, Inner, MAX_MESSAGE, WriteTicket, retryable};
 use crate::error::{Error, Result};
 
 /// The most bytes of writes (encoded) one call carries, unless a single
@@ -38,9 +38,6 @@ pub const MAX_SUBMIT_BYTES: usize = 4 << 20;
 
 /// The most writes in one call (the node accepts 1000).
 const MAX_SUBMIT_WRITES: usize = 256;
-
-/// The largest gRPC message the client accepts or sends.
-const MAX_MESSAGE: usize = 64 << 20;
 
 /// How many writes a client has sent, in how many calls (retries of a call
 /// not counted again).
