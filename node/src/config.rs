@@ -89,6 +89,9 @@ pub struct NodeConfig {
     pub dedup_max_entries: u64,
     pub max_batch_commands: usize,
     pub db_memory: crate::db::DbMemory,
+    /// How often free memory of the C heap (RocksDB's) is given back to
+    /// the OS; zero never.
+    pub malloc_trim_interval: Duration,
 }
 
 impl NodeConfig {
@@ -109,6 +112,7 @@ impl NodeConfig {
             dedup_max_entries: 1_000_000,
             max_batch_commands: 512,
             db_memory: crate::db::DbMemory::default(),
+            malloc_trim_interval: Duration::from_secs(10),
         }
     }
 }

@@ -133,6 +133,35 @@ fn cf_options(name: &str, cache: &rocksdb::Cache, write_buffer: usize) -> Option
     opts
 }
 
+/// What RocksDB holds in memory right now, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryUse {
+    /// Memtables of every column family, active, immutable and pinned.
+    pub memtables: u64,
+    /// The shared block cache in use (data, index and filter blocks).
+    pub block_cache: u64,
+    /// The part of the block cache pinned right now.
+    pub block_cache_pinned: u64,
+    /// Table readers outside the block cache.
+    pub table_readers: u64,
+}
+
+/// Reads RocksDB's own accounting (in-memory counters, no I/O).
+pub fn memory_use(db: &DB) -> MemoryUse {
+    let int = |cf: &rocksdb::ColumnFamily, name: &str| db.property_int_value_cf(cf, name).ok().flatten().unwrap_or(0);
+    let mut m = MemoryUse::default();
+    for name in ALL_CFS {
+        let handle = cf(db, name);
+        m.memtables += int(handle, "rocksdb.size-all-mem-tables");
+        m.table_readers += int(handle, "rocksdb.estimate-table-readers-mem");
+    }
+    // Every column family shares one cache: any of them reports it whole.
+    let first = cf(db, ALL_CFS[0]);
+    m.block_cache = int(first, "rocksdb.block-cache-usage");
+    m.block_cache_pinned = int(first, "rocksdb.block-cache-pinned-usage");
+    m
+}
+
 /// Looks up a column family that `open` created. All of them exist for the
 /// lifetime of the database, so a miss is a programming error.
 pub fn cf<'a>(db: &'a DB, name: &str) -> &'a rocksdb::ColumnFamily {
@@ -204,5 +233,30 @@ mod tests {
             per_lookup < 64 << 10,
             "each point lookup read {per_lookup} bytes of filter and index into the cache"
         );
+    }
+
+    #[test]
+    fn memory_use_counts_memtables_and_the_block_cache() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = open(dir.path(), DbMemory::default()).expect("opens");
+        let empty = memory_use(&db);
+        let kv = cf(&db, CF_KV);
+        let value = vec![7u8; 4096];
+        for i in 0..512u32 {
+            db.put_cf(kv, i.to_be_bytes(), &value).expect("put");
+        }
+        let written = memory_use(&db);
+        assert!(
+            written.memtables >= empty.memtables + 512 * 4096,
+            "{empty:?} -> {written:?}"
+        );
+        db.flush_cf(kv).expect("flush");
+        for i in 0..512u32 {
+            assert!(db.get_pinned_cf(kv, i.to_be_bytes()).expect("get").is_some());
+        }
+        let read = memory_use(&db);
+        assert!(read.memtables < written.memtables, "flushed: {written:?} -> {read:?}");
+        assert!(read.block_cache >= 512 * 4096, "read back through the cache: {read:?}");
+        assert!(read.block_cache >= read.block_cache_pinned);
     }
 }

@@ -12,7 +12,12 @@ use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 
 use crate::api::{
-    Api, admin::AdminService, handles::HandlesService, read::ReadGate, state::StateService, writes::WritesService,
+    Api,
+    admin::{AdminService, MemoryProbe},
+    handles::HandlesService,
+    read::ReadGate,
+    state::StateService,
+    writes::WritesService,
 };
 use crate::config::{ClusterState, NodeConfig};
 use crate::raft::log_store::LogStore;
@@ -34,6 +39,80 @@ fn max_client_message(cfg: &NodeConfig) -> usize {
         .saturating_add(l.max_batch_items.saturating_mul(l.max_key_bytes + 64))
         .saturating_add(64 << 10)
 }
+
+/// Reads where this node's memory is, for the Admin status.
+fn memory_probe(db: Arc<rocksdb::DB>, log: LogStore) -> MemoryProbe {
+    Arc::new(move || {
+        let rocks = crate::db::memory_use(&db);
+        pb::Memory {
+            rss: process_rss_bytes().unwrap_or(0),
+            memtables: rocks.memtables,
+            block_cache: rocks.block_cache,
+            block_cache_pinned: rocks.block_cache_pinned,
+            table_readers: rocks.table_readers,
+            log_cache: log.cache_bytes(),
+        }
+    })
+}
+
+/// This process's resident set size, from /proc (Linux).
+fn process_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// Hands the C heap's free pages back to the OS every `interval` (0: never).
+///
+/// RocksDB allocates through glibc's malloc, which keeps freed memory in
+/// its arenas: after a memtable is flushed, its blocks (4 MiB each) stay
+/// resident, since glibc's threshold for giving large blocks back rises
+/// with the first one freed. Under steady writes that was 40-60 MiB per
+/// node (docs/operations.md, "Memory"). `malloc_trim` returns those pages;
+/// it takes a few milliseconds. One thread per process, however many nodes
+/// it runs.
+fn start_malloc_trim(interval: std::time::Duration) {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    if interval.is_zero() || !cfg!(all(target_os = "linux", target_env = "gnu")) {
+        return;
+    }
+    STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new().name("malloc-trim".into()).spawn(move || {
+            loop {
+                std::thread::sleep(interval);
+                let started = std::time::Instant::now();
+                trim_c_heap();
+                crate::raft::warn_if_slow(
+                    "returning free memory (malloc_trim)",
+                    started,
+                    format_args!("it runs every {interval:?} (--malloc-trim-interval)"),
+                );
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!("not returning free memory periodically: {e}");
+        }
+    });
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_c_heap() {
+    // SAFETY: malloc_trim only releases free memory of the allocator's own
+    // arenas; glibc makes it safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_c_heap() {}
 
 /// Runs a node until `shutdown` resolves, then stops it cleanly.
 pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
@@ -60,6 +139,8 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     let log_store = LogStore::new(db.clone()).context("opening the raft log")?;
     let log_syncs = log_store.sync_counter();
     let durability = log_store.durability();
+    let memory = memory_probe(db.clone(), log_store.clone());
+    start_malloc_trim(cfg.malloc_trim_interval);
     let sm = StateMachine::new(state.clone(), snapshots.clone(), durability.clone());
     let raft_peers = Arc::new(Peers::default());
     let forward_peers = Arc::new(Peers::default());
@@ -169,6 +250,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
             cfg.id,
             cfg.advertise.clone(),
             log_syncs,
+            memory,
         )));
     let mut routes = routes.routes();
     crate::health::add_routes(routes.axum_router_mut(), api, cfg.id);

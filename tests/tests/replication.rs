@@ -191,6 +191,48 @@ async fn concurrent_writes_share_log_entries() {
     assert_eq!(store.len().await.expect("len"), writes);
 }
 
+/// Status says where a node's memory is: RocksDB's memtables and cache,
+/// the log cache, and the resident set they are part of.
+#[tokio::test(flavor = "multi_thread")]
+async fn status_reports_where_memory_is() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    let store: ClusterHandleStore<String> = cluster.client_for(leader).handle_store("mem").build();
+    let value = "x".repeat(4096);
+    let writes = 256;
+    for _ in 0..writes {
+        store.mint(value.clone(), Ttl::Default).await.expect("mint");
+    }
+    let written = (writes * value.len()) as u64;
+    let m = cluster
+        .status(leader)
+        .await
+        .expect("status")
+        .memory
+        .expect("status carries memory");
+    eprintln!("after {writes} writes of 4 KiB: {m:?}");
+    // The values sit in the memtables twice (Raft log and state), and the
+    // log cache holds their entries, charged 3x.
+    assert!(
+        m.memtables >= 2 * written,
+        "memtables {} < {}",
+        m.memtables,
+        2 * written
+    );
+    assert!(
+        m.log_cache >= 3 * written,
+        "log cache {} < {}",
+        m.log_cache,
+        3 * written
+    );
+    assert!(m.block_cache >= m.block_cache_pinned);
+    assert!(
+        m.rss > m.memtables + m.log_cache,
+        "rss {} holds the memtables and the log cache",
+        m.rss
+    );
+}
+
 fn cli(cluster: &TestCluster, args: &[&str]) -> std::process::Output {
     Command::new(handlestore_bin())
         .args(args)
@@ -251,7 +293,8 @@ async fn operator_cli() {
     assert!(out.status.success(), "status: {}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("leader: node"), "{text}");
     assert_eq!(text.matches("voter").count(), 3, "{text}");
-    assert_eq!(text.lines().filter(|l| l.starts_with("http://")).count(), 3, "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("http://")).count(), 6, "{text}");
+    assert!(text.contains("MEMORY (MiB)"), "{text}");
 }
 
 /// Linearizable reads share quorum rounds on the leader (read-index

@@ -14,20 +14,26 @@ use crate::raft::proposer::{ProposeError, raft_error};
 use crate::raft::{NodeId, Raft};
 use crate::status;
 
+/// Reads where the node's memory is (the node assembles it from the
+/// storage layers, which this service does not touch).
+pub type MemoryProbe = Arc<dyn Fn() -> pb::Memory + Send + Sync>;
+
 pub struct AdminService {
     api: Arc<Api>,
     id: NodeId,
     addr: String,
     log_syncs: Arc<AtomicU64>,
+    memory: MemoryProbe,
 }
 
 impl AdminService {
-    pub fn new(api: Arc<Api>, id: NodeId, addr: String, log_syncs: Arc<AtomicU64>) -> Self {
+    pub fn new(api: Arc<Api>, id: NodeId, addr: String, log_syncs: Arc<AtomicU64>, memory: MemoryProbe) -> Self {
         Self {
             api,
             id,
             addr,
             log_syncs,
+            memory,
         }
     }
 
@@ -118,6 +124,7 @@ impl pb::admin_server::Admin for AdminService {
         let view = self.api.proposer.leader_view();
         let members = self.members();
         let metrics = self.raft().metrics();
+        let memory = (self.memory)();
         let resp = {
             let m = metrics.borrow();
             pb::StatusResponse {
@@ -139,6 +146,7 @@ impl pb::admin_server::Admin for AdminService {
                 },
                 version: env!("CARGO_PKG_VERSION").into(),
                 log_syncs: self.log_syncs.load(Ordering::Relaxed),
+                memory: Some(memory),
             }
         };
         Ok(Response::new(resp))

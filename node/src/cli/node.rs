@@ -63,6 +63,11 @@ pub struct NodeArgs {
     /// RocksDB memtables, all together (MiB).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(2..=1 << 20))]
     pub write_buffer_mb: u64,
+    /// How often memory RocksDB freed is given back to the OS (glibc's
+    /// malloc_trim); 0s never. Without it a node under steady writes keeps
+    /// 40-60 MiB of freed memtables resident.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub malloc_trim_interval: Duration,
 }
 
 impl NodeArgs {
@@ -97,6 +102,7 @@ impl NodeArgs {
             block_cache_bytes: (self.block_cache_mb as usize) << 20,
             write_buffer_bytes: (self.write_buffer_mb as usize) << 20,
         };
+        cfg.malloc_trim_interval = self.malloc_trim_interval;
         Ok(cfg)
     }
 }

@@ -8,6 +8,7 @@ use super::{CliError, Conn};
 pub async fn run(conn: &Conn) -> Result<(), CliError> {
     let client = conn.client()?;
     let mut rows = Vec::new();
+    let mut memory = Vec::new();
     let mut any = None;
     for (i, url) in client.endpoints().iter().enumerate() {
         let Some(ch) = client.channel(i) else { continue };
@@ -20,6 +21,9 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
                     "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10}",
                     url, s.node_id, s.state, s.term, s.last_log_index, s.applied_index
                 ));
+                if let Some(m) = &s.memory {
+                    memory.push(memory_row(url, m));
+                }
                 if any
                     .as_ref()
                     .is_none_or(|a: &pb::StatusResponse| s.term > a.term || (s.state == "leader"))
@@ -61,5 +65,39 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
     for r in rows {
         println!("{r}");
     }
+    if !memory.is_empty() {
+        println!();
+        println!(
+            "{:<28} {:>7} {:>9} {:>11} {:>7} {:>13} {:>9} {:>7}",
+            "MEMORY (MiB)", "RSS", "MEMTABLES", "BLOCK CACHE", "PINNED", "TABLE READERS", "LOG CACHE", "OTHER"
+        );
+        for r in memory {
+            println!("{r}");
+        }
+    }
     Ok(())
+}
+
+/// One node's memory: what RocksDB and the log cache hold, and the rest of
+/// the resident set ("other": buffers, in-flight entries, allocator pages).
+fn memory_row(url: &str, m: &pb::Memory) -> String {
+    let mib = |b: u64| format!("{:.1}", b as f64 / (1u64 << 20) as f64);
+    let known = m.memtables + m.block_cache + m.table_readers + m.log_cache;
+    let other = if m.rss == 0 {
+        "?".into()
+    } else {
+        mib(m.rss.saturating_sub(known))
+    };
+    let rss = if m.rss == 0 { "?".into() } else { mib(m.rss) };
+    format!(
+        "{:<28} {:>7} {:>9} {:>11} {:>7} {:>13} {:>9} {:>7}",
+        url,
+        rss,
+        mib(m.memtables),
+        mib(m.block_cache),
+        mib(m.block_cache_pinned),
+        mib(m.table_readers),
+        mib(m.log_cache),
+        other
+    )
 }

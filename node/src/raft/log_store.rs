@@ -185,6 +185,12 @@ impl LogStore {
         self.syncs.clone()
     }
 
+    /// What the recently appended entries held in memory are charged
+    /// against their bound (`HELD_PER_ENCODED_BYTE` x encoded size).
+    pub fn cache_bytes(&self) -> u64 {
+        self.recent.lock().unwrap_or_else(|p| p.into_inner()).bytes as u64
+    }
+
     fn cf_log(&self) -> &rocksdb::ColumnFamily {
         db::cf(&self.db, CF_LOG)
     }

@@ -50,6 +50,35 @@ struct NodeSample {
     node: u64,
     rss_mib: f64,
     disk_mib: f64,
+    /// Where the node says its memory is (Admin.Status), if it answered.
+    memory: Option<MemoryMib>,
+}
+
+/// A node's own account of its memory, in MiB (see pb::Memory).
+#[derive(Debug, Clone, Serialize)]
+struct MemoryMib {
+    memtables: f64,
+    block_cache: f64,
+    block_cache_pinned: f64,
+    table_readers: f64,
+    log_cache: f64,
+    /// The resident set beyond all of the above (the node's own reading).
+    other: f64,
+}
+
+impl MemoryMib {
+    fn from_pb(m: &pb::Memory) -> Self {
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+        let known = m.memtables + m.block_cache + m.table_readers + m.log_cache;
+        Self {
+            memtables: mib(m.memtables),
+            block_cache: mib(m.block_cache),
+            block_cache_pinned: mib(m.block_cache_pinned),
+            table_readers: mib(m.table_readers),
+            log_cache: mib(m.log_cache),
+            other: mib(m.rss.saturating_sub(known)),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -87,18 +116,23 @@ fn disk_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
-fn sample(cluster: &TestCluster, handles: u64) -> Sample {
-    let nodes = cluster
-        .nodes
-        .iter()
-        .filter_map(|n| {
-            Some(NodeSample {
-                node: n.id,
-                rss_mib: rss_mib(n.pid()?)?,
-                disk_mib: disk_bytes(&n.data) as f64 / (1 << 20) as f64,
-            })
-        })
-        .collect();
+async fn sample(cluster: &TestCluster, handles: u64) -> Sample {
+    let mut nodes = Vec::new();
+    for n in &cluster.nodes {
+        let Some(rss_mib) = n.pid().and_then(rss_mib) else {
+            continue;
+        };
+        let memory = match cluster.status(n.id).await {
+            Ok(s) => s.memory.as_ref().map(MemoryMib::from_pb),
+            Err(_) => None,
+        };
+        nodes.push(NodeSample {
+            node: n.id,
+            rss_mib,
+            disk_mib: disk_bytes(&n.data) as f64 / (1 << 20) as f64,
+            memory,
+        });
+    }
     Sample { handles, nodes }
 }
 
@@ -106,7 +140,16 @@ fn describe(s: &Sample) -> String {
     let parts: Vec<String> = s
         .nodes
         .iter()
-        .map(|n| format!("n{} rss {:.0} MiB disk {:.0} MiB", n.node, n.rss_mib, n.disk_mib))
+        .map(|n| {
+            let parts = match &n.memory {
+                Some(m) => format!(
+                    " (mem {:.0} cache {:.0} log {:.0} other {:.0})",
+                    m.memtables, m.block_cache, m.log_cache, m.other
+                ),
+                None => String::new(),
+            };
+            format!("n{} rss {:.0} MiB{parts} disk {:.0} MiB", n.node, n.rss_mib, n.disk_mib)
+        })
         .collect();
     format!("{:>9} handles: {}", s.handles, parts.join(" | "))
 }
@@ -166,7 +209,7 @@ async fn load(
     while tasks.iter().any(|t| !t.is_finished()) {
         tokio::time::sleep(Duration::from_millis(200)).await;
         if bar.position() >= mark {
-            let s = sample(cluster, bar.position());
+            let s = sample(cluster, bar.position()).await;
             if bar.is_hidden() {
                 println!("{}", describe(&s));
             } else {
@@ -204,7 +247,7 @@ async fn main() -> Result<()> {
         .namespace("scale")
         .build()?;
     let store: Arc<ClusterHandleStore<Value>> = Arc::new(client.handle_store("scale").build());
-    let mut samples = vec![sample(&cluster, 0)];
+    let mut samples = vec![sample(&cluster, 0).await];
     println!("{}", describe(&samples[0]));
 
     let (kept, mint_rate) = load(
@@ -221,7 +264,7 @@ async fn main() -> Result<()> {
         bail!("the store holds {count} handles, expected {}", args.handles);
     }
     println!("loaded {count} handles at {mint_rate:.0} mints/s");
-    let loaded = sample(&cluster, count);
+    let loaded = sample(&cluster, count).await;
     println!("{}", describe(&loaded));
 
     // Compact every node: each builds a snapshot and purges its log, so a
@@ -241,7 +284,7 @@ async fn main() -> Result<()> {
             r.purged_index
         );
     }
-    let compacted = sample(&cluster, count);
+    let compacted = sample(&cluster, count).await;
     println!("{}", describe(&compacted));
 
     // Restart: a follower killed with SIGKILL, until it has applied what
@@ -254,7 +297,7 @@ async fn main() -> Result<()> {
     cluster.restart(follower)?;
     cluster.wait_applied(follower, target, Duration::from_secs(600)).await?;
     let restart_seconds = t.elapsed().as_secs_f64();
-    let restarted = sample(&cluster, count);
+    let restarted = sample(&cluster, count).await;
     println!("follower {follower} restarted and caught up in {restart_seconds:.2}s");
     println!("{}", describe(&restarted));
 
@@ -279,7 +322,7 @@ async fn main() -> Result<()> {
         bail!("node {new} caught up without a snapshot; the log was not purged");
     }
     println!("new member {new} caught up by snapshot in {catch_up_seconds:.1}s");
-    let joined = sample(&cluster, count);
+    let joined = sample(&cluster, count).await;
     println!("{}", describe(&joined));
 
     // The new member holds every handle, and the sampled ones as written.
