@@ -64,8 +64,8 @@ pub struct NodeArgs {
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(2..=1 << 20))]
     pub write_buffer_mb: u64,
     /// How often memory RocksDB freed is given back to the OS (glibc's
-    /// malloc_trim); 0s never. Without it a node under steady writes keeps
-    /// 40-60 MiB of freed memtables resident.
+    /// malloc_trim); 0s never. glibc keeps it for reuse otherwise: tens of
+    /// MiB per node under steady writes.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub malloc_trim_interval: Duration,
 }
