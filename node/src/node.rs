@@ -55,18 +55,13 @@ fn memory_probe(db: Arc<rocksdb::DB>, log: LogStore) -> MemoryProbe {
     })
 }
 
-/// This process's resident set size, from /proc (Linux).
+/// This process's resident set size, from /proc (Linux; None elsewhere).
 fn process_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf only reads a constant of the system.
+    let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page_size).ok()?)
 }
 
 /// Hands the C heap's free pages back to the OS every `interval` (0: never).
