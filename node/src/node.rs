@@ -72,9 +72,10 @@ fn process_rss_bytes() -> Option<u64> {
 /// the free pages back; those reused later are faulted in again, which is
 /// the cost of a short interval (docs/operations.md, "Memory"). One thread
 /// per process, however many nodes it runs.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn start_malloc_trim(interval: std::time::Duration) {
     static STARTED: std::sync::Once = std::sync::Once::new();
-    if interval.is_zero() || !cfg!(all(target_os = "linux", target_env = "gnu")) {
+    if interval.is_zero() {
         return;
     }
     STARTED.call_once(|| {
@@ -82,7 +83,12 @@ fn start_malloc_trim(interval: std::time::Duration) {
             loop {
                 std::thread::sleep(interval);
                 let started = std::time::Instant::now();
-                trim_c_heap();
+                // SAFETY: malloc_trim only releases free memory of the
+                // allocator's own arenas; glibc makes it safe to call from
+                // any thread at any time.
+                unsafe {
+                    libc::malloc_trim(0);
+                }
                 crate::raft::warn_if_slow(
                     "returning free memory (malloc_trim)",
                     started,
@@ -96,17 +102,9 @@ fn start_malloc_trim(interval: std::time::Duration) {
     });
 }
 
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn trim_c_heap() {
-    // SAFETY: malloc_trim only releases free memory of the allocator's own
-    // arenas; glibc makes it safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
+/// Other C libraries have no `malloc_trim`: nothing to do.
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn trim_c_heap() {}
+fn start_malloc_trim(_interval: std::time::Duration) {}
 
 /// Runs a node until `shutdown` resolves, then stops it cleanly.
 pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {

@@ -83,12 +83,11 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
 fn memory_row(url: &str, m: &pb::Memory) -> String {
     let mib = |b: u64| format!("{:.1}", b as f64 / (1u64 << 20) as f64);
     let known = m.memtables + m.block_cache + m.table_readers + m.log_cache;
-    let other = if m.rss == 0 {
-        "?".into()
+    let (rss, other) = if m.rss == 0 {
+        ("?".into(), "?".into())
     } else {
-        mib(m.rss.saturating_sub(known))
+        (mib(m.rss), mib(m.rss.saturating_sub(known)))
     };
-    let rss = if m.rss == 0 { "?".into() } else { mib(m.rss) };
     format!(
         "{:<28} {:>7} {:>9} {:>11} {:>7} {:>13} {:>9} {:>7}",
         url,
