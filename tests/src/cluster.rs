@@ -477,19 +477,28 @@ fn signal(pid: u32, sig: &str) -> Result<()> {
 impl Drop for TestCluster {
     fn drop(&mut self) {
         let failing = std::thread::panicking();
+        // How each node had ended before it is stopped here: a node that
+        // died on its own (a crash, a signal) leaves no line in its log.
+        let mut ended = Vec::new();
         for n in &mut self.nodes {
             if let Some(mut c) = n.child.take() {
+                ended.push(match c.try_wait() {
+                    Ok(Some(status)) => format!("had exited on its own: {status}"),
+                    _ => "was running".to_string(),
+                });
                 if n.paused {
                     let _ = signal(c.id(), "CONT");
                 }
                 let _ = c.kill();
                 let _ = c.wait();
+            } else {
+                ended.push("was stopped by the test".to_string());
             }
         }
         if failing {
-            for n in &self.nodes {
+            for (n, ended) in self.nodes.iter().zip(ended) {
                 eprintln!(
-                    "---- node {} log (last 60 lines) ----\n{}",
+                    "---- node {} ({ended}) log (last 60 lines) ----\n{}",
                     n.id,
                     self.log_tail(n.id, 60)
                 );
