@@ -1,5 +1,6 @@
 //! Adapts `state::StateStore` to openraft's `RaftStateMachine`. RocksDB work
-//! runs on blocking threads, never on the async runtime.
+//! runs on blocking threads, except the apply of a few single-key writes
+//! (see `Weight`).
 
 use std::io;
 use std::sync::Arc;
@@ -7,6 +8,7 @@ use std::sync::Arc;
 use handlestore_proto::v1 as pb;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
+use pb::command::Op;
 use tokio::io::AsyncSeekExt;
 
 use super::codec::{
@@ -17,6 +19,44 @@ use super::durability::Durability;
 use super::{Entry, LogId, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 use crate::state::snapshot::{self, SnapshotDir};
 use crate::state::{ApplyBatch, ApplyEntry, StateStore};
+
+/// What a run of entries to apply holds, to tell whether it is applied on
+/// the state machine's task or in the blocking pool.
+///
+/// A few single-key writes take less time to apply than the hand-off to the
+/// pool and back (two thread wake-ups, each a context switch, on every node
+/// for every entry): with mint at 64 clients, applying them on the task used
+/// 5-17% less CPU per write (medians of alternated runs, three series).
+/// Anything that may touch many keys or many bytes goes to the pool, so a
+/// runtime thread is never held for long.
+#[derive(Default)]
+struct Weight {
+    commands: usize,
+    bytes: usize,
+    many_keys: bool,
+}
+
+impl Weight {
+    /// Most commands, and most encoded bytes, applied on the task.
+    const LIGHT_COMMANDS: usize = 64;
+    const LIGHT_BYTES: usize = 256 << 10;
+
+    fn add(&mut self, payload: &super::payload::Payload) {
+        let p = payload.proposal();
+        self.commands += p.commands.len();
+        self.bytes += payload.encoded().len();
+        self.many_keys |= p.commands.iter().any(|c| {
+            !matches!(
+                c.op,
+                Some(Op::HandleWrite(_) | Op::HandleDelete(_) | Op::StateWrite(_) | Op::StateDelete(_))
+            )
+        });
+    }
+
+    fn light(&self) -> bool {
+        !self.many_keys && self.commands <= Self::LIGHT_COMMANDS && self.bytes <= Self::LIGHT_BYTES
+    }
+}
 
 #[derive(Clone)]
 pub struct StateMachine {
@@ -95,10 +135,14 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let mut items = Vec::new();
         let mut membership = None;
         let mut last = None;
+        let mut weight = Weight::default();
         for e in entries {
             last = Some(e.log_id);
             let proposal = match e.payload {
-                EntryPayload::Normal(p) => Some(p.into_proposal()),
+                EntryPayload::Normal(p) => {
+                    weight.add(&p);
+                    Some(p.into_proposal())
+                }
                 EntryPayload::Membership(m) => {
                     membership = Some(stored_membership_to_pb(&StoredMembership::new(Some(e.log_id), m)));
                     None
@@ -125,14 +169,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.durability.wait_durable(last.index).await;
         let state = self.state.clone();
         let count = batch.entries.len();
-        let commands: usize = batch
-            .entries
-            .iter()
-            .filter_map(|e| e.proposal.as_ref())
-            .map(|p| p.commands.len())
-            .sum();
+        let commands = weight.commands;
         let started = std::time::Instant::now();
-        let applied = blocking(move || state.apply(batch)).await;
+        let applied = if weight.light() {
+            Ok(state.apply(batch))
+        } else {
+            blocking(move || state.apply(batch)).await
+        };
         super::warn_if_slow(
             "applying committed entries",
             started,
@@ -201,5 +244,53 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             None => Ok(None),
             Some(meta) => Ok(Some(open_snapshot(self.snapshots.current_path(), &meta).await?)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::payload::Payload;
+    use super::*;
+
+    fn mint(value_len: usize) -> pb::Command {
+        pb::Command {
+            write_id: None,
+            op: Some(Op::HandleWrite(pb::HandleWrite {
+                namespace: "default".into(),
+                store: "cart".into(),
+                id: "h".into(),
+                value: vec![7; value_len],
+                ..Default::default()
+            })),
+        }
+    }
+
+    fn weight(proposals: Vec<Vec<pb::Command>>) -> Weight {
+        let mut w = Weight::default();
+        for commands in proposals {
+            w.add(&Payload::new(pb::Proposal { stamp_ms: 1, commands }));
+        }
+        w
+    }
+
+    #[test]
+    fn a_few_single_key_writes_are_light_and_anything_larger_is_not() {
+        assert!(weight(vec![vec![mint(256); 40], vec![mint(256); 24]]).light());
+        assert!(
+            !weight(vec![vec![mint(256); 40], vec![mint(256); 25]]).light(),
+            "too many commands"
+        );
+        assert!(!weight(vec![vec![mint(300 << 10)]]).light(), "too many bytes");
+        let prefix = pb::Command {
+            write_id: None,
+            op: Some(Op::StateDeletePrefix(Default::default())),
+        };
+        assert!(!weight(vec![vec![mint(256), prefix]]).light(), "may touch many keys");
+        let sweep = pb::Command {
+            write_id: None,
+            op: Some(Op::Expire(Default::default())),
+        };
+        assert!(!weight(vec![vec![sweep]]).light(), "may touch many keys");
+        assert!(weight(vec![]).light(), "blank and membership entries");
     }
 }
