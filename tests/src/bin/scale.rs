@@ -141,14 +141,17 @@ fn describe(s: &Sample) -> String {
         .nodes
         .iter()
         .map(|n| {
-            let parts = match &n.memory {
+            let memory = match &n.memory {
                 Some(m) => format!(
                     " (mem {:.0} cache {:.0} log {:.0} other {:.0})",
                     m.memtables, m.block_cache, m.log_cache, m.other
                 ),
                 None => String::new(),
             };
-            format!("n{} rss {:.0} MiB{parts} disk {:.0} MiB", n.node, n.rss_mib, n.disk_mib)
+            format!(
+                "n{} rss {:.0} MiB{memory} disk {:.0} MiB",
+                n.node, n.rss_mib, n.disk_mib
+            )
         })
         .collect();
     format!("{:>9} handles: {}", s.handles, parts.join(" | "))
