@@ -128,7 +128,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     snapshots.remove_leftovers()?;
     snapshot::resume_install(&state, &snapshots)?;
 
-    let log_store = LogStore::new(db.clone()).context("opening the raft log")?;
+    let log_store = LogStore::new(db.clone(), cfg.id).context("opening the raft log")?;
     let log_syncs = log_store.sync_counter();
     let durability = log_store.durability();
     let memory = memory_probe(db.clone(), log_store.clone());

@@ -117,6 +117,7 @@ pub struct TestClusterBuilder {
     size: usize,
     extra_args: Vec<String>,
     netns: bool,
+    env: Vec<(u64, String, String)>,
 }
 
 impl TestClusterBuilder {
@@ -127,6 +128,13 @@ impl TestClusterBuilder {
         S: Into<String>,
     {
         self.extra_args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Extra environment for node `id`'s process from the start (e.g. a
+    /// failpoint); `TestCluster::restart_with_env` changes it later.
+    pub fn node_env(mut self, id: u64, key: &str, value: &str) -> Self {
+        self.env.push((id, key.into(), value.into()));
         self
     }
 
@@ -155,7 +163,12 @@ impl TestClusterBuilder {
                 log: dir.path().join(format!("n{id}.log")),
                 child: None,
                 paused: false,
-                env: Vec::new(),
+                env: self
+                    .env
+                    .iter()
+                    .filter(|(node, _, _)| *node == id)
+                    .map(|(_, k, v)| (k.clone(), v.clone()))
+                    .collect(),
             });
         }
         let mut cluster = TestCluster {
@@ -177,8 +190,13 @@ impl TestClusterBuilder {
     }
 }
 
+/// Set to keep every test cluster's data and node logs when it is dropped
+/// (their directory is printed), to look into a failed run afterwards.
+pub const KEEP_DIRS: &str = "HANDLESTORE_KEEP_TEST_DIRS";
+
 /// Real `handlestore` processes on loopback. Dropping it kills them all
-/// and removes their data; if the test is failing, node logs are printed.
+/// and removes their data (unless `HANDLESTORE_KEEP_TEST_DIRS` is set); if
+/// the test is failing, node logs are printed.
 pub struct TestCluster {
     pub nodes: Vec<TestNode>,
     dir: tempfile::TempDir,
@@ -192,6 +210,7 @@ impl TestCluster {
             size,
             extra_args: Vec::new(),
             netns: false,
+            env: Vec::new(),
         }
     }
 
@@ -503,6 +522,10 @@ impl Drop for TestCluster {
                     self.log_tail(n.id, 60)
                 );
             }
+        }
+        if std::env::var_os(KEEP_DIRS).is_some() {
+            let kept = std::mem::replace(&mut self.dir, tempfile::TempDir::new().expect("a temporary directory"));
+            eprintln!("{KEEP_DIRS}: node data and logs kept in {}", kept.keep().display());
         }
     }
 }

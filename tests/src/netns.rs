@@ -39,7 +39,11 @@ pub struct NetNs {
 impl NetNs {
     /// Whether namespaces can be made here; the reason if not.
     pub fn available() -> Result<(), String> {
-        let probe = format!("hsprobe{}", std::process::id());
+        // Unique per call: tests of one process probe at the same time, and
+        // a shared name made all but one of them skip their partitions.
+        static PROBES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let probe = format!("hsprobe{}-{n}", std::process::id());
         match ip(&["netns", "add", &probe]) {
             Ok(()) => {
                 let _ = ip(&["netns", "del", &probe]);

@@ -37,7 +37,7 @@ use rocksdb::{DB, Direction, IteratorMode, ReadOptions, WriteBatch, WriteOptions
 
 use super::codec::{entry_from_wire, entry_to_wire, log_id_from_pb, log_id_to_pb, vote_from_pb, vote_to_pb};
 use super::durability::Durability;
-use super::{Entry, LogId, StorageError, TypeConfig, Vote};
+use super::{Entry, LogId, NodeId, StorageError, TypeConfig, Vote};
 use crate::db::{self, CF_LOG, CF_LOG_META};
 
 const KEY_VOTE: &[u8] = b"vote";
@@ -144,10 +144,12 @@ impl Recent {
 }
 
 impl LogStore {
-    pub fn new(db: Arc<DB>) -> Result<Self, StorageError> {
+    /// Opens the log of node `id`.
+    pub fn new(db: Arc<DB>, id: NodeId) -> Result<Self, StorageError> {
         // Whatever the WAL holds from before (a crash leaves it unsynced) is
         // made durable before any of it is acknowledged again.
         db.flush_wal(true).map_err(|e| StorageIOError::write_logs(&e))?;
+        step_down_at_start(&db, id)?;
         let last = last_entry_id(&db)?.or(read_log_id(&db, KEY_PURGED)?);
         let durability = Arc::new(Durability::new(last.map_or(0, |l| l.index)));
         let (sync_tx, sync_rx) = std_mpsc::channel::<u64>();
@@ -212,6 +214,44 @@ impl LogStore {
     fn last_entry_id(&self) -> Result<Option<LogId>, StorageError> {
         last_entry_id(&self.db)
     }
+}
+
+/// A node that was leader when it stopped starts as a follower, and leads
+/// again only by winning an election in a new term.
+///
+/// openraft 0.9 restores a node whose stored vote is its own committed vote
+/// as leader at once, in the same term, and goes on appending after the
+/// last entry in its log. That is only sound if the leader's log holds
+/// every entry it ever sent, and here it does not: a leader sends entries
+/// while it syncs them (see `durability`), so a leader killed mid-write can
+/// come back without entries that followers hold. Restored in the same
+/// term, it would write different entries under the same log ids
+/// (leader id + index), which followers take as ones they already have:
+/// the logs diverge, and writes acknowledged on either side are lost (the
+/// chaos suite found this: a quorum killed, the old leader back first).
+/// Storing the vote as not committed keeps what it means for voting (the
+/// same leader id, which only this node uses) and sends the node through an
+/// election; the next term's entries have ids of their own, and the
+/// election picks a log holding every committed entry, as Raft requires.
+fn step_down_at_start(db: &DB, id: NodeId) -> Result<(), StorageError> {
+    let cf = db::cf(db, CF_LOG_META);
+    let Some(raw) = db
+        .get_pinned_cf(cf, KEY_VOTE)
+        .map_err(|e| StorageIOError::read_vote(&e))?
+    else {
+        return Ok(());
+    };
+    let stored = pb::Vote::decode(raw.as_ref()).map_err(|e| StorageIOError::read_vote(&e))?;
+    let vote = vote_from_pb(Some(&stored)).map_err(|e| StorageIOError::read_vote(&e))?;
+    if !vote.is_committed() || vote.leader_id().voted_for() != Some(id) {
+        return Ok(());
+    }
+    let uncommitted = Vote::new(vote.leader_id().term, id);
+    tracing::info!("was leader ({vote}) when stopped: starting as a follower with vote {uncommitted}");
+    let mut opts = WriteOptions::default();
+    opts.set_sync(true);
+    db.put_cf_opt(cf, KEY_VOTE, vote_to_pb(&uncommitted).encode_to_vec(), &opts)
+        .map_err(|e| StorageIOError::write_vote(&e).into())
 }
 
 fn read_log_id(db: &DB, key: &[u8]) -> Result<Option<LogId>, StorageError> {
@@ -504,6 +544,28 @@ mod tests {
         assert_eq!(indexes(r.get(2, Some(4))), None);
         assert_eq!(indexes(r.get(10, Some(11))), Some(vec![10]));
         assert_eq!(r.bytes, 100);
+    }
+
+    async fn reopened_vote(stored: Vote, id: NodeId) -> Option<Vote> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = db::open(dir.path(), db::DbMemory::default()).expect("db");
+        {
+            let mut log = LogStore::new(db.clone(), id).expect("log");
+            log.save_vote(&stored).await.expect("save");
+        }
+        let mut log = LogStore::new(db, id).expect("reopened");
+        log.read_vote().await.expect("read")
+    }
+
+    #[tokio::test]
+    async fn a_leader_starts_again_as_a_follower_with_the_same_term() {
+        let led = Vote::new_committed(7, 2);
+        let back = reopened_vote(led, 2).await.expect("a vote");
+        assert!(!back.is_committed(), "{back}");
+        assert_eq!(back.leader_id(), led.leader_id());
+        // Another node's leadership, and an uncommitted vote, are kept as is.
+        assert_eq!(reopened_vote(led, 3).await, Some(led));
+        assert_eq!(reopened_vote(Vote::new(7, 2), 2).await, Some(Vote::new(7, 2)));
     }
 
     #[test]

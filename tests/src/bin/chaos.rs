@@ -1,7 +1,7 @@
 //! Long chaos runs (soak testing):
 //!
 //! ```sh
-//! cargo run --release -p handlestore-tests --bin chaos -- --duration 30m --seed 7 [--nodes 5] [--report report.json]
+//! cargo run --release -p handlestore-tests --bin chaos -- --duration 30m --seed 7 [--nodes 5] [--faults kill_quorum,pause_leader] [--report report.json]
 //! ```
 //!
 //! Prints the report; exits 1 if any check failed (with the seed and the
@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use clap::Parser;
+use handlestore_tests::chaos::faults::FaultKind;
 use handlestore_tests::chaos::{ChaosConfig, run};
 
 #[derive(Parser, Debug)]
@@ -33,6 +34,9 @@ struct Args {
     /// Run the lossy control (one in-memory cart server) instead.
     #[arg(long)]
     lossy: bool,
+    /// Only these faults (default: all), e.g. kill_quorum,pause_leader.
+    #[arg(long, value_delimiter = ',')]
+    faults: Vec<FaultKind>,
 }
 
 #[tokio::main]
@@ -41,6 +45,9 @@ async fn main() -> anyhow::Result<()> {
     let mut cfg = ChaosConfig::new(args.seed, args.duration, args.nodes);
     cfg.cart_clients = args.clients;
     cfg.lossy = args.lossy;
+    if !args.faults.is_empty() {
+        cfg.faults = args.faults.clone();
+    }
     let report = run(cfg).await?;
     println!("{}", report.summary());
     if let Some(path) = &args.report {

@@ -10,8 +10,9 @@ use serde::Serialize;
 
 use crate::cluster::TestCluster;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum FaultKind {
     /// kill -9 the leader, restart it later.
     KillLeader,
