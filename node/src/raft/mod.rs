@@ -8,6 +8,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod codec;
+pub mod commit_notice;
 pub mod durability;
 pub mod log_store;
 pub mod network;

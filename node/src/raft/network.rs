@@ -23,6 +23,7 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tonic::transport::{Channel, Endpoint};
 
 use super::codec;
+use super::commit_notice::{self, CommitNotices};
 use super::durability::Durability;
 use super::{NodeId, TypeConfig, Vote};
 
@@ -83,6 +84,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             addr: node.addr.clone(),
             peers: self.peers.clone(),
             durability: self.durability.clone(),
+            notices: CommitNotices::default(),
         }
     }
 }
@@ -92,6 +94,8 @@ pub struct PeerConnection {
     addr: String,
     peers: Arc<Peers>,
     durability: Arc<Durability>,
+    /// Commit-only requests held back (see `commit_notice`).
+    notices: CommitNotices,
 }
 
 /// A peer that cannot be reached (connection refused or reset) means "back
@@ -127,6 +131,27 @@ impl PeerConnection {
             .raft_client(&self.addr)
             .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))
     }
+
+    /// Sends a held commit notice after `commit_notice::DEFER`, unless a
+    /// request sent meanwhile carried it. Its answer is not needed: a
+    /// follower that did not take it is found by the next request.
+    fn send_later(&self, notice: commit_notice::Notice, held: Arc<Mutex<Option<commit_notice::Notice>>>) {
+        let (peers, addr, target) = (self.peers.clone(), self.addr.clone(), self.target);
+        tokio::spawn(async move {
+            tokio::time::sleep(commit_notice::DEFER).await;
+            let Some(notice) = commit_notice::take_if_still_held(&held, notice.generation()) else {
+                return;
+            };
+            let Ok(mut client) = peers.raft_client(&addr) else {
+                return;
+            };
+            let mut req = tonic::Request::new(codec::append_request_to_pb(&notice.request()));
+            req.set_timeout(Duration::from_secs(1));
+            if let Err(s) = client.append_entries(req).await {
+                tracing::debug!("commit notice to peer {target}: {}", s.message());
+            }
+        });
+    }
 }
 
 impl RaftNetwork<TypeConfig> for PeerConnection {
@@ -135,6 +160,10 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        if let Some((notice, held)) = self.notices.hold(&rpc) {
+            self.send_later(notice, held);
+            return Ok(AppendEntriesResponse::Success);
+        }
         // Every entry in this request is already in the local log (it was
         // read from there); the follower's answer may count towards a quorum
         // only once they are on disk here too (see raft::durability). The
@@ -148,12 +177,17 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             .unwrap_or(0);
         let mut req = tonic::Request::new(codec::append_request_to_pb(&rpc));
         req.set_timeout(option.hard_ttl());
-        let resp = self
-            .client()?
-            .append_entries(req)
-            .await
-            .map_err(|s| rpc_err(self.target, s))?;
-        let resp = codec::append_response_from_pb(resp.into_inner()).map_err(malformed)?;
+        let answer = async {
+            let resp = self
+                .client()?
+                .append_entries(req)
+                .await
+                .map_err(|s| rpc_err(self.target, s))?;
+            codec::append_response_from_pb(resp.into_inner()).map_err(malformed)
+        }
+        .await;
+        self.notices.answered(&rpc, answer.as_ref().ok());
+        let resp = answer?;
         self.durability.wait_covered(upto, written).await;
         Ok(resp)
     }
