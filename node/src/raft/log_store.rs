@@ -202,9 +202,7 @@ impl LogStore {
     }
 
     fn put_meta_sync(&self, key: &[u8], value: Vec<u8>) -> Result<(), rocksdb::Error> {
-        let mut opts = WriteOptions::default();
-        opts.set_sync(true);
-        self.db.put_cf_opt(self.cf_meta(), key, value, &opts)
+        put_meta_sync(&self.db, key, value)
     }
 
     fn read_log_id(&self, key: &[u8]) -> Result<Option<LogId>, StorageError> {
@@ -234,24 +232,40 @@ impl LogStore {
 /// election; the next term's entries have ids of their own, and the
 /// election picks a log holding every committed entry, as Raft requires.
 fn step_down_at_start(db: &DB, id: NodeId) -> Result<(), StorageError> {
-    let cf = db::cf(db, CF_LOG_META);
-    let Some(raw) = db
-        .get_pinned_cf(cf, KEY_VOTE)
-        .map_err(|e| StorageIOError::read_vote(&e))?
-    else {
+    let Some(vote) = read_vote(db)? else {
         return Ok(());
     };
-    let stored = pb::Vote::decode(raw.as_ref()).map_err(|e| StorageIOError::read_vote(&e))?;
-    let vote = vote_from_pb(Some(&stored)).map_err(|e| StorageIOError::read_vote(&e))?;
     if !vote.is_committed() || vote.leader_id().voted_for() != Some(id) {
         return Ok(());
     }
     let uncommitted = Vote::new(vote.leader_id().term, id);
     tracing::info!("was leader ({vote}) when stopped: starting as a follower with vote {uncommitted}");
+    save_vote(db, &uncommitted)
+}
+
+fn put_meta_sync(db: &DB, key: &[u8], value: Vec<u8>) -> Result<(), rocksdb::Error> {
     let mut opts = WriteOptions::default();
     opts.set_sync(true);
-    db.put_cf_opt(cf, KEY_VOTE, vote_to_pb(&uncommitted).encode_to_vec(), &opts)
-        .map_err(|e| StorageIOError::write_vote(&e).into())
+    db.put_cf_opt(db::cf(db, CF_LOG_META), key, value, &opts)
+}
+
+fn read_vote(db: &DB) -> Result<Option<Vote>, StorageError> {
+    let raw = db
+        .get_pinned_cf(db::cf(db, CF_LOG_META), KEY_VOTE)
+        .map_err(|e| StorageIOError::read_vote(&e))?;
+    match raw {
+        None => Ok(None),
+        Some(raw) => {
+            let pb = pb::Vote::decode(raw.as_ref()).map_err(|e| StorageIOError::read_vote(&e))?;
+            Ok(Some(
+                vote_from_pb(Some(&pb)).map_err(|e| StorageIOError::read_vote(&e))?,
+            ))
+        }
+    }
+}
+
+fn save_vote(db: &DB, vote: &Vote) -> Result<(), StorageError> {
+    put_meta_sync(db, KEY_VOTE, vote_to_pb(vote).encode_to_vec()).map_err(|e| StorageIOError::write_vote(&e).into())
 }
 
 fn read_log_id(db: &DB, key: &[u8]) -> Result<Option<LogId>, StorageError> {
@@ -372,24 +386,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
-        self.put_meta_sync(KEY_VOTE, vote_to_pb(vote).encode_to_vec())
-            .map_err(|e| StorageIOError::write_vote(&e).into())
+        save_vote(&self.db, vote)
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
-        let raw = self
-            .db
-            .get_pinned_cf(self.cf_meta(), KEY_VOTE)
-            .map_err(|e| StorageIOError::read_vote(&e))?;
-        match raw {
-            None => Ok(None),
-            Some(raw) => {
-                let pb = pb::Vote::decode(raw.as_ref()).map_err(|e| StorageIOError::read_vote(&e))?;
-                Ok(Some(
-                    vote_from_pb(Some(&pb)).map_err(|e| StorageIOError::read_vote(&e))?,
-                ))
-            }
-        }
+        read_vote(&self.db)
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
