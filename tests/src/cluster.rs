@@ -524,8 +524,8 @@ impl Drop for TestCluster {
             }
         }
         if std::env::var_os(KEEP_DIRS).is_some() {
-            let kept = std::mem::replace(&mut self.dir, tempfile::TempDir::new().expect("a temporary directory"));
-            eprintln!("{KEEP_DIRS}: node data and logs kept in {}", kept.keep().display());
+            self.dir.disable_cleanup(true);
+            eprintln!("{KEEP_DIRS}: node data and logs kept in {}", self.dir.path().display());
         }
     }
 }

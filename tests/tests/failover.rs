@@ -76,6 +76,23 @@ impl Minters {
     }
 }
 
+/// The acknowledged writes that `store` does not return as written, read
+/// at `consistency`.
+async fn missing(
+    store: &ClusterHandleStore<Value>,
+    acked: &HashMap<String, Value>,
+    consistency: Consistency,
+) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (id, value) in acked {
+        let got = store.get_with(id, consistency).await.expect("read");
+        if got.as_ref() != Some(value) {
+            missing.push(id.clone());
+        }
+    }
+    missing
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_leader_loses_no_acknowledged_write() {
     let mut cluster = TestCluster::start(3).await.expect("cluster");
@@ -174,13 +191,7 @@ async fn a_quorum_without_the_old_leader_keeps_every_write_acknowledged_before_a
     }
     let new_leader = cluster.wait_leader(Duration::from_secs(30)).await.expect("new leader");
     assert_ne!(new_leader, leader);
-    let mut missing = Vec::new();
-    for (id, value) in &acked {
-        let got = store.get(id).await.expect("read after the power cut");
-        if got.as_ref() != Some(value) {
-            missing.push(id.clone());
-        }
-    }
+    let missing = missing(&store, &acked, Consistency::Linearizable).await;
     assert!(
         missing.is_empty(),
         "{} of {} acknowledged writes are gone after the power cut, e.g. {:?}",
@@ -246,13 +257,7 @@ async fn a_leader_killed_with_unsynced_entries_does_not_lead_again_in_the_same_t
             .await
             .expect("caught up");
         let on = cluster.client_for(node).handle_store::<Value>("tail").build();
-        let mut missing = Vec::new();
-        for (id, value) in &acked {
-            let got = on.get_with(id, Consistency::Stale).await.expect("stale read");
-            if got.as_ref() != Some(value) {
-                missing.push(id.clone());
-            }
-        }
+        let missing = missing(&on, &acked, Consistency::Stale).await;
         assert!(
             missing.is_empty(),
             "node {node} lacks {} of {} acknowledged writes, e.g. {:?}",
