@@ -384,14 +384,20 @@ impl Client {
             };
             let status = match res {
                 Ok(resp) => {
-                    inner.preferred.store(idx, Ordering::Relaxed);
+                    // A follower that forwarded a write names the leader:
+                    // the next call goes there, without the extra hop.
+                    let next = self.leader_index(resp.metadata()).unwrap_or(idx);
+                    inner.preferred.store(next, Ordering::Relaxed);
                     return Ok(resp.into_inner());
                 }
                 Err(s) if retryable(&s) => s,
                 Err(s) => return Err(Error::from(s)),
             };
             tracing::debug!(node = %node.url, code = ?status.code(), msg = status.message(), "retrying");
-            idx = self.leader_index(&status).unwrap_or((idx + 1) % n);
+            idx = self
+                .leader_index(status.metadata())
+                .or_else(|| self.index_of(&detail(&status).leader_addr))
+                .unwrap_or((idx + 1) % n);
             inner.preferred.store(idx, Ordering::Relaxed);
             let cap = inner
                 .backoff_base
@@ -409,14 +415,17 @@ impl Client {
         }
     }
 
-    /// The endpoint the error names as leader, if it is one of ours.
-    fn leader_index(&self, status: &tonic::Status) -> Option<usize> {
-        let from_header = status
-            .metadata()
-            .get(LEADER_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let addr = from_header.or_else(|| Some(detail(status).leader_addr).filter(|a| !a.is_empty()))?;
+    /// The endpoint an answer's metadata names as leader, if it is one of
+    /// ours.
+    fn leader_index(&self, metadata: &tonic::metadata::MetadataMap) -> Option<usize> {
+        self.index_of(metadata.get(LEADER_HEADER)?.to_str().ok()?)
+    }
+
+    /// The endpoint with this "host:port", if it is one of ours.
+    fn index_of(&self, addr: &str) -> Option<usize> {
+        if addr.is_empty() {
+            return None;
+        }
         self.inner.nodes.iter().position(|n| n.authority == addr)
     }
 }

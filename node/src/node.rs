@@ -246,6 +246,8 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         )));
     let mut routes = routes.routes();
     crate::health::add_routes(routes.axum_router_mut(), api, cfg.id);
+    let router = std::mem::take(routes.axum_router_mut());
+    *routes.axum_router_mut() = router.layer(axum::middleware::from_fn(crate::status::leader_header));
     // HTTP/1.1 too, for the plain-HTTP health endpoints.
     let router = tonic::transport::Server::builder()
         .accept_http1(true)

@@ -1,13 +1,49 @@
 //! gRPC error statuses with a human message and a machine-readable
 //! `ErrorDetail` (prost-encoded into the status details).
 
+use std::sync::{Arc, Mutex};
+
 use handlestore_proto::v1 as pb;
 use prost::Message;
 use tonic::{Code, Status};
 
-/// Metadata key carrying the leader's client address on UNAVAILABLE
-/// answers, for clients that follow the leader instead of being forwarded.
+/// Metadata key carrying the leader's client address, for clients that
+/// follow the leader instead of being forwarded: on UNAVAILABLE answers,
+/// and on the answer to a write this node forwarded to the leader.
 pub const LEADER_ADDR_HEADER: &str = "x-handlestore-leader";
+
+tokio::task_local! {
+    /// Where the request being served was forwarded, if it was: set by the
+    /// write path, turned into a `LEADER_ADDR_HEADER` on the answer by
+    /// [`leader_header`].
+    static FORWARDED_TO: Arc<Mutex<Option<String>>>;
+}
+
+/// Notes that the request being served was forwarded to the leader at
+/// `addr`; its answer names that leader. Outside a request (no
+/// [`leader_header`] around it) this does nothing.
+pub fn note_forwarded(addr: &str) {
+    let _ = FORWARDED_TO.try_with(|cell| *lock(cell) = Some(addr.to_string()));
+}
+
+fn lock(cell: &Mutex<Option<String>>) -> std::sync::MutexGuard<'_, Option<String>> {
+    cell.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Middleware around every request: an answer to a write that was forwarded
+/// to the leader carries the leader's address, so a client sends its next
+/// call there instead of paying the extra hop on every write (after a
+/// failover a client may have settled on a follower).
+pub async fn leader_header(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let cell = Arc::new(Mutex::new(None));
+    let mut resp = FORWARDED_TO.scope(cell.clone(), next.run(req)).await;
+    if let Some(addr) = lock(&cell).take()
+        && let Ok(v) = addr.parse()
+    {
+        resp.headers_mut().insert(LEADER_ADDR_HEADER, v);
+    }
+    resp
+}
 
 /// Who the leader is, as far as this node knows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

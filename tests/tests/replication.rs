@@ -230,6 +230,47 @@ async fn concurrent_writes_share_log_entries() {
     assert_eq!(store.len().await.expect("len"), writes);
 }
 
+/// A client whose first endpoint is a follower is forwarded once, then
+/// follows the leader the answer names: after a failover a client must not
+/// pay the follower's extra hop on every write for the rest of its life.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_moves_to_the_leader_after_one_forwarded_write() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    // The follower first, as after a failover that left the client there.
+    let mut endpoints = vec![cluster.node(follower).endpoint()];
+    endpoints.extend(
+        (1..=3)
+            .filter(|&id| id != follower)
+            .map(|id| cluster.node(id).endpoint()),
+    );
+    let client = handlestore_client::Client::builder(endpoints).build().expect("client");
+    let store: ClusterHandleStore<Value> = client.handle_store("routing").build();
+    let before = cluster.status(follower).await.expect("status").forwarded_writes;
+    let writes = 20;
+    for i in 0..writes {
+        let id = store.mint(json!(i), Ttl::Default).await.expect("mint");
+        store.put(&id, json!(i + 1), Ttl::Default).await.expect("put");
+    }
+    let forwarded = cluster.status(follower).await.expect("status").forwarded_writes - before;
+    assert_eq!(
+        forwarded,
+        1,
+        "the follower forwarded {forwarded} of {} writes; after the first the client should go to the leader",
+        2 * writes
+    );
+    // A client that only knows the follower keeps working through it.
+    let only: ClusterHandleStore<Value> = cluster.client_for(follower).handle_store("routing").build();
+    let id = only
+        .mint(json!("x"), Ttl::Default)
+        .await
+        .expect("mint via the follower");
+    assert_eq!(only.get(&id).await.expect("get"), Some(json!("x")));
+    let forwarded = cluster.status(follower).await.expect("status").forwarded_writes - before;
+    assert_eq!(forwarded, 2, "a client with only the follower is forwarded");
+}
+
 /// Status says where a node's memory is: RocksDB's memtables and cache,
 /// the log cache, and the resident set they are part of.
 #[tokio::test(flavor = "multi_thread")]

@@ -147,6 +147,7 @@ impl pb::admin_server::Admin for AdminService {
                 version: env!("CARGO_PKG_VERSION").into(),
                 log_syncs: self.log_syncs.load(Ordering::Relaxed),
                 memory: Some(memory),
+                forwarded_writes: self.api.proposer.forwarded_writes(),
             }
         };
         Ok(Response::new(resp))

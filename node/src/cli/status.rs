@@ -18,8 +18,8 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
             Ok(r) => {
                 let s = r.into_inner();
                 rows.push(format!(
-                    "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10}",
-                    url, s.node_id, s.state, s.term, s.last_log_index, s.applied_index
+                    "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10} {:>10}",
+                    url, s.node_id, s.state, s.term, s.last_log_index, s.applied_index, s.forwarded_writes
                 ));
                 if let Some(m) = &s.memory {
                     memory.push(memory_row(url, m));
@@ -59,8 +59,8 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
     }
     println!();
     println!(
-        "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10}",
-        "ENDPOINT", "ID", "STATE", "TERM", "LAST LOG", "APPLIED"
+        "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10} {:>10}",
+        "ENDPOINT", "ID", "STATE", "TERM", "LAST LOG", "APPLIED", "FORWARDED"
     );
     for r in rows {
         println!("{r}");

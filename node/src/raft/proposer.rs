@@ -13,6 +13,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use handlestore_proto::v1 as pb;
@@ -88,6 +89,8 @@ pub struct Proposer {
     forward_peers: Arc<Peers>,
     read_index: ReadIndex,
     cfg: ProposerConfig,
+    /// Writes this node forwarded to the leader and got an answer for.
+    forwarded: AtomicU64,
 }
 
 /// This node's view of leadership, read from the metrics without holding the
@@ -113,6 +116,7 @@ impl Proposer {
             forward_peers,
             read_index,
             cfg,
+            forwarded: AtomicU64::new(0),
         })
     }
 
@@ -164,7 +168,11 @@ impl Proposer {
         let mut req = tonic::Request::new(pb::ForwardRequest { command: Some(cmd) });
         req.set_timeout(self.cfg.write_timeout);
         match client.forward(req).await {
-            Ok(resp) => Ok(resp.into_inner().result.unwrap_or_default()),
+            Ok(resp) => {
+                self.forwarded.fetch_add(1, Ordering::Relaxed);
+                status::note_forwarded(&leader.addr);
+                Ok(resp.into_inner().result.unwrap_or_default())
+            }
             Err(s) if s.code() == Code::Unavailable && !s.details().is_empty() => Err(ProposeError::Remote(s)),
             Err(s) => Err(ProposeError::Remote(status::unavailable(
                 "leader_unreachable",
@@ -208,6 +216,11 @@ impl Proposer {
     /// the leader; concurrent callers share one quorum round.
     pub async fn read_index(&self) -> Result<u64, ProposeError> {
         self.read_index.get().await
+    }
+
+    /// Writes this node has forwarded to the leader since it started.
+    pub fn forwarded_writes(&self) -> u64 {
+        self.forwarded.load(Ordering::Relaxed)
     }
 
     pub fn raft(&self) -> &Raft {
