@@ -1,7 +1,7 @@
 //! gRPC error statuses with a human message and a machine-readable
 //! `ErrorDetail` (prost-encoded into the status details).
 
-use std::sync::{Arc, Mutex};
+use std::cell::Cell;
 
 use handlestore_proto::v1 as pb;
 use prost::Message;
@@ -16,18 +16,14 @@ tokio::task_local! {
     /// Where the request being served was forwarded, if it was: set by the
     /// write path, turned into a `LEADER_ADDR_HEADER` on the answer by
     /// [`leader_header`].
-    static FORWARDED_TO: Arc<Mutex<Option<String>>>;
+    static FORWARDED_TO: Cell<Option<String>>;
 }
 
 /// Notes that the request being served was forwarded to the leader at
 /// `addr`; its answer names that leader. Outside a request (no
 /// [`leader_header`] around it) this does nothing.
 pub fn note_forwarded(addr: &str) {
-    let _ = FORWARDED_TO.try_with(|cell| *lock(cell) = Some(addr.to_string()));
-}
-
-fn lock(cell: &Mutex<Option<String>>) -> std::sync::MutexGuard<'_, Option<String>> {
-    cell.lock().unwrap_or_else(|p| p.into_inner())
+    let _ = FORWARDED_TO.try_with(|cell| cell.set(Some(addr.to_string())));
 }
 
 /// Middleware around every request: an answer to a write that was forwarded
@@ -35,9 +31,10 @@ fn lock(cell: &Mutex<Option<String>>) -> std::sync::MutexGuard<'_, Option<String
 /// call there instead of paying the extra hop on every write (after a
 /// failover a client may have settled on a follower).
 pub async fn leader_header(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    let cell = Arc::new(Mutex::new(None));
-    let mut resp = FORWARDED_TO.scope(cell.clone(), next.run(req)).await;
-    if let Some(addr) = lock(&cell).take()
+    let served = FORWARDED_TO.scope(Cell::new(None), next.run(req));
+    tokio::pin!(served);
+    let mut resp = (&mut served).await;
+    if let Some(addr) = served.as_mut().take_value().and_then(Cell::into_inner)
         && let Ok(v) = addr.parse()
     {
         resp.headers_mut().insert(LEADER_ADDR_HEADER, v);
