@@ -40,8 +40,10 @@ macro_rules! rpc {
 }
 pub(crate) use rpc;
 
-/// Metadata key with the leader's address on UNAVAILABLE answers.
-const LEADER_HEADER: &str = "x-handlestore-leader";
+/// Metadata key with the leader's "host:port": on UNAVAILABLE answers, and
+/// on the answer to a write a follower forwarded to the leader. The node
+/// sets it under this name too.
+pub const LEADER_HEADER: &str = "x-handlestore-leader";
 
 /// The largest gRPC message the client accepts or sends (values are limited
 /// by the node, 1 MiB by default).

@@ -9,8 +9,9 @@ use tonic::{Code, Status};
 
 /// Metadata key carrying the leader's client address, for clients that
 /// follow the leader instead of being forwarded: on UNAVAILABLE answers,
-/// and on the answer to a write this node forwarded to the leader.
-pub const LEADER_ADDR_HEADER: &str = "x-handlestore-leader";
+/// and on the answer to a write this node forwarded to the leader. The
+/// client crate's name for it, so both sides of the wire agree.
+pub use handlestore_client::cluster::LEADER_HEADER as LEADER_ADDR_HEADER;
 
 tokio::task_local! {
     /// Where the request being served was forwarded, if it was: set by the
