@@ -134,13 +134,16 @@ async fn dev_runs_three_nodes_stops_on_ctrl_c_and_resumes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_without_initial_cluster_is_a_one_node_cluster() {
     let dir = tempfile::tempdir().expect("tempdir");
+    let logs = tempfile::tempdir().expect("tempdir");
     let port = free_port();
-    let start = || {
+    // The node's log goes to a file, shown if it does not stop cleanly.
+    let log = |run: u32| logs.path().join(format!("node-{run}.log"));
+    let start = |run: u32| {
         Command::new(handlestore_bin())
             .args(["node", "--id", "1", "--listen", &format!("127.0.0.1:{port}"), "--data"])
             .arg(dir.path())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(log(run)).expect("log file"))
             .spawn()
             .expect("spawn node")
     };
@@ -149,15 +152,17 @@ async fn a_node_without_initial_cluster_is_a_one_node_cluster() {
         .expect("client")
         .handle_store("single")
         .build();
-    let mut node = Guard(Some(start()));
+    let mut node = Guard(Some(start(1)));
     let id = mint_until_ready(&store, json!(1)).await;
     let child = node.0.as_mut().expect("running");
     signal(child, "TERM");
+    let st = wait_exit(child, Duration::from_secs(30));
     assert!(
-        wait_exit(child, Duration::from_secs(30)).success(),
-        "SIGTERM stops a node cleanly"
+        st.success(),
+        "SIGTERM stops a node cleanly, but it ended with {st}; its log:\n{}",
+        std::fs::read_to_string(log(1)).unwrap_or_default()
     );
-    node.0 = Some(start());
+    node.0 = Some(start(2));
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         match store.get(&id).await {

@@ -28,6 +28,8 @@ pub struct DevArgs {
 }
 
 pub async fn run(args: DevArgs) -> Result<(), CliError> {
+    // Ctrl-C while the nodes start still stops them all.
+    let stop = super::shutdown_signal();
     let exe = std::env::current_exe().map_err(|e| CliError::new(2, format!("locating own binary: {e}")))?;
     let ports: Vec<u16> = (0..3)
         .map(|i| args.base_port.checked_add(i))
@@ -74,7 +76,7 @@ pub async fn run(args: DevArgs) -> Result<(), CliError> {
 
     // Run until a signal, or until a node exits on its own.
     let exited = tokio::select! {
-        _ = super::shutdown_signal() => None,
+        _ = stop => None,
         id = first_exit(&mut children) => Some(id),
     };
     if let Some((i, status)) = &exited {

@@ -302,9 +302,10 @@ pub async fn run(conn: &Conn, args: McpArgs) -> Result<(), CliError> {
             let _ = tcp.set_nodelay(true);
         });
     tracing::info!(listen = %args.listen, endpoints = ?conn.endpoints, "state-tool MCP server ready at /mcp");
+    let stop = super::shutdown_signal();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
-            super::shutdown_signal().await;
+            stop.await;
             ct.cancel();
         })
         .await
