@@ -411,7 +411,11 @@ impl TestCluster {
     }
 
     /// Waits until a running node says it is the leader and every other
-    /// member that answers agrees; returns its id.
+    /// member that answers agrees and knows its address; returns its id.
+    /// A follower forwards writes only once it knows the leader's address
+    /// (from the membership the leader replicates; until then it refuses
+    /// with a hint), which on a loaded machine can come a moment after it
+    /// knows the leader's id.
     pub async fn wait_leader(&self, timeout: Duration) -> Result<u64> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -424,15 +428,18 @@ impl TestCluster {
                     }
                     // A node waiting to be added knows no leader yet.
                     if s.members.iter().any(|m| m.id == s.node_id) {
-                        views.insert(s.leader_id);
+                        views.insert((s.leader_id, s.leader_addr));
                     }
                 }
             }
-            if leaders.len() == 1 && views.len() == 1 && leaders == views {
-                return Ok(leaders.into_iter().next().unwrap_or_default());
+            if let [leader] = leaders.iter().copied().collect::<Vec<_>>()[..]
+                && views.len() == 1
+                && views.contains(&(leader, self.node(leader).addr.clone()))
+            {
+                return Ok(leader);
             }
             if Instant::now() > deadline {
-                bail!("no single leader within {timeout:?}: leaders {leaders:?}, views {views:?}");
+                bail!("no single leader within {timeout:?}: leaders {leaders:?}, views (id, address) {views:?}");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

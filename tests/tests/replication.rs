@@ -238,22 +238,6 @@ async fn a_client_moves_to_the_leader_after_one_forwarded_write() {
     let cluster = TestCluster::start(3).await.expect("cluster");
     let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
     let follower = (1..=3).find(|&id| id != leader).expect("a follower");
-    // A follower forwards only once it knows the leader's address (from the
-    // membership the leader replicates); until then it refuses with a hint
-    // and nothing is forwarded. On a loaded machine that can take a moment.
-    let leader_addr = cluster
-        .node(leader)
-        .endpoint()
-        .trim_start_matches("http://")
-        .to_string();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while cluster.status(follower).await.expect("status").leader_addr != leader_addr {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "node {follower} does not know the leader's address"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     // The follower first, as after a failover that left the client there.
     let mut endpoints = vec![cluster.node(follower).endpoint()];
     endpoints.extend(
