@@ -159,14 +159,13 @@ impl ClientBuilder {
             let endpoint = Endpoint::from_shared(url.clone())
                 .map_err(|e| Error::InvalidArgument(format!("endpoint {raw:?}: {e}")))?
                 .connect_timeout(self.connect_timeout)
-                .tcp_nodelay(true)
                 .http2_keep_alive_interval(Duration::from_secs(10))
                 .keep_alive_timeout(Duration::from_secs(5));
             let authority = endpoint.uri().authority().map(|a| a.to_string()).unwrap_or_default();
             nodes.push(Node {
                 url,
                 authority,
-                channel: endpoint.connect_lazy(),
+                channel: endpoint.connect_with_connector_lazy(tower::service_fn(crate::conn::connect)),
             });
         }
         Ok(Client {

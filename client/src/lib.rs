@@ -24,6 +24,7 @@ pub mod client_state;
 pub mod cluster;
 pub mod cluster_state;
 pub mod cluster_store;
+pub mod conn;
 pub mod error;
 pub mod handle_store;
 pub mod id;
