@@ -274,6 +274,8 @@ impl ServerHandler for StateServer {
 }
 
 pub async fn run(conn: &Conn, args: McpArgs) -> Result<(), CliError> {
+    // Handlers first, so a SIGTERM while connecting or binding stops cleanly.
+    let stop = super::shutdown_signal();
     let tool = conn.client()?.state_tool();
     let mut config = StreamableHttpServerConfig::default().with_legacy_session_mode(false);
     config = if args.allowed_hosts.iter().any(|h| h == "*") {
@@ -302,7 +304,6 @@ pub async fn run(conn: &Conn, args: McpArgs) -> Result<(), CliError> {
             let _ = tcp.set_nodelay(true);
         });
     tracing::info!(listen = %args.listen, endpoints = ?conn.endpoints, "state-tool MCP server ready at /mcp");
-    let stop = super::shutdown_signal();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             stop.await;
