@@ -95,7 +95,29 @@ async fn missing(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_leader_loses_no_acknowledged_write() {
-    let mut cluster = TestCluster::start(3).await.expect("cluster");
+    kill_the_leader_while_writing(&[]).await;
+}
+
+/// The same with each node's network and Raft work on a pool of worker
+/// threads: the default on machines with more than 2 cores, while the test
+/// machines (2 cores) otherwise run every node on one event-loop thread.
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_the_leader_loses_no_acknowledged_write_with_worker_pools() {
+    let cluster = kill_the_leader_while_writing(&["--worker-threads", "2"]).await;
+    for id in 1..=3 {
+        assert!(
+            cluster.log(id).contains("network and Raft work on 2 worker threads"),
+            "node {id} ran on a pool of 2 threads"
+        );
+    }
+}
+
+async fn kill_the_leader_while_writing(node_args: &[&str]) -> TestCluster {
+    let mut cluster = TestCluster::builder(3)
+        .args(node_args.iter().copied())
+        .start()
+        .await
+        .expect("cluster");
     let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("failover").build());
     let minters = Minters::start(&store, 8);
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -144,6 +166,7 @@ async fn killing_the_leader_loses_no_acknowledged_write() {
             .expect("stale read on the restarted node");
         assert_eq!(got.as_ref(), Some(value), "restarted node has {id}");
     }
+    cluster
 }
 
 /// A power cut: every node dies at once while clients write. Nodes run with

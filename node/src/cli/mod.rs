@@ -149,7 +149,21 @@ pub fn main() -> ExitCode {
     let server = matches!(cli.command, Command::Node(_) | Command::Dev(_) | Command::Mcp { .. });
     // openraft's own info lines are internal detail; ours say what matters.
     init_tracing(if server { "info,openraft=warn" } else { "warn" });
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // A node's runtime is its own choice (--worker-threads); the other
+    // commands take tokio's default.
+    let built = match &cli.command {
+        Command::Node(args) => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let scheduler = node::scheduler(args.worker_threads, cores);
+            match scheduler {
+                node::Scheduler::EventLoop => tracing::info!("network and Raft work on one event-loop thread"),
+                node::Scheduler::Pool(n) => tracing::info!("network and Raft work on {n} worker threads"),
+            }
+            node::runtime(scheduler)
+        }
+        _ => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+    };
+    let rt = match built {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: starting the runtime: {e}");

@@ -68,6 +68,46 @@ pub struct NodeArgs {
     /// MiB per node under steady writes.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub malloc_trim_interval: Duration,
+    /// Threads that run the node's network and Raft work. 1 runs all of it
+    /// on one event-loop thread; more spreads it over a work-stealing pool.
+    /// 0: 1 on a machine with 2 cores or fewer, else one per core. RocksDB's
+    /// background work, log syncs, large applies and scans run on threads of
+    /// their own either way.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1024))]
+    pub worker_threads: u16,
+}
+
+/// How a node schedules its async work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheduler {
+    /// One event-loop thread (tokio's current-thread scheduler).
+    EventLoop,
+    /// A work-stealing pool of this many threads.
+    Pool(usize),
+}
+
+/// The scheduler for `--worker-threads requested` on a machine with `cores`
+/// cores. On 2 cores, work stealing between two threads cost more than it
+/// gave: one event loop took 10-30% less CPU per request and served as many
+/// or more (docs/performance.md, "One event loop per node").
+pub fn scheduler(requested: u16, cores: usize) -> Scheduler {
+    match (requested, cores) {
+        (1, _) => Scheduler::EventLoop,
+        (0, c) if c <= 2 => Scheduler::EventLoop,
+        (0, c) => Scheduler::Pool(c),
+        (n, _) => Scheduler::Pool(n as usize),
+    }
+}
+
+/// Builds the runtime a node runs on.
+pub fn runtime(s: Scheduler) -> std::io::Result<tokio::runtime::Runtime> {
+    match s {
+        Scheduler::EventLoop => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        Scheduler::Pool(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build(),
+    }
 }
 
 impl NodeArgs {
@@ -111,4 +151,33 @@ pub async fn run(args: NodeArgs) -> Result<(), CliError> {
     let cfg = args.into_config()?;
     crate::node::run(cfg, super::shutdown_signal()).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_threads_default_to_one_event_loop_on_small_machines_and_obey_an_explicit_count() {
+        assert_eq!(scheduler(0, 1), Scheduler::EventLoop);
+        assert_eq!(scheduler(0, 2), Scheduler::EventLoop);
+        assert_eq!(scheduler(0, 3), Scheduler::Pool(3));
+        assert_eq!(scheduler(0, 16), Scheduler::Pool(16));
+        assert_eq!(scheduler(1, 16), Scheduler::EventLoop);
+        assert_eq!(scheduler(2, 1), Scheduler::Pool(2));
+        assert_eq!(scheduler(8, 2), Scheduler::Pool(8));
+    }
+
+    #[test]
+    fn both_schedulers_run_tasks_and_blocking_work() {
+        for s in [Scheduler::EventLoop, Scheduler::Pool(2)] {
+            let rt = runtime(s).expect("runtime");
+            let got = rt.block_on(async {
+                let spawned = tokio::spawn(async { 1 });
+                let blocking = tokio::task::spawn_blocking(|| 2);
+                spawned.await.expect("task") + blocking.await.expect("blocking")
+            });
+            assert_eq!(got, 3, "{s:?}");
+        }
+    }
 }
