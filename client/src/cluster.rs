@@ -448,8 +448,6 @@ pub(crate) fn retryable(s: &tonic::Status) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicU64, Ordering};
-
     use super::*;
 
     /// A write id tells the cluster that every lower id of its client is
