@@ -17,6 +17,10 @@ cd "$(dirname "$0")/.."
 ops=mint concurrency=64 systems=handlestore duration=10s out=target/profile freq=499
 while [ $# -gt 0 ]; do
   case "$1" in
+    --ops|--concurrency|--systems|--duration|--out|--freq)
+      [ $# -ge 2 ] || { echo "$1 needs a value (see --help)" >&2; exit 2; } ;;
+  esac
+  case "$1" in
     --ops) ops="$2"; shift 2 ;;
     --concurrency) concurrency="$2"; shift 2 ;;
     --systems) systems="$2"; shift 2 ;;
@@ -31,6 +35,10 @@ done
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 if ! command -v perf >/dev/null 2>&1; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "please install perf, then run again" >&2
+    exit 1
+  fi
   echo "installing perf (linux-perf)" >&2
   $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
   $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq linux-perf >&2
