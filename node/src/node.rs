@@ -6,10 +6,11 @@ use std::future::Future;
 use std::sync::Arc;
 
 use anyhow::Context;
+use handlestore_client::conn::Conn;
 use handlestore_proto::v1 as pb;
 use openraft::{BasicNode, SnapshotPolicy};
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
+use tokio_stream::wrappers::ReceiverStream;
 
 use crate::api::{
     Api,
@@ -20,10 +21,12 @@ use crate::api::{
     writes::WritesService,
 };
 use crate::config::{ClusterState, NodeConfig};
+use crate::raft::durability::Durability;
 use crate::raft::log_store::LogStore;
 use crate::raft::network::{MAX_PEER_MESSAGE, Network, Peers};
+use crate::raft::peer_wire::{self, Protocol};
 use crate::raft::proposer::{Proposer, ProposerConfig};
-use crate::raft::service::RaftService;
+use crate::raft::service::{self, RaftService};
 use crate::raft::state_machine::StateMachine;
 use crate::raft::{Raft, sweeper};
 use crate::state::snapshot::{self, SnapshotDir};
@@ -217,7 +220,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
                 raft.clone(),
                 proposer.clone(),
                 snapshots.clone(),
-                durability,
+                durability.clone(),
             ))
             .max_decoding_message_size(MAX_PEER_MESSAGE)
             .max_encoding_message_size(MAX_PEER_MESSAGE),
@@ -254,14 +257,20 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         .add_routes(routes);
 
     tracing::info!(id = cfg.id, listen = %cfg.listen, data = %cfg.data_dir.display(), "node started");
-    // `Server::tcp_nodelay` only applies to listeners tonic binds itself;
-    // `Conn` sets it on ours (without it a reply's trailers wait for the
-    // client's delayed ACK, ~40 ms per read) and lets HTTP/2 gather the
-    // answers that are ready into one socket write.
-    let incoming = tokio_stream::StreamExt::map(TcpListenerStream::new(listener), |conn| {
-        conn.map(handlestore_client::conn::Conn::new)
-    });
-    let served = router.serve_with_incoming_shutdown(incoming, shutdown).await;
+    // One port: leaders' Raft wire connections are served here, the rest
+    // go to the gRPC server.
+    let (grpc_tx, grpc_rx) = tokio::sync::mpsc::channel(64);
+    let acceptor = tokio::spawn(accept(listener, grpc_tx, raft.clone(), durability)).abort_handle();
+    // The port closes when shutdown begins, as tonic's own listener would.
+    let stop_accepting = acceptor.clone();
+    let shutdown = async move {
+        shutdown.await;
+        stop_accepting.abort();
+    };
+    let served = router
+        .serve_with_incoming_shutdown(ReceiverStream::new(grpc_rx), shutdown)
+        .await;
+    acceptor.abort();
     tracing::info!(id = cfg.id, "stopping");
     if let Err(e) = raft.shutdown().await {
         tracing::warn!("raft shutdown: {e}");
@@ -274,6 +283,52 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     served.context("gRPC server")?;
     tracing::info!(id = cfg.id, "stopped");
     Ok(())
+}
+
+/// Accepts the connections of the node's one port. A leader's Raft wire
+/// connection (`raft::peer_wire`) is served on a task of its own; anything
+/// else goes to the gRPC server as a [`Conn`]: `Server::tcp_nodelay` only
+/// applies to listeners tonic binds itself, and `Conn` sets it on ours
+/// (without it a reply's trailers wait for the client's delayed ACK, ~40 ms
+/// per read) and lets HTTP/2 gather the answers that are ready into one
+/// socket write.
+async fn accept(
+    listener: TcpListener,
+    grpc: tokio::sync::mpsc::Sender<std::io::Result<Conn>>,
+    raft: Raft,
+    durability: Arc<Durability>,
+) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // As tonic does with its own listener: note it and go on (out
+                // of file descriptors, say), without spinning on it.
+                tracing::debug!("error accepting a connection: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let (grpc, raft, durability) = (grpc.clone(), raft.clone(), durability.clone());
+        tokio::spawn(async move {
+            let protocol = tokio::time::timeout(peer_wire::SNIFF_TIMEOUT, peer_wire::sniff(&stream))
+                .await
+                .unwrap_or(Protocol::Other);
+            match protocol {
+                Protocol::RaftWire => {
+                    peer_wire::serve(stream, MAX_PEER_MESSAGE, |req| {
+                        let (raft, durability) = (raft.clone(), durability.clone());
+                        async move { service::append_entries(&raft, &durability, req).await }
+                    })
+                    .await;
+                }
+                Protocol::Other => {
+                    // Fails only once the gRPC server has stopped.
+                    let _ = grpc.send(Ok(Conn::new(stream))).await;
+                }
+            }
+        });
+    }
 }
 
 /// Static bootstrap (like etcd): with `--initial-cluster`, the lowest id

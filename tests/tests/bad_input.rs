@@ -204,3 +204,113 @@ async fn no_quorum_fails_fast_and_is_never_acknowledged() {
     );
     assert_eq!(all.len().await.expect("len"), 0);
 }
+
+/// One frame of the Raft wire (docs/operations.md, "Ports and protocols"):
+/// a 4-byte big-endian length, a kind byte, a body.
+fn wire_frame(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut f = u32::try_from(body.len() + 1).expect("small").to_be_bytes().to_vec();
+    f.push(kind);
+    f.extend_from_slice(body);
+    f
+}
+
+/// Opens a Raft wire connection to `addr`, sends `bytes` after the
+/// handshake, and returns the kind and body of the answer, and whether the
+/// node closed the connection after it.
+async fn over_the_wire(addr: &str, bytes: &[u8]) -> (u8, Vec<u8>, bool) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(b"HSRAFT/1").await.expect("magic");
+    let mut echo = [0u8; 8];
+    s.read_exact(&mut echo).await.expect("echo");
+    assert_eq!(&echo, b"HSRAFT/1");
+    s.write_all(bytes).await.expect("frame");
+    let len = s.read_u32().await.expect("answer length") as usize;
+    let kind = s.read_u8().await.expect("answer kind");
+    let mut body = vec![0u8; len - 1];
+    s.read_exact(&mut body).await.expect("answer body");
+    let mut more = [0u8; 1];
+    let closed = matches!(
+        tokio::time::timeout(Duration::from_millis(500), s.read(&mut more)).await,
+        Ok(Ok(0) | Err(_))
+    );
+    (kind, body, closed)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_raft_wire_refuses_what_is_malformed_and_changes_nothing() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    let store: ClusterHandleStore<Value> = cluster.client().handle_store("wire").build();
+    let id = store.mint(json!("before"), Ttl::Default).await.expect("mint");
+    let term = cluster.status(follower).await.expect("status").term;
+    let addr = cluster
+        .node(follower)
+        .endpoint()
+        .trim_start_matches("http://")
+        .to_string();
+
+    // A well-formed AppendEntries from a leader of an older term: the
+    // follower answers that it has seen a higher vote, and takes nothing.
+    let stale = pb::AppendEntriesRequest {
+        vote: Some(pb::Vote {
+            leader_id: Some(pb::LeaderId {
+                term: 0,
+                node_id: leader,
+            }),
+            committed: true,
+        }),
+        ..Default::default()
+    };
+    let (kind, body, closed) = over_the_wire(&addr, &wire_frame(0, &prost::Message::encode_to_vec(&stale))).await;
+    assert_eq!(kind, 0, "{}", String::from_utf8_lossy(&body));
+    let answer: pb::AppendEntriesResponse = prost::Message::decode(body.as_slice()).expect("an answer");
+    assert!(
+        matches!(answer.result, Some(pb::append_entries_response::Result::HigherVote(_))),
+        "{answer:?}"
+    );
+    assert!(!closed, "a connection stays open after an answer");
+    // The same over gRPC, as a leader of an earlier build sends it.
+    let mut grpc = pb::raft_client::RaftClient::connect(cluster.node(follower).endpoint())
+        .await
+        .expect("connect");
+    let answer = grpc
+        .append_entries(stale)
+        .await
+        .expect("gRPC AppendEntries")
+        .into_inner();
+    assert!(
+        matches!(answer.result, Some(pb::append_entries_response::Result::HigherVote(_))),
+        "{answer:?}"
+    );
+
+    for (what, bytes, says) in [
+        (
+            "a body that is not an AppendEntries",
+            wire_frame(0, &[0xff, 0xff, 0xff]),
+            "malformed",
+        ),
+        (
+            "a length over the limit",
+            u32::MAX.to_be_bytes().to_vec(),
+            "over the limit",
+        ),
+        ("an empty frame", vec![0, 0, 0, 0], "empty frame"),
+        ("an unknown kind", wire_frame(9, b""), "unknown frame kind"),
+    ] {
+        let (kind, body, closed) = over_the_wire(&addr, &bytes).await;
+        let message = String::from_utf8_lossy(&body);
+        assert_eq!(kind, 1, "{what}: refused as invalid, got kind {kind}: {message}");
+        assert!(message.contains(says), "{what}: {message}");
+        assert!(closed, "{what}: the connection closes after a refusal");
+    }
+
+    // Nothing changed: the follower's term, and the cluster's data, which
+    // still replicates to it over the wire.
+    assert_eq!(cluster.status(follower).await.expect("status").term, term);
+    let next = store.mint(json!("after"), Ttl::Default).await.expect("mint after");
+    let on_follower: ClusterHandleStore<Value> = cluster.client_for(follower).handle_store("wire").build();
+    assert_eq!(on_follower.get(&id).await.expect("get"), Some(json!("before")));
+    assert_eq!(on_follower.get(&next).await.expect("get"), Some(json!("after")));
+}

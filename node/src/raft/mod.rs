@@ -13,6 +13,7 @@ pub mod durability;
 pub mod log_store;
 pub mod network;
 pub mod payload;
+pub mod peer_wire;
 pub mod proposer;
 pub mod read_index;
 pub mod service;

@@ -1,4 +1,6 @@
-//! Raft RPCs to peers over tonic, one cached HTTP/2 channel per peer address.
+//! Raft RPCs to peers: AppendEntries over the Raft wire (`peer_wire`), one
+//! connection per follower, or over gRPC to a node that does not speak it;
+//! everything else over tonic, one cached HTTP/2 channel per peer address.
 //! Snapshots are streamed (client-streaming gRPC) in chunks read from the
 //! snapshot file, so memory stays flat whatever the snapshot size.
 
@@ -25,6 +27,7 @@ use tonic::transport::{Channel, Endpoint};
 use super::codec;
 use super::commit_notice::{self, CommitNotices};
 use super::durability::Durability;
+use super::peer_wire::{CallError, Refusal, Taken, WireConn, WirePool};
 use super::{NodeId, TypeConfig, Vote};
 
 /// Snapshot data per streamed message.
@@ -67,11 +70,16 @@ impl Peers {
 pub struct Network {
     peers: Arc<Peers>,
     durability: Arc<Durability>,
+    wire: Arc<WirePool>,
 }
 
 impl Network {
     pub fn new(peers: Arc<Peers>, durability: Arc<Durability>) -> Self {
-        Self { peers, durability }
+        Self {
+            peers,
+            durability,
+            wire: Arc::default(),
+        }
     }
 }
 
@@ -85,6 +93,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             peers: self.peers.clone(),
             durability: self.durability.clone(),
             notices: CommitNotices::default(),
+            wire: self.wire.clone(),
         }
     }
 }
@@ -96,6 +105,8 @@ pub struct PeerConnection {
     durability: Arc<Durability>,
     /// Commit-only requests held back (see `commit_notice`).
     notices: CommitNotices,
+    /// Raft wire connections, shared by every client of this node.
+    wire: Arc<WirePool>,
 }
 
 /// A peer that cannot be reached (connection refused or reset) means "back
@@ -126,6 +137,74 @@ fn malformed<E: std::error::Error>(e: codec::Malformed) -> RPCError<NodeId, Basi
 }
 
 impl PeerConnection {
+    /// Sends an AppendEntries over the Raft wire, within `ttl`. `None`: the
+    /// peer does not speak it, send it over gRPC. Errors are classified as
+    /// for gRPC (see `classify`): a peer that cannot be reached, or that is
+    /// shutting down, is unreachable; a missed deadline or a malformed
+    /// exchange is a network error, retried at once.
+    async fn append_over_wire(
+        &mut self,
+        request: &pb::AppendEntriesRequest,
+        ttl: Duration,
+    ) -> Option<Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>>> {
+        let reused = match self.wire.take(&self.addr) {
+            Taken::Unsupported => return None,
+            Taken::Idle(conn) => Some(conn),
+            Taken::None => None,
+        };
+        let addr = self.addr.clone();
+        let target = self.target;
+        let failed = |e: String| io::Error::other(format!("peer {target}: {e}"));
+        let late = || RPCError::Network(NetworkError::new(&failed(format!("no answer within {ttl:?}"))));
+        // A connection kept from an earlier call may have been closed by the
+        // peer meanwhile (it restarted): then one more try on a new one.
+        // Whatever else goes wrong drops the connection, so that a late
+        // answer is never read as the next call's.
+        let outcome = match reused {
+            Some(mut conn) => match tokio::time::timeout(ttl, conn.call(request)).await {
+                Err(_) => return Some(Err(late())),
+                Ok(Err(CallError::Io(e))) => {
+                    tracing::debug!("Raft wire to {addr}: {e}; reconnecting");
+                    None
+                }
+                Ok(other) => Some(other.map(|resp| (conn, resp))),
+            },
+            None => None,
+        };
+        let outcome = match outcome {
+            Some(outcome) => outcome,
+            // Connecting and the handshake have bounds of their own, so a
+            // peer that does not speak the wire is found out however short
+            // openraft's deadline for the call is.
+            None => match WireConn::connect(&addr, MAX_PEER_MESSAGE).await {
+                Err(e) => Err(e),
+                Ok(mut conn) => match tokio::time::timeout(ttl, conn.call(request)).await {
+                    Err(_) => return Some(Err(late())),
+                    Ok(answer) => answer.map(|resp| (conn, resp)),
+                },
+            },
+        };
+        Some(match outcome {
+            Ok((conn, resp)) => {
+                self.wire.give_back(&addr, conn);
+                codec::append_response_from_pb(resp).map_err(malformed)
+            }
+            Err(CallError::Unsupported) => {
+                if self.wire.unsupported(&addr) {
+                    tracing::info!("peer {target} at {addr} does not speak the Raft wire; using gRPC");
+                }
+                return None;
+            }
+            Err(CallError::Io(e)) => Err(RPCError::Unreachable(Unreachable::new(&failed(e.to_string())))),
+            Err(CallError::Refused(Refusal::Unavailable(m))) => {
+                Err(RPCError::Unreachable(Unreachable::new(&failed(m))))
+            }
+            Err(CallError::Refused(Refusal::Invalid(m)) | CallError::Malformed(m)) => {
+                Err(RPCError::Network(NetworkError::new(&failed(m))))
+            }
+        })
+    }
+
     fn client<E: std::error::Error>(&self) -> Result<RaftClient<Channel>, RPCError<NodeId, BasicNode, E>> {
         self.peers
             .raft_client(&self.addr)
@@ -175,17 +254,23 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             .map(|e| e.log_id.index)
             .or(rpc.prev_log_id.map(|l| l.index))
             .unwrap_or(0);
-        let mut req = tonic::Request::new(codec::append_request_to_pb(&rpc));
-        req.set_timeout(option.hard_ttl());
-        let answer = async {
-            let resp = self
-                .client()?
-                .append_entries(req)
+        let request = codec::append_request_to_pb(&rpc);
+        let answer = match self.append_over_wire(&request, option.hard_ttl()).await {
+            Some(answer) => answer,
+            None => {
+                let mut req = tonic::Request::new(request);
+                req.set_timeout(option.hard_ttl());
+                async {
+                    let resp = self
+                        .client()?
+                        .append_entries(req)
+                        .await
+                        .map_err(|s| rpc_err(self.target, s))?;
+                    codec::append_response_from_pb(resp.into_inner()).map_err(malformed)
+                }
                 .await
-                .map_err(|s| rpc_err(self.target, s))?;
-            codec::append_response_from_pb(resp.into_inner()).map_err(malformed)
-        }
-        .await;
+            }
+        };
         self.notices.answered(&rpc, answer.as_ref().ok());
         let resp = answer?;
         self.durability.wait_covered(upto, written).await;

@@ -11,6 +11,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::codec;
 use super::durability::Durability;
+use super::peer_wire::Refusal;
 use super::proposer::Proposer;
 use super::{Raft, TypeConfig};
 use crate::state::snapshot::SnapshotDir;
@@ -34,6 +35,25 @@ impl RaftService {
     }
 }
 
+/// Takes one AppendEntries from the leader, over either transport.
+pub async fn append_entries(
+    raft: &Raft,
+    durability: &Durability,
+    request: pb::AppendEntriesRequest,
+) -> Result<pb::AppendEntriesResponse, Refusal> {
+    let req = codec::append_request_from_pb(request).map_err(|e| Refusal::Invalid(e.to_string()))?;
+    let resp = raft
+        .append_entries(req)
+        .await
+        .map_err(|e| Refusal::Unavailable(format!("raft is not running: {e}")))?;
+    // openraft answers once the entries are in the log store, before they
+    // are synced (see raft::durability): the leader may count this answer
+    // towards a quorum, so it leaves only when every append made so far is
+    // on disk.
+    durability.wait_synced(durability.written()).await;
+    Ok(codec::append_response_to_pb(&resp))
+}
+
 fn malformed(e: codec::Malformed) -> Status {
     status::invalid(e.to_string())
 }
@@ -48,14 +68,13 @@ impl pb::raft_server::Raft for RaftService {
         &self,
         request: Request<pb::AppendEntriesRequest>,
     ) -> Result<Response<pb::AppendEntriesResponse>, Status> {
-        let req = codec::append_request_from_pb(request.into_inner()).map_err(malformed)?;
-        let resp = self.raft.append_entries(req).await.map_err(fatal)?;
-        // openraft answers once the entries are in the log store, before they
-        // are synced (see raft::durability): the leader may count this answer
-        // towards a quorum, so it leaves only when every append made so far
-        // is on disk.
-        self.durability.wait_synced(self.durability.written()).await;
-        Ok(Response::new(codec::append_response_to_pb(&resp)))
+        // Leaders send these over the Raft wire (`raft::peer_wire`); this is
+        // for nodes of earlier versions, which speak only gRPC.
+        match append_entries(&self.raft, &self.durability, request.into_inner()).await {
+            Ok(resp) => Ok(Response::new(resp)),
+            Err(Refusal::Invalid(m)) => Err(status::invalid(m)),
+            Err(Refusal::Unavailable(m)) => Err(status::unavailable("shutdown", m, None)),
+        }
     }
 
     async fn vote(&self, request: Request<pb::VoteRequest>) -> Result<Response<pb::VoteResponse>, Status> {
