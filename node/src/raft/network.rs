@@ -27,7 +27,7 @@ use tonic::transport::{Channel, Endpoint};
 use super::codec;
 use super::commit_notice::{self, CommitNotices};
 use super::durability::Durability;
-use super::peer_wire::{CallError, Refusal, Taken, WireConn, WirePool};
+use super::peer_wire::{CallError, Connected, Refusal, Taken, WireConn, WirePool};
 use super::{NodeId, TypeConfig, Vote};
 
 /// Snapshot data per streamed message.
@@ -147,62 +147,75 @@ impl PeerConnection {
         request: &pb::AppendEntriesRequest,
         ttl: Duration,
     ) -> Option<Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>>> {
-        let reused = match self.wire.take(&self.addr) {
-            Taken::Unsupported => return None,
-            Taken::Idle(conn) => Some(conn),
-            Taken::None => None,
-        };
         let addr = self.addr.clone();
         let target = self.target;
         let failed = |e: String| io::Error::other(format!("peer {target}: {e}"));
         let late = || RPCError::Network(NetworkError::new(&failed(format!("no answer within {ttl:?}"))));
-        // A connection kept from an earlier call may have been closed by the
-        // peer meanwhile (it restarted): then one more try on a new one.
-        // Whatever else goes wrong drops the connection, so that a late
-        // answer is never read as the next call's.
-        let outcome = match reused {
-            Some(mut conn) => match tokio::time::timeout(ttl, conn.call(request)).await {
+        let pool = self.wire.clone();
+        let slot = match pool.take(&addr) {
+            Taken::Grpc => return None,
+            Taken::Connect(slot) => slot,
+            // A connection kept from an earlier call may have been closed by
+            // the peer meanwhile (it restarted): then one more try on a new
+            // one. Whatever else goes wrong drops the connection, so that a
+            // late answer is never read as the next call's.
+            Taken::Idle(mut conn) => match tokio::time::timeout(ttl, conn.call(request)).await {
                 Err(_) => return Some(Err(late())),
+                Ok(Ok(resp)) => {
+                    pool.give_back(&addr, conn);
+                    return Some(codec::append_response_from_pb(resp).map_err(malformed));
+                }
                 Ok(Err(CallError::Io(e))) => {
                     tracing::debug!("Raft wire to {addr}: {e}; reconnecting");
-                    None
+                    match pool.reconnect(&addr) {
+                        Taken::Connect(slot) => slot,
+                        _ => return None,
+                    }
                 }
-                Ok(other) => Some(other.map(|resp| (conn, resp))),
-            },
-            None => None,
-        };
-        let outcome = match outcome {
-            Some(outcome) => outcome,
-            // Connecting and the handshake have bounds of their own, so a
-            // peer that does not speak the wire is found out however short
-            // openraft's deadline for the call is.
-            None => match WireConn::connect(&addr, MAX_PEER_MESSAGE).await {
-                Err(e) => Err(e),
-                Ok(mut conn) => match tokio::time::timeout(ttl, conn.call(request)).await {
-                    Err(_) => return Some(Err(late())),
-                    Ok(answer) => answer.map(|resp| (conn, resp)),
-                },
+                Ok(Err(e)) => return Some(Err(self.wire_error(e))),
             },
         };
-        Some(match outcome {
-            Ok((conn, resp)) => {
-                self.wire.give_back(&addr, conn);
-                codec::append_response_from_pb(resp).map_err(malformed)
+        // Connecting and the handshake have bounds of their own, so a peer
+        // that does not speak the wire is found out however short openraft's
+        // deadline for the call is.
+        let mut conn = match WireConn::connect(&addr, MAX_PEER_MESSAGE).await {
+            Ok(conn) => {
+                slot.finish(Connected::Yes);
+                conn
             }
             Err(CallError::Unsupported) => {
-                if self.wire.unsupported(&addr) {
+                if slot.finish(Connected::Unsupported) {
                     tracing::info!("peer {target} at {addr} does not speak the Raft wire; using gRPC");
                 }
                 return None;
             }
-            Err(CallError::Io(e)) => Err(RPCError::Unreachable(Unreachable::new(&failed(e.to_string())))),
-            Err(CallError::Refused(Refusal::Unavailable(m))) => {
-                Err(RPCError::Unreachable(Unreachable::new(&failed(m))))
+            Err(e) => {
+                slot.finish(Connected::Failed);
+                return Some(Err(self.wire_error(e)));
             }
-            Err(CallError::Refused(Refusal::Invalid(m)) | CallError::Malformed(m)) => {
-                Err(RPCError::Network(NetworkError::new(&failed(m))))
+        };
+        Some(match tokio::time::timeout(ttl, conn.call(request)).await {
+            Err(_) => Err(late()),
+            Ok(Ok(resp)) => {
+                pool.give_back(&addr, conn);
+                codec::append_response_from_pb(resp).map_err(malformed)
             }
+            Ok(Err(e)) => Err(self.wire_error(e)),
         })
+    }
+
+    /// A failed Raft wire call, classified as a gRPC one would be.
+    fn wire_error(&self, e: CallError) -> RPCError<NodeId, BasicNode, RaftError<NodeId>> {
+        let failed = |m: String| io::Error::other(format!("peer {}: {m}", self.target));
+        match e {
+            CallError::Io(e) => RPCError::Unreachable(Unreachable::new(&failed(e.to_string()))),
+            CallError::Refused(Refusal::Unavailable(m)) => RPCError::Unreachable(Unreachable::new(&failed(m))),
+            CallError::Refused(Refusal::Invalid(m)) | CallError::Malformed(m) => {
+                RPCError::Network(NetworkError::new(&failed(m)))
+            }
+            // Only connecting finds that out, and that is handled there.
+            CallError::Unsupported => RPCError::Network(NetworkError::new(&failed("not a Raft wire peer".into()))),
+        }
     }
 
     fn client<E: std::error::Error>(&self) -> Result<RaftClient<Channel>, RPCError<NodeId, BasicNode, E>> {

@@ -281,14 +281,19 @@ impl WireConn {
 /// How long a peer found not to speak the Raft wire is spoken to over gRPC
 /// before the wire is tried again (it may have been upgraded meanwhile).
 pub const RETRY_UNSUPPORTED: Duration = Duration::from_secs(60);
+/// How long, after a connection to a peer failed, its calls go over gRPC
+/// before the wire is tried again.
+pub const RETRY_FAILED: Duration = Duration::from_secs(1);
 /// Idle connections kept per peer.
 const MAX_IDLE: usize = 4;
 
-/// A node's idle Raft wire connections, by peer address. openraft asks for
-/// a new network client for every read round (one heartbeat to each
-/// follower), besides the one of each replication stream: they all take a
-/// connection from here and give it back, so a connection is opened once,
-/// not once per round.
+/// A node's Raft wire connections, by peer address. openraft asks for a new
+/// network client for every read round (one heartbeat to each follower),
+/// besides the one of each replication stream: they all take a connection
+/// from here and give it back, so a connection is opened once, not once per
+/// round. At most one caller connects to a peer at a time, and for a while
+/// after that failed the others use gRPC, as before the wire: a paused or
+/// cut-off peer costs one socket, not one per read round.
 #[derive(Default)]
 pub struct WirePool {
     peers: std::sync::Mutex<std::collections::HashMap<String, Pooled>>,
@@ -297,18 +302,75 @@ pub struct WirePool {
 #[derive(Default)]
 struct Pooled {
     idle: Vec<WireConn>,
-    /// When the peer was found not to speak the wire.
-    unsupported_since: Option<std::time::Instant>,
+    /// A caller is connecting to the peer.
+    connecting: bool,
+    /// Until then calls go over gRPC.
+    grpc_until: Option<std::time::Instant>,
+    /// The last connection found the peer not speaking the wire.
+    unsupported: bool,
 }
 
 /// What [`WirePool::take`] found for a peer.
-pub enum Taken {
-    /// An open connection (it may have been closed by the peer since).
+pub enum Taken<'a> {
+    /// An open connection (the peer may have closed it since).
     Idle(WireConn),
-    /// None open: connect.
-    None,
-    /// The peer does not speak the wire: use gRPC.
+    /// None open: the caller connects, and says how it went.
+    Connect(ConnectSlot<'a>),
+    /// Use gRPC for this call: the peer does not speak the wire, could not
+    /// be reached a moment ago, or another caller is connecting to it.
+    Grpc,
+}
+
+/// The right to connect to a peer, held by one caller at a time.
+pub struct ConnectSlot<'a> {
+    pool: &'a WirePool,
+    addr: String,
+    done: bool,
+}
+
+/// How a connection attempt went.
+pub enum Connected {
+    Yes,
+    Failed,
     Unsupported,
+}
+
+impl ConnectSlot<'_> {
+    /// Reports the attempt; returns true if the peer was just found not to
+    /// speak the wire (to log it once).
+    pub fn finish(mut self, how: Connected) -> bool {
+        self.done = true;
+        let mut peers = self.pool.lock();
+        let p = peers.entry(self.addr.clone()).or_default();
+        p.connecting = false;
+        let now = std::time::Instant::now();
+        match how {
+            Connected::Yes => {
+                p.unsupported = false;
+                false
+            }
+            Connected::Failed => {
+                p.grpc_until = Some(now + RETRY_FAILED);
+                false
+            }
+            Connected::Unsupported => {
+                p.grpc_until = Some(now + RETRY_UNSUPPORTED);
+                p.idle.clear();
+                !std::mem::replace(&mut p.unsupported, true)
+            }
+        }
+    }
+}
+
+impl Drop for ConnectSlot<'_> {
+    fn drop(&mut self) {
+        // The caller was cancelled while connecting: free the slot.
+        if !self.done {
+            if let Some(p) = self.pool.lock().get_mut(&self.addr) {
+                p.connecting = false;
+            }
+        }
+    }
 }
 
 impl WirePool {
@@ -316,18 +378,35 @@ impl WirePool {
         self.peers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn take(&self, addr: &str) -> Taken {
+    /// An idle connection to `addr`, else the right to open one, else gRPC.
+    pub fn take(&self, addr: &str) -> Taken<'_> {
         let mut peers = self.lock();
-        let Some(p) = peers.get_mut(addr) else {
-            return Taken::None;
-        };
-        match p.unsupported_since {
-            Some(since) if since.elapsed() < RETRY_UNSUPPORTED => Taken::Unsupported,
-            _ => {
-                p.unsupported_since = None;
-                p.idle.pop().map_or(Taken::None, Taken::Idle)
-            }
+        let p = peers.entry(addr.to_string()).or_default();
+        if let Some(conn) = p.idle.pop() {
+            return Taken::Idle(conn);
         }
+        self.slot(p, addr)
+    }
+
+    /// After a kept connection failed: the right to open a new one, else
+    /// gRPC.
+    pub fn reconnect(&self, addr: &str) -> Taken<'_> {
+        let mut peers = self.lock();
+        let p = peers.entry(addr.to_string()).or_default();
+        self.slot(p, addr)
+    }
+
+    fn slot<'a>(&'a self, p: &mut Pooled, addr: &str) -> Taken<'a> {
+        if p.connecting || p.grpc_until.is_some_and(|t| std::time::Instant::now() < t) {
+            return Taken::Grpc;
+        }
+        p.grpc_until = None;
+        p.connecting = true;
+        Taken::Connect(ConnectSlot {
+            pool: self,
+            addr: addr.to_string(),
+            done: false,
+        })
     }
 
     /// Gives back a connection whose last call was answered.
@@ -337,15 +416,6 @@ impl WirePool {
         if p.idle.len() < MAX_IDLE {
             p.idle.push(conn);
         }
-    }
-
-    /// Records that the peer at `addr` does not speak the wire; returns
-    /// whether that is news (to log it once).
-    pub fn unsupported(&self, addr: &str) -> bool {
-        let mut peers = self.lock();
-        let p = peers.entry(addr.to_string()).or_default();
-        p.idle.clear();
-        p.unsupported_since.replace(std::time::Instant::now()).is_none()
     }
 }
 
@@ -426,24 +496,44 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_pool_lends_one_connection_at_a_time_and_remembers_old_peers() {
+    async fn the_pool_lends_one_connection_at_a_time_and_lets_one_caller_connect() {
         let (addr, mut seen) = server(echo_term).await;
         let pool = WirePool::default();
-        assert!(matches!(pool.take(&addr), Taken::None));
-        pool.give_back(&addr, WireConn::connect(&addr, MAX).await.expect("connect"));
+        let Taken::Connect(slot) = pool.take(&addr) else {
+            panic!("nothing open yet: connect");
+        };
+        assert!(matches!(pool.take(&addr), Taken::Grpc), "one caller connects at a time");
+        let conn = WireConn::connect(&addr, MAX).await.expect("connect");
+        assert!(!slot.finish(Connected::Yes));
+        pool.give_back(&addr, conn);
         for term in 1..=3 {
             let Taken::Idle(mut conn) = pool.take(&addr) else {
                 panic!("the connection given back");
             };
-            assert!(matches!(pool.take(&addr), Taken::None), "lent to one caller at a time");
             conn.call(&request(term)).await.expect("answer");
             pool.give_back(&addr, conn);
         }
         assert_eq!(seen.recv().await, Some(Protocol::RaftWire));
         assert!(seen.try_recv().is_err(), "one connection for every call");
-        assert!(pool.unsupported("old:7401"), "news the first time");
-        assert!(!pool.unsupported("old:7401"));
-        assert!(matches!(pool.take("old:7401"), Taken::Unsupported));
+
+        // A failed attempt sends calls to gRPC for a moment; a cancelled one
+        // frees the slot at once.
+        let Taken::Connect(slot) = pool.reconnect("down:7401") else {
+            panic!("connect");
+        };
+        assert!(!slot.finish(Connected::Failed));
+        assert!(matches!(pool.take("down:7401"), Taken::Grpc));
+        let Taken::Connect(slot) = pool.take("gone:7401") else {
+            panic!("connect");
+        };
+        drop(slot);
+        assert!(matches!(pool.take("gone:7401"), Taken::Connect(_)));
+        // A peer of an earlier build is news once.
+        let Taken::Connect(slot) = pool.take("old:7401") else {
+            panic!("connect");
+        };
+        assert!(slot.finish(Connected::Unsupported));
+        assert!(matches!(pool.take("old:7401"), Taken::Grpc));
     }
 
     #[tokio::test]
