@@ -244,7 +244,20 @@ async fn the_raft_wire_refuses_what_is_malformed_and_changes_nothing() {
     let follower = (1..=3).find(|id| *id != leader).expect("a follower");
     let store: ClusterHandleStore<Value> = cluster.client().handle_store("wire").build();
     let id = store.mint(json!("before"), Ttl::Default).await.expect("mint");
-    let term = cluster.status(follower).await.expect("status").term;
+    // The follower may not have heard from the leader yet (a mint commits
+    // with the other one): wait until it follows the leader's term and has
+    // the mint, so that the request below is stale for it.
+    let leading = cluster.status(leader).await.expect("status");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let term = loop {
+        let st = cluster.status(follower).await.expect("status");
+        if st.term == leading.term && st.leader_id == leader && st.applied_index >= leading.applied_index {
+            break st.term;
+        }
+        assert!(Instant::now() < deadline, "the follower never caught up: {st:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(term > 0);
     let addr = cluster
         .node(follower)
         .endpoint()
