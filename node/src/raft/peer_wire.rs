@@ -365,10 +365,10 @@ impl ConnectSlot<'_> {
 impl Drop for ConnectSlot<'_> {
     fn drop(&mut self) {
         // The caller was cancelled while connecting: free the slot.
-        if !self.done {
-            if let Some(p) = self.pool.lock().get_mut(&self.addr) {
-                p.connecting = false;
-            }
+        if !self.done
+            && let Some(p) = self.pool.lock().get_mut(&self.addr)
+        {
+            p.connecting = false;
         }
     }
 }
