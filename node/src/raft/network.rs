@@ -143,14 +143,13 @@ impl PeerConnection {
     /// shutting down, is unreachable; a missed deadline or a malformed
     /// exchange is a network error, retried at once.
     async fn append_over_wire(
-        &mut self,
+        &self,
         request: &pb::AppendEntriesRequest,
         ttl: Duration,
     ) -> Option<Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>>> {
         let addr = self.addr.clone();
         let target = self.target;
-        let failed = |e: String| io::Error::other(format!("peer {target}: {e}"));
-        let late = || RPCError::Network(NetworkError::new(&failed(format!("no answer within {ttl:?}"))));
+        let late = || RPCError::Network(NetworkError::new(&self.failed(format!("no answer within {ttl:?}"))));
         let pool = self.wire.clone();
         let slot = match pool.take(&addr) {
             Taken::Grpc => return None,
@@ -204,17 +203,21 @@ impl PeerConnection {
         })
     }
 
+    /// An error about this peer, named in its message.
+    fn failed(&self, m: impl std::fmt::Display) -> io::Error {
+        io::Error::other(format!("peer {}: {m}", self.target))
+    }
+
     /// A failed Raft wire call, classified as a gRPC one would be.
     fn wire_error(&self, e: CallError) -> RPCError<NodeId, BasicNode, RaftError<NodeId>> {
-        let failed = |m: String| io::Error::other(format!("peer {}: {m}", self.target));
         match e {
-            CallError::Io(e) => RPCError::Unreachable(Unreachable::new(&failed(e.to_string()))),
-            CallError::Refused(Refusal::Unavailable(m)) => RPCError::Unreachable(Unreachable::new(&failed(m))),
+            CallError::Io(e) => RPCError::Unreachable(Unreachable::new(&self.failed(e))),
+            CallError::Refused(Refusal::Unavailable(m)) => RPCError::Unreachable(Unreachable::new(&self.failed(m))),
             CallError::Refused(Refusal::Invalid(m)) | CallError::Malformed(m) => {
-                RPCError::Network(NetworkError::new(&failed(m)))
+                RPCError::Network(NetworkError::new(&self.failed(m)))
             }
             // Only connecting finds that out, and that is handled there.
-            CallError::Unsupported => RPCError::Network(NetworkError::new(&failed("not a Raft wire peer".into()))),
+            CallError::Unsupported => RPCError::Network(NetworkError::new(&self.failed("not a Raft wire peer"))),
         }
     }
 
