@@ -419,19 +419,31 @@ impl TestCluster {
     pub async fn wait_leader(&self, timeout: Duration) -> Result<u64> {
         let deadline = Instant::now() + timeout;
         loop {
-            let mut leaders = HashSet::new();
-            let mut views = HashSet::new();
+            let mut statuses = Vec::new();
             for n in self.nodes.iter().filter(|n| n.is_running() && !n.paused) {
                 if let Ok(s) = self.status(n.id).await {
-                    if s.state == "leader" {
-                        leaders.insert(s.node_id);
-                    }
-                    // A node waiting to be added knows no leader yet.
-                    if s.members.iter().any(|m| m.id == s.node_id) {
-                        views.insert((s.leader_id, s.leader_addr));
-                    }
+                    statuses.push(s);
                 }
             }
+            let leaders: HashSet<u64> = statuses
+                .iter()
+                .filter(|s| s.state == "leader")
+                .map(|s| s.node_id)
+                .collect();
+            // Every member by the leader's membership must see it, including
+            // one that has not yet received that membership (it knows no
+            // address to forward to); a node waiting to be added knows no
+            // leader yet and is not asked.
+            let members: HashSet<u64> = statuses
+                .iter()
+                .filter(|s| s.state == "leader")
+                .flat_map(|s| s.members.iter().map(|m| m.id))
+                .collect();
+            let views: HashSet<(u64, String)> = statuses
+                .iter()
+                .filter(|s| members.contains(&s.node_id) || s.members.iter().any(|m| m.id == s.node_id))
+                .map(|s| (s.leader_id, s.leader_addr.clone()))
+                .collect();
             if let [leader] = leaders.iter().copied().collect::<Vec<_>>()[..]
                 && views.len() == 1
                 && views.contains(&(leader, self.node(leader).addr.clone()))
