@@ -27,7 +27,7 @@ use tonic::transport::{Channel, Endpoint};
 use super::codec;
 use super::commit_notice::{self, CommitNotices};
 use super::durability::Durability;
-use super::peer_wire::{CallError, Connected, Refusal, Taken, WireConn, WirePool};
+use super::peer_wire::{CallError, ConnectSlot, Connected, Refusal, Taken, WireConn, WirePool};
 use super::{NodeId, TypeConfig, Vote};
 
 /// Snapshot data per streamed message.
@@ -147,60 +147,75 @@ impl PeerConnection {
         request: &pb::AppendEntriesRequest,
         ttl: Duration,
     ) -> Option<Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>>> {
-        let addr = self.addr.clone();
-        let target = self.target;
-        let late = || RPCError::Network(NetworkError::new(&self.failed(format!("no answer within {ttl:?}"))));
-        let pool = self.wire.clone();
-        let slot = match pool.take(&addr) {
+        let (pool, addr) = (&self.wire, &self.addr);
+        let (mut conn, mut reused) = match pool.take(addr) {
             Taken::Grpc => return None,
-            Taken::Connect(slot) => slot,
-            // A connection kept from an earlier call may have been closed by
-            // the peer meanwhile (it restarted): then one more try on a new
-            // one. Whatever else goes wrong drops the connection, so that a
-            // late answer is never read as the next call's.
-            Taken::Idle(mut conn) => match tokio::time::timeout(ttl, conn.call(request)).await {
-                Err(_) => return Some(Err(late())),
-                Ok(Ok(resp)) => {
-                    pool.give_back(&addr, conn);
-                    return Some(codec::append_response_from_pb(resp).map_err(malformed));
-                }
-                Ok(Err(CallError::Io(e))) => {
-                    tracing::debug!("Raft wire to {addr}: {e}; reconnecting");
-                    match pool.reconnect(&addr) {
-                        Taken::Connect(slot) => slot,
-                        _ => return None,
-                    }
-                }
-                Ok(Err(e)) => return Some(Err(self.wire_error(e))),
+            Taken::Idle(conn) => (conn, true),
+            Taken::Connect(slot) => match self.connect(slot).await {
+                Ok(conn) => (conn, false),
+                Err(e) => return e.map(Err),
             },
         };
-        // Connecting and the handshake have bounds of their own, so a peer
-        // that does not speak the wire is found out however short openraft's
-        // deadline for the call is.
-        let mut conn = match WireConn::connect(&addr, MAX_PEER_MESSAGE).await {
+        // Whatever goes wrong drops the connection, so that a late answer is
+        // never read as the next call's.
+        loop {
+            match tokio::time::timeout(ttl, conn.call(request)).await {
+                Err(_) => {
+                    let late = self.failed(format!("no answer within {ttl:?}"));
+                    return Some(Err(RPCError::Network(NetworkError::new(&late))));
+                }
+                Ok(Ok(resp)) => {
+                    pool.give_back(addr, conn);
+                    return Some(codec::append_response_from_pb(resp).map_err(malformed));
+                }
+                // A connection kept from an earlier call may have been closed
+                // by the peer meanwhile (it restarted): one more try on a new
+                // one.
+                Ok(Err(CallError::Io(e))) if reused => {
+                    tracing::debug!("Raft wire to {addr}: {e}; reconnecting");
+                    let Taken::Connect(slot) = pool.reconnect(addr) else {
+                        return None;
+                    };
+                    conn = match self.connect(slot).await {
+                        Ok(conn) => conn,
+                        Err(e) => return e.map(Err),
+                    };
+                    reused = false;
+                }
+                Ok(Err(e)) => return Some(Err(self.wire_error(e))),
+            }
+        }
+    }
+
+    /// Opens a Raft wire connection to this peer for the slot taken from
+    /// the pool, and tells the pool how it went. `Err(None)`: the peer does
+    /// not speak the wire. Connecting and the handshake have bounds of their
+    /// own, so that is found out however short openraft's deadline for the
+    /// call is.
+    async fn connect(
+        &self,
+        slot: ConnectSlot<'_>,
+    ) -> Result<WireConn, Option<RPCError<NodeId, BasicNode, RaftError<NodeId>>>> {
+        match WireConn::connect(&self.addr, MAX_PEER_MESSAGE).await {
             Ok(conn) => {
                 slot.finish(Connected::Yes);
-                conn
+                Ok(conn)
             }
             Err(CallError::Unsupported) => {
                 if slot.finish(Connected::Unsupported) {
-                    tracing::info!("peer {target} at {addr} does not speak the Raft wire; using gRPC");
+                    tracing::info!(
+                        "peer {} at {} does not speak the Raft wire; using gRPC",
+                        self.target,
+                        self.addr
+                    );
                 }
-                return None;
+                Err(None)
             }
             Err(e) => {
                 slot.finish(Connected::Failed);
-                return Some(Err(self.wire_error(e)));
+                Err(Some(self.wire_error(e)))
             }
-        };
-        Some(match tokio::time::timeout(ttl, conn.call(request)).await {
-            Err(_) => Err(late()),
-            Ok(Ok(resp)) => {
-                pool.give_back(&addr, conn);
-                codec::append_response_from_pb(resp).map_err(malformed)
-            }
-            Ok(Err(e)) => Err(self.wire_error(e)),
-        })
+        }
     }
 
     /// An error about this peer, named in its message.
