@@ -14,8 +14,10 @@
 //! connection and hands anything else (the HTTP/2 preface of gRPC) to the
 //! gRPC server. A peer that answers with other bytes (a node of an earlier
 //! version, whose HTTP/1.1 server refuses them as a bad request) is spoken
-//! to over gRPC, as before, and asked again a minute later. Votes, snapshots,
-//! forwarded writes and read rounds stay on gRPC.
+//! to over gRPC, as before, and asked again a minute later. The leader's
+//! heartbeats, which confirm its leadership for linearizable reads, are
+//! AppendEntries and so travel here too. Votes, snapshots, forwarded writes
+//! and a follower's read-index requests to the leader stay on gRPC.
 //!
 //! Frames: a 4-byte big-endian length, then that many bytes: a kind byte
 //! and a body. The leader's frames carry a `pb::AppendEntriesRequest`; the
