@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::error::{Error, Result, detail};
+use crate::transport::NodeChannel;
 
 /// Calls one gRPC method through [`Client::call`] (failover, retries,
 /// deadline): `rpc!(client, make_stub, method, message)`, where `make_stub`
@@ -162,9 +163,12 @@ impl ClientBuilder {
                 .http2_keep_alive_interval(Duration::from_secs(10))
                 .keep_alive_timeout(Duration::from_secs(5));
             let authority = endpoint.uri().authority().map(|a| a.to_string()).unwrap_or_default();
+            let calls = NodeChannel::new(&url, self.connect_timeout)
+                .map_err(|e| Error::InvalidArgument(format!("endpoint {raw:?}: {e}")))?;
             nodes.push(Node {
                 url,
                 authority,
+                calls,
                 channel: endpoint.connect_with_connector_lazy(tower::service_fn(crate::conn::connect)),
             });
         }
@@ -192,6 +196,10 @@ struct Node {
     url: String,
     /// "host:port", to match leader hints.
     authority: String,
+    /// The client's own calls.
+    calls: NodeChannel,
+    /// tonic's channel, for admin tools ([`Client::channel`]); dialed
+    /// only if one is used.
     channel: Channel,
 }
 
@@ -314,6 +322,7 @@ impl Client {
                     .map(|n| Node {
                         url: n.url.clone(),
                         authority: n.authority.clone(),
+                        calls: n.calls.clone(),
                         channel: n.channel.clone(),
                     })
                     .collect(),
@@ -366,7 +375,7 @@ impl Client {
     /// passes.
     pub(crate) async fn call<R, F, Fut>(&self, mut attempt: F) -> Result<R>
     where
-        F: FnMut(Channel, Duration) -> Fut,
+        F: FnMut(NodeChannel, Duration) -> Fut,
         Fut: Future<Output = std::result::Result<tonic::Response<R>, tonic::Status>>,
     {
         let inner = &self.inner;
@@ -380,7 +389,7 @@ impl Client {
             let remaining = deadline.saturating_duration_since(now);
             let timeout = remaining.min(inner.attempt_timeout).max(Duration::from_millis(1));
             let node = &inner.nodes[idx];
-            let res = match tokio::time::timeout(timeout, attempt(node.channel.clone(), timeout)).await {
+            let res = match tokio::time::timeout(timeout, attempt(node.calls.clone(), timeout)).await {
                 Ok(r) => r,
                 Err(_) => Err(tonic::Status::deadline_exceeded(format!(
                     "no answer from {} within {timeout:?}",

@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
+use crate::transport::NodeChannel;
 use async_trait::async_trait;
 use handlestore_proto::v1 as pb;
 use pb::state_client::StateClient;
 use pb::write::Op;
-use tonic::transport::Channel;
 
 use crate::cluster::{Client, Consistency, MAX_MESSAGE, rpc};
 use crate::error::{Error, Result};
@@ -14,7 +14,7 @@ use crate::state_tool::*;
 use crate::ttl::Ttl;
 use crate::writes::answer;
 
-fn client(ch: Channel) -> StateClient<Channel> {
+fn client(ch: NodeChannel) -> StateClient<NodeChannel> {
     StateClient::new(ch)
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE)

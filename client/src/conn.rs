@@ -78,8 +78,12 @@ pub(crate) async fn connect(uri: Uri) -> io::Result<TokioIo<Conn>> {
     // An IPv6 literal comes bracketed in a URI.
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let port = uri.port_u16().unwrap_or(80);
-    let tcp = TcpStream::connect((host, port)).await?;
-    Ok(TokioIo::new(Conn::new(tcp)))
+    Ok(TokioIo::new(connect_tcp(host, port).await?))
+}
+
+/// Connects to `host:port` (a name or an unbracketed address) as a [`Conn`].
+pub(crate) async fn connect_tcp(host: &str, port: u16) -> io::Result<Conn> {
+    Ok(Conn::new(TcpStream::connect((host, port)).await?))
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 //! retire. Secrets are drawn by the leader from its CSPRNG inside a
 //! replicated command, so every node holds the same ring.
 
+use crate::transport::NodeChannel;
 use handlestore_proto::v1 as pb;
 use pb::admin_client::AdminClient;
-use tonic::transport::Channel;
 
 use crate::cluster::{Client, Consistency, rpc};
 use crate::error::Result;
@@ -31,7 +31,7 @@ impl std::fmt::Debug for RingKey {
     }
 }
 
-fn admin(ch: Channel) -> AdminClient<Channel> {
+fn admin(ch: NodeChannel) -> AdminClient<NodeChannel> {
     AdminClient::new(ch)
 }
 

@@ -36,6 +36,7 @@ pub mod request_state;
 pub mod state_tool;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+mod transport;
 pub mod ttl;
 pub mod writes;
 
