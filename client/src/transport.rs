@@ -66,8 +66,8 @@ struct Shared {
     live: Mutex<Option<(u64, SendRequest<Bytes>)>>,
     /// Held while dialing, so concurrent calls share one dial.
     dialing: tokio::sync::Mutex<Dials>,
-    /// Dials finished, failed or not ([`Dials::finished`], readable without
-    /// waiting for the lock).
+    /// Dials finished, failed or not; read without waiting for the lock,
+    /// to tell whether one finished while a call waited for it.
     dials_finished: AtomicU64,
 }
 
