@@ -17,6 +17,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use http::uri::Authority;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -72,17 +73,17 @@ impl Connected for Conn {
 /// Connects a channel to `http://host:port` as a [`Conn`]. The endpoint's
 /// connect timeout still applies (tonic wraps any connector in it).
 pub(crate) async fn connect(uri: Uri) -> io::Result<TokioIo<Conn>> {
-    let host = uri
-        .host()
+    let authority = uri
+        .authority()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("no host in {uri}")))?;
-    // An IPv6 literal comes bracketed in a URI.
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let port = uri.port_u16().unwrap_or(80);
-    Ok(TokioIo::new(connect_tcp(host, port).await?))
+    Ok(TokioIo::new(connect_tcp(authority).await?))
 }
 
-/// Connects to `host:port` (a name or an unbracketed address) as a [`Conn`].
-pub(crate) async fn connect_tcp(host: &str, port: u16) -> io::Result<Conn> {
+/// Connects to an endpoint's `host:port` (port 80 if none) as a [`Conn`].
+pub(crate) async fn connect_tcp(authority: &Authority) -> io::Result<Conn> {
+    // An IPv6 literal comes bracketed in a URI.
+    let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+    let port = authority.port_u16().unwrap_or(80);
     Ok(Conn::new(TcpStream::connect((host, port)).await?))
 }
 

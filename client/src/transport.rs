@@ -97,11 +97,6 @@ impl NodeChannel {
         self.shared.live.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Forgets connection `id` if it is still the one in use.
-    fn forget(&self, id: u64) {
-        forget(&self.shared, id);
-    }
-
     /// The open connection, dialed now if there is none.
     async fn sender(&self) -> Result<(u64, SendRequest<Bytes>), Status> {
         if let Some(live) = self.live() {
@@ -147,10 +142,7 @@ impl NodeChannel {
 
     async fn dial(&self, id: u64) -> Result<SendRequest<Bytes>, Status> {
         let unavailable = |e: &dyn std::fmt::Display| Status::unavailable(format!("{}: {e}", self.shared.url));
-        let host = self.shared.authority.host();
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let port = self.shared.authority.port_u16().unwrap_or(80);
-        let io = crate::conn::connect_tcp(host, port)
+        let io = crate::conn::connect_tcp(&self.shared.authority)
             .await
             .map_err(|e| unavailable(&e))?;
         let (send, mut connection) = h2::client::Builder::new()
@@ -195,7 +187,7 @@ impl NodeChannel {
         let mut send = match send.ready().await {
             Ok(send) => send,
             Err(e) => {
-                self.forget(id);
+                forget(&self.shared, id);
                 return Err(self.status(e));
             }
         };
@@ -219,6 +211,7 @@ impl NodeChannel {
     }
 }
 
+/// Forgets connection `id` if it is still the one in use.
 fn forget(shared: &Shared, id: u64) {
     let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
     if live.as_ref().is_some_and(|(current, _)| *current == id) {
