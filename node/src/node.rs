@@ -361,18 +361,24 @@ async fn initialize_if_new(raft: &Raft, cfg: &NodeConfig) -> anyhow::Result<()> 
 }
 
 /// One info line per leader change and per membership change.
+///
+/// Watches openraft's server metrics, which change only with the vote, the
+/// role, the leader or the membership; its full metrics are sent again
+/// after every turn of its core (several times per write on every node),
+/// and a task watching those would be woken, on the event loop that
+/// serves the writes, as often.
 fn spawn_leader_log(raft: &Raft) {
-    let mut rx = raft.metrics();
+    let mut rx = raft.server_metrics();
     tokio::spawn(async move {
         let mut last_leader = None;
         let mut last_membership = None;
         while rx.changed().await.is_ok() {
             let (leader, term, membership_log, voters, learners) = {
-                let m = rx.borrow();
+                let m = rx.borrow_and_update();
                 let mem = m.membership_config.membership();
                 (
                     m.current_leader,
-                    m.current_term,
+                    m.vote.leader_id().term,
                     m.membership_config.log_id().map(|l| l.index),
                     mem.voter_ids().collect::<Vec<_>>(),
                     mem.learner_ids().collect::<Vec<_>>(),

@@ -166,6 +166,27 @@ async fn kill_the_leader_while_writing(node_args: &[&str]) -> TestCluster {
             .expect("stale read on the restarted node");
         assert_eq!(got.as_ref(), Some(value), "restarted node has {id}");
     }
+    // Operators follow leadership and membership in the nodes' logs
+    // (docs/operations.md): every node, the restarted one too, names the
+    // new leader and the voters.
+    let logged = format!("leader changed leader={new_leader} ");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    for id in 1..=3 {
+        while !cluster.log(id).contains(&logged) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let log = cluster.log(id);
+        assert!(
+            log.contains(&logged),
+            "node {id} logged `{logged}`:\n{}",
+            cluster.log_tail(id, 40)
+        );
+        assert!(
+            log.contains("membership changed voters=[1, 2, 3]"),
+            "node {id} logged the voters:\n{}",
+            cluster.log_tail(id, 40)
+        );
+    }
     cluster
 }
 
