@@ -22,7 +22,7 @@
 //!
 //! Prints p50/p90/p99 in µs and writes them to `--out`/results.json. What
 //! these numbers say, against a single client's mint: docs/performance-notes.md,
-//! "Where a single client's mint goes, and openraft's own floor".
+//! "openraft's own floor, and where a single client's mint goes".
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
