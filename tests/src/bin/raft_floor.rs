@@ -348,6 +348,18 @@ impl Conn {
             .cloned()
             .ok_or_else(|| NetworkError::new(&std::io::Error::other(format!("no node {}", self.target))))
     }
+
+    /// Runs `f` on the target node, as a Raft call to it would.
+    async fn call<T, F, Fut>(&self, f: F) -> Result<T, RPCError<u64, BasicNode, RaftError<u64>>>
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<Node>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, RaftError<u64>>> + Send + 'static,
+    {
+        let node = self.node().map_err(RPCError::Network)?;
+        let answer = on(&node, f).await.map_err(RPCError::Network)?;
+        answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
 }
 
 impl RaftNetworkFactory<Floor> for Net {
@@ -367,9 +379,8 @@ impl RaftNetwork<Floor> for Conn {
         rpc: AppendEntriesRequest<Floor>,
         _option: RPCOption,
     ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
-        let node = self.node().map_err(RPCError::Network)?;
         let carries_entries = !rpc.entries.is_empty();
-        let answer = on(&node, move |n: Arc<Node>| async move {
+        self.call(move |n: Arc<Node>| async move {
             let answer = n.raft.append_entries(rpc).await;
             if carries_entries {
                 n.syncs.wait_all_synced().await;
@@ -377,8 +388,6 @@ impl RaftNetwork<Floor> for Conn {
             answer
         })
         .await
-        .map_err(RPCError::Network)?;
-        answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }
 
     async fn install_snapshot(
@@ -396,11 +405,8 @@ impl RaftNetwork<Floor> for Conn {
         rpc: VoteRequest<u64>,
         _option: RPCOption,
     ) -> Result<VoteResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
-        let node = self.node().map_err(RPCError::Network)?;
-        let answer = on(&node, move |n: Arc<Node>| async move { n.raft.vote(rpc).await })
+        self.call(move |n: Arc<Node>| async move { n.raft.vote(rpc).await })
             .await
-            .map_err(RPCError::Network)?;
-        answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }
 }
 
