@@ -118,9 +118,17 @@ pub struct TestClusterBuilder {
     extra_args: Vec<String>,
     netns: bool,
     env: Vec<(u64, String, String)>,
+    parent: Option<std::path::PathBuf>,
 }
 
 impl TestClusterBuilder {
+    /// Keeps the nodes' data and logs in a new directory under `parent`
+    /// (default: the system's temporary directory).
+    pub fn dir_in(mut self, parent: impl Into<std::path::PathBuf>) -> Self {
+        self.parent = Some(parent.into());
+        self
+    }
+
     /// Extra flags for every node (e.g. `--snapshot-entries 50`).
     pub fn args<I, S>(mut self, args: I) -> Self
     where
@@ -147,7 +155,12 @@ impl TestClusterBuilder {
     }
 
     pub async fn start(self) -> Result<TestCluster> {
-        let dir = tempfile::Builder::new().prefix("handlestore-test-").tempdir()?;
+        let mut prefix = tempfile::Builder::new();
+        prefix.prefix("handlestore-test-");
+        let dir = match &self.parent {
+            Some(parent) => prefix.tempdir_in(parent)?,
+            None => prefix.tempdir()?,
+        };
         let mut net = if self.netns { Some(NetNs::create()?) } else { None };
         let mut nodes = Vec::new();
         for i in 0..self.size {
@@ -211,6 +224,7 @@ impl TestCluster {
             extra_args: Vec::new(),
             netns: false,
             env: Vec::new(),
+            parent: None,
         }
     }
 

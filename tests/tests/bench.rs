@@ -68,3 +68,37 @@ async fn ops_filter_keeps_only_named_operations() {
         "{rows:#?}"
     );
 }
+
+/// `--data-dir` holds handlestore's nodes too, not only the other systems'
+/// data: measuring on another file system (tmpfs, another disk) must move
+/// every system there.
+#[tokio::test(flavor = "multi_thread")]
+async fn handlestore_nodes_keep_their_data_under_the_data_dir() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = BenchConfig {
+        systems: vec!["handlestore".into()],
+        concurrency: vec![1],
+        duration: Duration::from_millis(300),
+        data_dir: dir.path().to_path_buf(),
+        ops: vec!["mint".into()],
+    };
+    // The cluster's directory is removed when the run ends: look while it runs.
+    let root = dir.path().join("handlestore");
+    let watch = tokio::spawn(async move {
+        loop {
+            let found = std::fs::read_dir(&root).into_iter().flatten().flatten().any(|e| {
+                e.file_name().to_string_lossy().starts_with("handlestore-test-") && e.path().join("n1").is_dir()
+            });
+            if found {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let rows = bench::run(&cfg).await.expect("bench run");
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    tokio::time::timeout(Duration::from_secs(1), watch)
+        .await
+        .expect("node 1's data never appeared under --data-dir/handlestore")
+        .expect("watcher");
+}

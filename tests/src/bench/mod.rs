@@ -482,7 +482,7 @@ async fn setup(
     let value = "v".repeat(VALUE_BYTES);
     Ok(match system {
         "handlestore" => {
-            let cluster = TestCluster::builder(3).start().await?;
+            let cluster = TestCluster::builder(3).dir_in(dir).start().await?;
             let client = Client::builder(cluster.endpoints()).namespace("bench").build()?;
             // Two stateless MCP replicas over the cluster.
             let mut carts = Vec::new();
