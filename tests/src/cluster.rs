@@ -155,11 +155,11 @@ impl TestClusterBuilder {
     }
 
     pub async fn start(self) -> Result<TestCluster> {
-        let mut prefix = tempfile::Builder::new();
-        prefix.prefix("handlestore-test-");
+        let mut tempdir = tempfile::Builder::new();
+        tempdir.prefix("handlestore-test-");
         let dir = match &self.parent {
-            Some(parent) => prefix.tempdir_in(parent)?,
-            None => prefix.tempdir()?,
+            Some(parent) => tempdir.tempdir_in(parent)?,
+            None => tempdir.tempdir()?,
         };
         let mut net = if self.netns { Some(NetNs::create()?) } else { None };
         let mut nodes = Vec::new();
