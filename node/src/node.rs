@@ -316,9 +316,13 @@ async fn accept(
                 .unwrap_or(Protocol::Other);
             match protocol {
                 Protocol::RaftWire => {
-                    peer_wire::serve(stream, MAX_PEER_MESSAGE, |req| {
-                        let (raft, durability) = (raft.clone(), durability.clone());
-                        async move { service::append_entries(&raft, &durability, req).await }
+                    // An answer leaves once every log write made before it
+                    // is synced (see raft::durability), written by the log's
+                    // sync thread as soon as the sync lands.
+                    let hold = |answer| durability.when_synced(answer);
+                    peer_wire::serve(stream, MAX_PEER_MESSAGE, hold, |req| {
+                        let raft = raft.clone();
+                        async move { service::append_entries_unsynced(&raft, req).await }
                     })
                     .await;
                 }

@@ -7,7 +7,10 @@
 //! matters:
 //!
 //! - a follower answers an AppendEntries only once every log write it made
-//!   before answering is synced (`raft::service`);
+//!   before answering is synced (`raft::service`); on the Raft wire the
+//!   answer is held here ([`Durability::when_synced`]) and written to the
+//!   leader's socket by the thread that learns of the sync, so the node's
+//!   event loop need not be woken first;
 //! - the leader hands a follower's answer to openraft only once every log
 //!   write it made before sending the request is synced (`raft::network`), so
 //!   a follower's "I have it" is only counted when the leader has it too;
@@ -28,7 +31,9 @@ use std::sync::Mutex;
 
 use tokio::sync::watch;
 
-#[derive(Debug)]
+/// Something to do once appends are on disk (an answer to send).
+pub type Held = Box<dyn FnOnce() + Send>;
+
 struct Appends {
     /// The sequence number of the last append.
     written: u64,
@@ -36,9 +41,11 @@ struct Appends {
     unsynced: VecDeque<(u64, u64)>,
     /// The index of the last entry in the log (0: none).
     last_index: u64,
+    /// Held until every append numbered up to theirs is synced; in order of
+    /// sequence number.
+    held: VecDeque<(u64, Held)>,
 }
 
-#[derive(Debug)]
 pub struct Durability {
     appends: Mutex<Appends>,
     /// The highest sequence number known to be synced.
@@ -56,6 +63,7 @@ impl Durability {
                 written: 0,
                 unsynced: VecDeque::new(),
                 last_index,
+                held: VecDeque::new(),
             }),
             synced_seq: watch::Sender::new(0),
             durable_index: watch::Sender::new(last_index),
@@ -82,24 +90,47 @@ impl Durability {
         self.lock().written
     }
 
-    /// Every append numbered up to `seq` is on disk.
+    /// Every append numbered up to `seq` is on disk. Runs what was held
+    /// until then, on the caller's thread.
     pub fn synced(&self, seq: u64) {
-        let mut a = self.lock();
-        while a.unsynced.front().is_some_and(|&(s, _)| s <= seq) {
-            a.unsynced.pop_front();
-        }
-        self.publish(&a, seq);
+        let due = {
+            let mut a = self.lock();
+            while a.unsynced.front().is_some_and(|&(s, _)| s <= seq) {
+                a.unsynced.pop_front();
+            }
+            self.publish(&a, seq);
+            due(&mut a, seq)
+        };
+        run(due);
     }
 
     /// The log was truncated from `index` on, with a synced write: whatever
     /// was appended before is on disk (or gone), and the log now ends at
-    /// `index - 1`.
+    /// `index - 1`. Runs everything held, on the caller's thread.
     pub fn truncated(&self, index: u64) {
+        let due = {
+            let mut a = self.lock();
+            a.unsynced.clear();
+            a.last_index = index.saturating_sub(1);
+            let seq = a.written;
+            self.publish(&a, seq);
+            due(&mut a, seq)
+        };
+        run(due);
+    }
+
+    /// Holds `job` until every append made so far is on disk, then runs it
+    /// on the thread that learns so (the log's sync thread, or the one that
+    /// truncates). Already on disk: gives `job` back to run at once. A job
+    /// held when the node stops is dropped without running.
+    pub fn when_synced(&self, job: Held) -> Option<Held> {
         let mut a = self.lock();
-        a.unsynced.clear();
-        a.last_index = index.saturating_sub(1);
         let seq = a.written;
-        self.publish(&a, seq);
+        if *self.synced_seq.borrow() >= seq {
+            return Some(job);
+        }
+        a.held.push_back((seq, job));
+        None
     }
 
     fn publish(&self, a: &Appends, seq: u64) {
@@ -150,6 +181,24 @@ impl Durability {
     /// Every entry up to this index is on disk.
     pub fn durable_index(&self) -> u64 {
         *self.durable_index.borrow()
+    }
+}
+
+/// Takes the held jobs whose appends are all synced once `seq` is.
+fn due(a: &mut Appends, seq: u64) -> Vec<Held> {
+    let mut due = Vec::new();
+    while a.held.front().is_some_and(|&(s, _)| s <= seq) {
+        if let Some((_, job)) = a.held.pop_front() {
+            due.push(job);
+        }
+    }
+    due
+}
+
+/// Runs jobs outside the lock: they write to sockets.
+fn run(jobs: Vec<Held>) {
+    for job in jobs {
+        job();
     }
 }
 
@@ -227,6 +276,60 @@ mod tests {
         // Entries truncated away: the sequence number still ends the wait.
         d.truncated(3);
         assert!(finishes(d.wait_covered(9, b)).await, "the sequence number is enough");
+    }
+
+    /// A job that notes `n` in `ran` when it runs.
+    fn note(ran: &Arc<Mutex<Vec<u32>>>, n: u32) -> Held {
+        let ran = ran.clone();
+        Box::new(move || ran.lock().expect("lock").push(n))
+    }
+
+    #[test]
+    fn held_jobs_run_once_every_append_before_them_is_synced_and_in_order() {
+        let d = Durability::new(0);
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let taken = |ran: &Arc<Mutex<Vec<u32>>>| std::mem::take(&mut *ran.lock().expect("lock"));
+
+        // Nothing unsynced: the job comes back to be run at once.
+        let job = d.when_synced(note(&ran, 0)).expect("nothing to wait for");
+        job();
+        assert_eq!(taken(&ran), [0]);
+
+        let a = d.appended(1, 1);
+        assert!(d.when_synced(note(&ran, 1)).is_none(), "held");
+        let b = d.appended(2, 3);
+        assert!(d.when_synced(note(&ran, 2)).is_none(), "held");
+        assert!(d.when_synced(note(&ran, 3)).is_none(), "held");
+        assert!(taken(&ran).is_empty());
+
+        d.synced(a);
+        assert_eq!(taken(&ran), [1], "only the job held before the second append");
+        d.synced(b);
+        assert_eq!(taken(&ran), [2, 3]);
+        d.synced(b);
+        assert!(taken(&ran).is_empty(), "each job runs once");
+
+        // A sync reported for an append made before the job does not run it.
+        let c = d.appended(4, 4);
+        let e = d.appended(5, 5);
+        assert!(d.when_synced(note(&ran, 4)).is_none());
+        d.synced(c);
+        assert!(taken(&ran).is_empty());
+        d.synced(e);
+        assert_eq!(taken(&ran), [4]);
+    }
+
+    #[test]
+    fn truncation_runs_every_held_job() {
+        let d = Durability::new(0);
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let _ = d.appended(1, 5);
+        assert!(d.when_synced(note(&ran, 1)).is_none());
+        let _ = d.appended(6, 6);
+        assert!(d.when_synced(note(&ran, 2)).is_none());
+        // Truncation is a synced write: what was appended is on disk or gone.
+        d.truncated(3);
+        assert_eq!(*ran.lock().expect("lock"), [1, 2]);
     }
 
     #[tokio::test]

@@ -27,6 +27,7 @@
 
 use std::future::Future;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use handlestore_proto::v1 as pb;
@@ -34,6 +35,9 @@ use prost::Message;
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::oneshot;
+
+use super::durability::Held;
 
 /// The first bytes of a Raft wire connection, and the follower's echo.
 /// HTTP/2's preface starts with "PRI", so the first byte tells them apart.
@@ -110,14 +114,14 @@ pub async fn sniff(stream: &TcpStream) -> Protocol {
     }
 }
 
-/// Writes one frame (a 4-byte length, the kind byte, the body) in one write.
-async fn write_frame(w: &mut (impl tokio::io::AsyncWrite + Unpin), kind: u8, body: &[u8]) -> io::Result<()> {
+/// One frame: a 4-byte length, the kind byte, the body.
+fn frame(kind: u8, body: &[u8]) -> io::Result<Vec<u8>> {
     let len = u32::try_from(body.len() + 1).map_err(|_| io::Error::other("frame too large"))?;
     let mut frame = Vec::with_capacity(4 + 1 + body.len());
     frame.extend_from_slice(&len.to_be_bytes());
     frame.push(kind);
     frame.extend_from_slice(body);
-    w.write_all(&frame).await
+    Ok(frame)
 }
 
 /// Reads one frame of at most `max` bytes. `Ok(None)`: the peer closed the
@@ -157,10 +161,17 @@ async fn read_frame(r: &mut (impl AsyncBufRead + Unpin), max: usize) -> io::Resu
 /// magic, then answers each request with `handle`, one at a time, until the
 /// leader closes the connection. A malformed request, or a refusal, is
 /// answered and ends the connection; nothing a peer sends can panic it.
-pub async fn serve<H, F>(stream: TcpStream, max_message: usize, mut handle: H)
+///
+/// Each answer is handed to `hold` as a job that writes it: `hold` runs it
+/// later, on whichever thread learns it may leave (a follower's log sync
+/// thread, see `raft::durability`), or gives it back to be run here at
+/// once. The next request is read meanwhile; it is handled only once the
+/// answer before it is out.
+pub async fn serve<H, F, G>(stream: TcpStream, max_message: usize, hold: G, mut handle: H)
 where
     H: FnMut(pb::AppendEntriesRequest) -> F,
     F: Future<Output = Result<pb::AppendEntriesResponse, Refusal>>,
+    G: Fn(Held) -> Option<Held>,
 {
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!("TCP_NODELAY: {e}");
@@ -171,8 +182,18 @@ where
     if r.read_exact(&mut magic).await.is_err() || magic != MAGIC || w.write_all(&MAGIC).await.is_err() {
         return;
     }
+    let w = Arc::new(w);
+    let mut previous: Option<oneshot::Receiver<bool>> = None;
     loop {
-        let refusal = match read_frame(&mut r, max_message).await {
+        let got = read_frame(&mut r, max_message).await;
+        if let Some(sent) = previous.take() {
+            // A leader sends a request only once it has the answer before
+            // it, so this is out already unless the peer does not wait.
+            if !matches!(sent.await, Ok(true)) {
+                return;
+            }
+        }
+        let refusal = match got {
             Ok(None) => return,
             Err(e) if e.kind() == io::ErrorKind::InvalidData => Refusal::Invalid(e.to_string()),
             Err(e) => {
@@ -184,9 +205,14 @@ where
                 Err(e) => Refusal::Invalid(format!("malformed AppendEntries: {e}")),
                 Ok(req) => match handle(req).await {
                     Ok(resp) => {
-                        if write_frame(&mut w, KIND_OK, &resp.encode_to_vec()).await.is_err() {
+                        let Ok(bytes) = frame(KIND_OK, &resp.encode_to_vec()) else {
                             return;
+                        };
+                        let (job, sent) = answer(w.clone(), bytes);
+                        if let Some(job) = hold(job) {
+                            job();
                         }
+                        previous = Some(sent);
                         continue;
                     }
                     Err(refusal) => refusal,
@@ -198,10 +224,66 @@ where
             Refusal::Unavailable(m) => (KIND_UNAVAILABLE, m),
         };
         tracing::debug!("Raft wire: refusing a request: {message}");
-        let _ = write_frame(&mut w, kind, message.as_bytes()).await;
-        let _ = w.shutdown().await;
+        // Every answer is out, so no job holds the write half any more.
+        if let (Ok(mut w), Ok(bytes)) = (Arc::try_unwrap(w), frame(kind, message.as_bytes())) {
+            let _ = w.write_all(&bytes).await;
+            let _ = w.shutdown().await;
+        }
         return;
     }
+}
+
+/// A job that writes `frame` to `w` from any thread, and what it came to:
+/// true once all of it is written, false if the connection failed (or the
+/// job was dropped unrun). What the socket cannot take at once (it has room
+/// for an answer unless the leader stopped reading) is written by a task on
+/// this runtime. The job lets go of `w` before it reports.
+fn answer(w: Arc<OwnedWriteHalf>, frame: Vec<u8>) -> (Held, oneshot::Receiver<bool>) {
+    let (tx, rx) = oneshot::channel();
+    let runtime = tokio::runtime::Handle::current();
+    let job = Box::new(move || {
+        let mut at = 0;
+        let written = loop {
+            if at == frame.len() {
+                break true;
+            }
+            match w.try_write(&frame[at..]) {
+                Ok(n) => at += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    runtime.spawn(async move {
+                        let written = write_rest(&w, &frame[at..]).await;
+                        drop(w);
+                        let _ = tx.send(written);
+                    });
+                    return;
+                }
+                Err(e) => {
+                    tracing::debug!("Raft wire: writing an answer: {e}");
+                    break false;
+                }
+            }
+        };
+        drop(w);
+        let _ = tx.send(written);
+    });
+    (job, rx)
+}
+
+async fn write_rest(w: &OwnedWriteHalf, mut rest: &[u8]) -> bool {
+    while !rest.is_empty() {
+        if w.writable().await.is_err() {
+            return false;
+        }
+        match w.try_write(rest) {
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => {
+                tracing::debug!("Raft wire: writing an answer: {e}");
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// A leader's connection to one follower.
@@ -259,7 +341,7 @@ impl WireConn {
                 self.max_message
             )));
         }
-        write_frame(&mut self.w, KIND_OK, &body).await?;
+        self.w.write_all(&frame(KIND_OK, &body)?).await?;
         let (kind, body) = match read_frame(&mut self.r, self.max_message).await? {
             Some(frame) => frame,
             None => {
@@ -465,7 +547,7 @@ mod tests {
                 let p = sniff(&s).await;
                 let _ = tx.send(p);
                 if p == Protocol::RaftWire {
-                    tokio::spawn(serve(s, MAX, move |req| async move { answer(req) }));
+                    tokio::spawn(serve(s, MAX, Some, move |req| async move { answer(req) }));
                 }
             }
         });
@@ -547,6 +629,40 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(conn.call(&request(1)).await, Err(CallError::Io(_))));
+    }
+
+    #[tokio::test]
+    async fn an_answer_leaves_when_the_job_holding_it_runs_on_another_thread() {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = l.local_addr().expect("addr").to_string();
+        let (held_tx, mut held_rx) = tokio::sync::mpsc::unbounded_channel::<Held>();
+        tokio::spawn(async move {
+            let (s, _) = l.accept().await.expect("accept");
+            assert_eq!(sniff(&s).await, Protocol::RaftWire);
+            let hold = move |job| {
+                assert!(held_tx.send(job).is_ok(), "held");
+                None
+            };
+            serve(s, MAX, hold, |req| async move { echo_term(req) }).await;
+        });
+        let mut conn = WireConn::connect(&addr, MAX).await.expect("connect");
+        for term in 1..=3 {
+            let call = tokio::spawn(async move {
+                let resp = conn.call(&request(term)).await;
+                (conn, resp)
+            });
+            let job = held_rx.recv().await.expect("a job");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert!(!call.is_finished(), "the answer is held until its job runs");
+            // As the log's sync thread does: a thread outside the runtime.
+            std::thread::spawn(job).join().expect("job ran");
+            let (c, resp) = call.await.expect("call");
+            let Some(pb::append_entries_response::Result::HigherVote(vote)) = resp.expect("answer").result else {
+                panic!("no vote");
+            };
+            assert_eq!(term_of(Some(&vote)), Some(term));
+            conn = c;
+        }
     }
 
     #[tokio::test]

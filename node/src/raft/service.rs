@@ -35,10 +35,24 @@ impl RaftService {
     }
 }
 
-/// Takes one AppendEntries from the leader, over either transport.
+/// Takes one AppendEntries from the leader, over gRPC.
 pub async fn append_entries(
     raft: &Raft,
     durability: &Durability,
+    request: pb::AppendEntriesRequest,
+) -> Result<pb::AppendEntriesResponse, Refusal> {
+    let resp = append_entries_unsynced(raft, request).await?;
+    // The leader may count this answer towards a quorum, so it leaves only
+    // when every append made so far is on disk.
+    durability.wait_synced(durability.written()).await;
+    Ok(resp)
+}
+
+/// Takes one AppendEntries from the leader. openraft answers once the
+/// entries are in the log store, before they are synced (see
+/// raft::durability): the caller holds the answer until they are.
+pub async fn append_entries_unsynced(
+    raft: &Raft,
     request: pb::AppendEntriesRequest,
 ) -> Result<pb::AppendEntriesResponse, Refusal> {
     let req = codec::append_request_from_pb(request).map_err(|e| Refusal::Invalid(e.to_string()))?;
@@ -46,11 +60,6 @@ pub async fn append_entries(
         .append_entries(req)
         .await
         .map_err(|e| Refusal::Unavailable(format!("raft is not running: {e}")))?;
-    // openraft answers once the entries are in the log store, before they
-    // are synced (see raft::durability): the leader may count this answer
-    // towards a quorum, so it leaves only when every append made so far is
-    // on disk.
-    durability.wait_synced(durability.written()).await;
     Ok(codec::append_response_to_pb(&resp))
 }
 
