@@ -186,13 +186,8 @@ impl Durability {
 
 /// Takes the held jobs whose appends are all synced once `seq` is.
 fn due(a: &mut Appends, seq: u64) -> Vec<Held> {
-    let mut due = Vec::new();
-    while a.held.front().is_some_and(|&(s, _)| s <= seq) {
-        if let Some((_, job)) = a.held.pop_front() {
-            due.push(job);
-        }
-    }
-    due
+    let n = a.held.iter().take_while(|&&(s, _)| s <= seq).count();
+    a.held.drain(..n).map(|(_, job)| job).collect()
 }
 
 /// Runs jobs outside the lock: they write to sockets.

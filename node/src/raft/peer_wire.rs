@@ -242,29 +242,26 @@ fn answer(w: Arc<OwnedWriteHalf>, frame: Vec<u8>) -> (Held, oneshot::Receiver<bo
     let (tx, rx) = oneshot::channel();
     let runtime = tokio::runtime::Handle::current();
     let job = Box::new(move || {
-        let mut at = 0;
-        let written = loop {
-            if at == frame.len() {
-                break true;
+        let at = match w.try_write(&frame) {
+            Ok(n) if n == frame.len() => {
+                drop(w);
+                let _ = tx.send(true);
+                return;
             }
-            match w.try_write(&frame[at..]) {
-                Ok(n) => at += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    runtime.spawn(async move {
-                        let written = write_rest(&w, &frame[at..]).await;
-                        drop(w);
-                        let _ = tx.send(written);
-                    });
-                    return;
-                }
-                Err(e) => {
-                    tracing::debug!("Raft wire: writing an answer: {e}");
-                    break false;
-                }
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            Err(e) => {
+                tracing::debug!("Raft wire: writing an answer: {e}");
+                drop(w);
+                let _ = tx.send(false);
+                return;
             }
         };
-        drop(w);
-        let _ = tx.send(written);
+        runtime.spawn(async move {
+            let written = write_rest(&w, &frame[at..]).await;
+            drop(w);
+            let _ = tx.send(written);
+        });
     });
     (job, rx)
 }
