@@ -74,6 +74,18 @@ pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, rocksdb::Error> {
     // group of appends, and a crashed process loses exactly the unsynced
     // writes, as a power cut would, so crash tests exercise that case too.
     opts.set_manual_wal_flush(true);
+    // Every acknowledged write waits for one WAL fdatasync. Appended to a
+    // new WAL file, each sync also has to commit the file's new size (on a
+    // journaled file system, a journal commit); written into a file that an
+    // earlier WAL already filled, it syncs the data blocks alone. So the WAL
+    // files RocksDB is done with are kept and reused (two of them: one is
+    // free at each switch, as the one before was flushed by then), and all
+    // column families are flushed together, so that the WAL switches once
+    // per flush and every reused file is about a full flush's length. Where
+    // nothing is to be reused yet (the first flushes of a new node), a WAL
+    // grows as before. See docs/performance-notes.md, "Syncs that overwrite".
+    opts.set_recycle_log_file_num(2);
+    opts.set_atomic_flush(true);
     let cache = rocksdb::Cache::new_lru_cache(memory.block_cache_bytes);
     let per_cf_buffer = (memory.write_buffer_bytes / 2).clamp(1 << 20, 64 << 20);
     let cfs = ALL_CFS
@@ -258,5 +270,66 @@ mod tests {
         assert!(read.memtables < written.memtables, "flushed: {written:?} -> {read:?}");
         assert!(read.block_cache >= 512 * 4096, "read back through the cache: {read:?}");
         assert!(read.block_cache >= read.block_cache_pinned);
+    }
+
+    /// The newest WAL file in `dir`: its number and size.
+    fn newest_wal(dir: &Path) -> (u64, u64) {
+        std::fs::read_dir(dir)
+            .expect("read dir")
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let number = e.file_name().to_str()?.strip_suffix(".log")?.parse().ok()?;
+                // RocksDB may delete an old one meanwhile.
+                Some((number, e.metadata().ok()?.len()))
+            })
+            .max()
+            .expect("a WAL")
+    }
+
+    #[test]
+    fn a_new_wal_is_written_into_an_old_file_so_a_sync_does_not_grow_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let memory = DbMemory {
+            block_cache_bytes: 8 << 20,
+            write_buffer_bytes: 2 << 20,
+        };
+        let db = open(dir.path(), memory).expect("opens");
+        let (log, meta) = (cf(&db, CF_LOG), cf(&db, CF_SM_META));
+        let entry = vec![7u8; 1024];
+        let sync_one = |i: u64, with_entry: bool| {
+            let mut batch = rocksdb::WriteBatch::default();
+            if with_entry {
+                batch.put_cf(log, i.to_be_bytes(), &entry);
+            }
+            batch.put_cf(meta, b"applied", i.to_be_bytes());
+            db.write(batch).expect("write");
+            db.flush_wal(true).expect("sync");
+        };
+        let (mut last, mut switches) = (0, 0);
+        // Raft log appends, each synced as the log syncs them. The first
+        // WALs are new files; once RocksDB has old ones to reuse, every
+        // switch must land in one: a synced append right after the switch
+        // leaves the file's size as it was.
+        for i in 0..100_000u64 {
+            sync_one(i, true);
+            let (number, size) = newest_wal(dir.path());
+            if number == last {
+                continue;
+            }
+            last = number;
+            switches += 1;
+            sync_one(i, false);
+            let after = newest_wal(dir.path());
+            if switches > 3 {
+                assert!(
+                    after == (number, size) && size > 64 << 10,
+                    "switch {switches}: WAL {number} of {size} bytes became {after:?} with one synced append"
+                );
+                if switches == 8 {
+                    return;
+                }
+            }
+        }
+        panic!("the WAL switched only {switches} times");
     }
 }
