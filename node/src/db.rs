@@ -305,11 +305,21 @@ mod tests {
             db.write(batch).expect("write");
             db.flush_wal(true).expect("sync");
         };
+        // No flush running or waiting: the WALs they free are reusable.
+        let flushed = || {
+            let int = |cf: &rocksdb::ColumnFamily, name: &str| db.property_int_value_cf(cf, name).ok().flatten();
+            int(log, "rocksdb.num-running-flushes") == Some(0)
+                && ALL_CFS
+                    .iter()
+                    .all(|name| int(cf(&db, name), "rocksdb.mem-table-flush-pending") == Some(0))
+        };
         let (mut last, mut switches) = (0, 0);
         // Raft log appends, each synced as the log syncs them. The first
         // WALs are new files; once RocksDB has old ones to reuse, every
         // switch must land in one: a synced append right after the switch
-        // leaves the file's size as it was.
+        // leaves the file's size as it was. (Each switch's flush is let
+        // finish, as it does on a node whose disk keeps up; on a busy test
+        // machine the next WAL could otherwise come before any is free.)
         for i in 0..100_000u64 {
             sync_one(i, true);
             let (number, size) = newest_wal(dir.path());
@@ -328,6 +338,9 @@ mod tests {
                 if switches == 8 {
                     return;
                 }
+            }
+            while !flushed() {
+                std::thread::sleep(std::time::Duration::from_millis(2));
             }
         }
         panic!("the WAL switched only {switches} times");
