@@ -78,12 +78,13 @@ pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, rocksdb::Error> {
     // new WAL file, each sync also has to commit the file's new size (on a
     // journaled file system, a journal commit); written into a file that an
     // earlier WAL already filled, it syncs the data blocks alone. So the WAL
-    // files RocksDB is done with are kept and reused (two of them: one is
-    // free at each switch, as the one before was flushed by then), and all
-    // column families are flushed together, so that the WAL switches once
-    // per flush and every reused file is about a full flush's length. Where
-    // nothing is to be reused yet (the first flushes of a new node), a WAL
-    // grows as before. See docs/performance-notes.md, "Syncs that overwrite".
+    // files RocksDB is done with are kept and reused (two of them: at a
+    // switch, the flush of the WAL before is usually done and has freed one),
+    // and all column families are flushed together, so that the WAL switches
+    // once per flush and every reused file is about a full flush's length.
+    // Where nothing is free to reuse (the first flushes of a new node, or
+    // flushes falling behind), a WAL grows as before. See
+    // docs/performance-notes.md, "Syncs that overwrite".
     opts.set_recycle_log_file_num(2);
     opts.set_atomic_flush(true);
     let cache = rocksdb::Cache::new_lru_cache(memory.block_cache_bytes);
