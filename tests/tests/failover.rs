@@ -317,8 +317,9 @@ async fn a_leader_killed_with_unsynced_entries_does_not_lead_again_in_the_same_t
 /// small memtable budget makes the WAL switch several times a second, so
 /// each node dies part-way through a reused file, with the older WAL's
 /// records still on disk past the last one synced. Those must not be read
-/// back as new, nor hide the new ones: all three nodes come back, and every
-/// acknowledged write is on each of them, and nothing that was not written.
+/// back as new, nor hide the new ones: all three nodes come back, every
+/// acknowledged write reads back through the leader, a sample of them from
+/// each node, and no node holds a handle that was not written.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_power_cut_inside_a_reused_wal_file_keeps_every_acknowledged_write() {
     let mut cluster = TestCluster::builder(3)
