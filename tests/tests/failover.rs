@@ -76,13 +76,14 @@ impl Minters {
     }
 }
 
-/// The acknowledged writes that `store` does not return as written, read
-/// at `consistency`.
-async fn missing(
+/// Fails naming the acknowledged writes that `store` (`whose` data, for
+/// the message) does not return as written, read at `consistency`.
+async fn assert_read_back(
     store: &ClusterHandleStore<Value>,
     acked: &HashMap<String, Value>,
     consistency: Consistency,
-) -> Vec<String> {
+    whose: &str,
+) {
     let mut missing = Vec::new();
     for (id, value) in acked {
         let got = store.get_with(id, consistency).await.expect("read");
@@ -90,7 +91,27 @@ async fn missing(
             missing.push(id.clone());
         }
     }
-    missing
+    assert!(
+        missing.is_empty(),
+        "{whose} lacks {} of {} acknowledged writes, e.g. {:?}",
+        missing.len(),
+        acked.len(),
+        &missing[..missing.len().min(5)]
+    );
+}
+
+/// Waits until every node has applied what `leader` has, then reads
+/// `acked` back from each node's own copy (namespace `ns`).
+async fn assert_on_every_node(cluster: &TestCluster, leader: u64, ns: &str, acked: &HashMap<String, Value>) {
+    let applied = cluster.status(leader).await.expect("status").applied_index;
+    for node in [1, 2, 3] {
+        cluster
+            .wait_applied(node, applied, Duration::from_secs(30))
+            .await
+            .expect("caught up");
+        let on = cluster.client_for(node).handle_store::<Value>(ns).build();
+        assert_read_back(&on, acked, Consistency::Stale, &format!("node {node}")).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -235,14 +256,13 @@ async fn a_quorum_without_the_old_leader_keeps_every_write_acknowledged_before_a
     }
     let new_leader = cluster.wait_leader(Duration::from_secs(30)).await.expect("new leader");
     assert_ne!(new_leader, leader);
-    let missing = missing(&store, &acked, Consistency::Linearizable).await;
-    assert!(
-        missing.is_empty(),
-        "{} of {} acknowledged writes are gone after the power cut, e.g. {:?}",
-        missing.len(),
-        acked.len(),
-        &missing[..missing.len().min(5)]
-    );
+    assert_read_back(
+        &store,
+        &acked,
+        Consistency::Linearizable,
+        "after the power cut, the cluster",
+    )
+    .await;
     eprintln!("all {} acknowledged writes survived", acked.len());
 }
 
@@ -294,22 +314,7 @@ async fn a_leader_killed_with_unsynced_entries_does_not_lead_again_in_the_same_t
     );
     acked.extend(after);
 
-    let applied = cluster.status(leader).await.expect("status").applied_index;
-    for node in [1, 2, 3] {
-        cluster
-            .wait_applied(node, applied, Duration::from_secs(30))
-            .await
-            .expect("caught up");
-        let on = cluster.client_for(node).handle_store::<Value>("tail").build();
-        let missing = missing(&on, &acked, Consistency::Stale).await;
-        assert!(
-            missing.is_empty(),
-            "node {node} lacks {} of {} acknowledged writes, e.g. {:?}",
-            missing.len(),
-            acked.len(),
-            &missing[..missing.len().min(3)]
-        );
-    }
+    assert_on_every_node(&cluster, leader, "tail", &acked).await;
 }
 
 /// A power cut while every node writes its WAL into a file that an earlier
@@ -357,32 +362,19 @@ async fn a_power_cut_inside_a_reused_wal_file_keeps_every_acknowledged_write() {
         cluster.restart(id).expect("restart");
     }
     let leader = cluster.wait_leader(Duration::from_secs(30)).await.expect("leader");
-    let missing_on_leader = missing(&store, &acked, Consistency::Linearizable).await;
-    assert!(
-        missing_on_leader.is_empty(),
-        "{} of {} acknowledged writes are gone after the power cut, e.g. {:?}",
-        missing_on_leader.len(),
-        acked.len(),
-        &missing_on_leader[..missing_on_leader.len().min(5)]
-    );
-    let applied = cluster.status(leader).await.expect("status").applied_index;
+    assert_read_back(
+        &store,
+        &acked,
+        Consistency::Linearizable,
+        "after the power cut, the cluster",
+    )
+    .await;
+    let sample: HashMap<String, Value> = acked.iter().take(2_000).map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_on_every_node(&cluster, leader, "reused", &sample).await;
     for node in [1, 2, 3] {
-        cluster
-            .wait_applied(node, applied, Duration::from_secs(30))
-            .await
-            .expect("caught up");
-        let on = cluster.client_for(node).handle_store::<Value>("reused").build();
-        let sample: HashMap<String, Value> = acked.iter().take(2_000).map(|(k, v)| (k.clone(), v.clone())).collect();
-        let missing = missing(&on, &sample, Consistency::Stale).await;
-        assert!(
-            missing.is_empty(),
-            "node {node} lacks {} of {} acknowledged writes, e.g. {:?}",
-            missing.len(),
-            sample.len(),
-            &missing[..missing.len().min(3)]
-        );
         // Writes with an unknown outcome may or may not be there; nothing
         // else may be.
+        let on = cluster.client_for(node).handle_store::<Value>("reused").build();
         let len = on.len_with(Consistency::Stale).await.expect("len");
         assert!(
             len >= acked.len() as u64 && len <= acked.len() as u64 + failed,
