@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use handlestore_tests::bench::{self, BenchConfig};
+use handlestore_tests::bench::{self, BenchConfig, Length};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn harness_runs_every_system() {
@@ -12,7 +12,7 @@ async fn harness_runs_every_system() {
     let cfg = BenchConfig {
         systems: bench::SYSTEMS.map(String::from).to_vec(),
         concurrency: vec![1, 64],
-        duration: Duration::from_millis(500),
+        length: Length::For(Duration::from_millis(500)),
         data_dir: dir.path().to_path_buf(),
         ops: Vec::new(),
     };
@@ -47,7 +47,7 @@ async fn ops_filter_keeps_only_named_operations() {
     let cfg = BenchConfig {
         systems: vec!["fsync".into(), "redis".into()],
         concurrency: vec![1, 4],
-        duration: Duration::from_millis(200),
+        length: Length::For(Duration::from_millis(200)),
         data_dir: dir.path().to_path_buf(),
         ops: vec!["get".into()],
     };
@@ -78,7 +78,7 @@ async fn handlestore_nodes_keep_their_data_under_the_data_dir() {
     let cfg = BenchConfig {
         systems: vec!["handlestore".into()],
         concurrency: vec![1],
-        duration: Duration::from_millis(300),
+        length: Length::For(Duration::from_millis(300)),
         data_dir: dir.path().to_path_buf(),
         ops: vec!["mint".into()],
     };
@@ -101,4 +101,30 @@ async fn handlestore_nodes_keep_their_data_under_the_data_dir() {
         .await
         .expect("node 1's data never appeared under --data-dir/handlestore")
         .expect("watcher");
+}
+
+/// `--count`: each cell runs exactly that many operations, shared by its
+/// clients, however many clients there are.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_counted_cell_runs_exactly_that_many_operations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = BenchConfig {
+        systems: vec!["fsync".into(), "redis".into()],
+        concurrency: vec![1, 7, 256],
+        // Not a multiple of 7, and fewer than 256 clients.
+        length: Length::Ops(101),
+        data_dir: dir.path().to_path_buf(),
+        ops: vec!["fdatasync".into(), "set_ex".into()],
+    };
+    let rows = bench::run(&cfg).await.expect("bench run");
+    let cells: Vec<(&str, usize)> = rows.iter().map(|r| (r.system.as_str(), r.concurrency)).collect();
+    assert_eq!(
+        cells,
+        vec![("fsync", 1), ("redis", 1), ("redis", 7), ("redis", 256)],
+        "{rows:#?}"
+    );
+    for r in &rows {
+        assert_eq!((r.ops, r.errors), (101, 0), "{r:?}");
+        assert!(r.seconds > 0.0 && r.throughput > 0.0, "{r:?}");
+    }
 }

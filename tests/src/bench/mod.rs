@@ -9,6 +9,7 @@ pub mod systems;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -59,11 +60,34 @@ pub struct Row {
     pub first_error: Option<String>,
 }
 
+/// How long one cell runs: for a fixed time, or for a fixed number of
+/// operations shared by its clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Length {
+    /// Every client loops on its operation until the time is up.
+    For(Duration),
+    /// The clients take operations from one pool of this many until it is
+    /// empty; one that fails counts toward the number. The cell's time is
+    /// what the last operation took to end.
+    Ops(u64),
+}
+
+impl Length {
+    /// What the progress bar counts for one cell: milliseconds, or
+    /// operations.
+    fn units(self) -> u64 {
+        match self {
+            Length::For(d) => d.as_millis() as u64,
+            Length::Ops(n) => n,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
     pub systems: Vec<String>,
     pub concurrency: Vec<usize>,
-    pub duration: Duration,
+    pub length: Length,
     /// Where every system keeps its data (one disk for all).
     pub data_dir: std::path::PathBuf,
     /// Only these operations (by name, e.g. "mint", "put"); empty: all.
@@ -267,22 +291,26 @@ fn pick(worker: usize, i: u64, n: usize) -> usize {
     ((worker as u64).wrapping_mul(7919).wrapping_add(i.wrapping_mul(104_729)) % n as u64) as usize
 }
 
-/// Runs `op` with `concurrency` workers for `duration`.
+/// Runs `op` with `concurrency` workers for the cell's length.
 async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
     let Cell {
         system,
         name,
         concurrency,
-        duration,
+        length,
         pids,
     } = cell;
     bar.set_message(format!("{system} {name} x{concurrency}"));
+    // Operations taken from the pool (Length::Ops), and operations ended.
+    let taken = Arc::new(AtomicU64::new(0));
+    let ended = Arc::new(AtomicU64::new(0));
     // Every worker prepares (connects), then all start together.
     let ready = Arc::new(tokio::sync::Barrier::new(concurrency + 1));
     let mut tasks = Vec::new();
     for w in 0..concurrency {
         let mut op = op.clone();
         let ready = ready.clone();
+        let (taken, ended) = (taken.clone(), ended.clone());
         tasks.push(tokio::spawn(async move {
             let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds");
             let (mut errors, mut first_error) = (0u64, None);
@@ -291,9 +319,16 @@ async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
             if let Err(e) = prepared {
                 return (h, 1, Some(e));
             }
-            let end = Instant::now() + duration;
+            let began = Instant::now();
             let mut i = 0u64;
-            while Instant::now() < end {
+            loop {
+                let more = match length {
+                    Length::For(d) => began.elapsed() < d,
+                    Length::Ops(n) => taken.fetch_add(1, Ordering::Relaxed) < n,
+                };
+                if !more {
+                    break;
+                }
                 let t = Instant::now();
                 match op.once(w, i).await {
                     Ok(()) => {
@@ -305,6 +340,9 @@ async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
                     }
                 }
                 i += 1;
+                if let Length::Ops(_) = length {
+                    ended.fetch_add(1, Ordering::Relaxed);
+                }
             }
             (h, errors, first_error)
         }));
@@ -312,18 +350,20 @@ async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
     ready.wait().await;
     let start = Instant::now();
     let (server_before, client_before) = (cpu::total_cpu(pids), cpu::own_cpu());
+    // The bar moves by the cell's time, or by its operations ended; it is
+    // set to the cell's end once every worker is done.
+    let shown = Arc::new(AtomicU64::new(0));
     let ticker = {
-        let bar = bar.clone();
+        let (bar, shown, ended) = (bar.clone(), shown.clone(), ended.clone());
         tokio::spawn(async move {
-            let mut last = 0;
             loop {
                 tokio::time::sleep(Duration::from_millis(200)).await;
-                let now = start.elapsed().as_millis().min(duration.as_millis()) as u64;
-                bar.inc(now - last);
-                last = now;
-                if now >= duration.as_millis() as u64 {
-                    break;
+                let now = match length {
+                    Length::For(_) => start.elapsed().as_millis() as u64,
+                    Length::Ops(_) => ended.load(Ordering::Relaxed),
                 }
+                .min(length.units());
+                bar.inc(now.saturating_sub(shown.swap(now, Ordering::Relaxed)));
             }
         })
     };
@@ -340,7 +380,9 @@ async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
     }
     let seconds = start.elapsed().as_secs_f64();
     let (server_after, client_after) = (cpu::total_cpu(pids), cpu::own_cpu());
+    ticker.abort();
     let _ = ticker.await;
+    bar.inc(length.units().saturating_sub(shown.load(Ordering::Relaxed)));
     let ops = all.len();
     Row {
         system: system.to_string(),
@@ -359,13 +401,14 @@ async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
     }
 }
 
-/// What one measured cell is: whose operation, how many workers, how long,
-/// and which processes are the system's servers (for CPU per operation).
+/// What one measured cell is: whose operation, how many workers, how long
+/// (or how many operations), and which processes are the system's servers
+/// (for CPU per operation).
 struct Cell<'a> {
     system: &'a str,
     name: &'a str,
     concurrency: usize,
-    duration: Duration,
+    length: Length,
     pids: &'a [u32],
 }
 
@@ -408,7 +451,7 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
             (plan(s).into_iter().filter(|op| cfg.wants(op)).count() * per_op) as u64
         })
         .sum();
-    let bar = ProgressBar::new(cells * cfg.duration.as_millis() as u64);
+    let bar = ProgressBar::new(cells * cfg.length.units());
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg}")
             .expect("progress template"),
@@ -433,7 +476,7 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
                     system,
                     name,
                     concurrency: c,
-                    duration: cfg.duration,
+                    length: cfg.length,
                     pids: &pids,
                 };
                 let row = measure(cell, op.clone(), &bar).await;

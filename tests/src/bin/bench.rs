@@ -3,7 +3,7 @@
 //!
 //! cargo run --release -p handlestore-tests --bin bench -- \
 //!     [--systems fsync,handlestore,etcd,redis,redis-fsync,cart-memory] [--concurrency 1,16,64,256] \
-//!     [--ops mint,put,...] [--duration 10s] [--out target/bench]
+//!     [--ops mint,put,...] [--duration 10s | --count 100000] [--out target/bench]
 //!
 //! Installs etcd and Redis (Debian packages) when missing, starts each system
 //! on free loopback ports with its data on one disk, and writes
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use handlestore_tests::bench::{self, BenchConfig};
+use handlestore_tests::bench::{self, BenchConfig, Length};
 
 #[derive(Parser, Debug)]
 #[command(about = "Benchmark handlestore against etcd, Redis and one fdatasync")]
@@ -27,6 +27,10 @@ struct Args {
     /// How long each measurement runs.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     duration: Duration,
+    /// Instead of a duration: how many operations each measurement runs,
+    /// shared by its clients (one that fails counts toward it).
+    #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
+    count: Option<u64>,
     /// Where results.json and results.svg go.
     #[arg(long, default_value = "target/bench")]
     out: std::path::PathBuf,
@@ -45,10 +49,14 @@ async fn main() -> anyhow::Result<()> {
         Some(d) => tempfile::tempdir_in(d)?,
         None => tempfile::Builder::new().prefix("handlestore-bench-").tempdir()?,
     };
+    let length = match args.count {
+        Some(n) => Length::Ops(n),
+        None => Length::For(args.duration),
+    };
     let cfg = BenchConfig {
         systems: args.systems.clone(),
         concurrency: args.concurrency.clone(),
-        duration: args.duration,
+        length,
         data_dir: tmp.path().to_path_buf(),
         ops: args.ops.clone(),
     };
@@ -67,19 +75,26 @@ async fn main() -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let machine = machine();
-    let report = serde_json::json!({
+    let mut report = serde_json::json!({
         "started_unix": started,
-        "duration_per_cell_s": args.duration.as_secs_f64(),
         "machine": machine,
         "rows": rows,
         "targets": targets,
     });
+    let (key, per_cell, per_point) = match length {
+        Length::For(d) => (
+            "duration_per_cell_s",
+            serde_json::json!(d.as_secs_f64()),
+            format!("{} s", d.as_secs_f64()),
+        ),
+        Length::Ops(n) => ("ops_per_cell", serde_json::json!(n), format!("{n} operations")),
+    };
+    report[key] = per_cell;
     let json_path = args.out.join("results.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)?;
     let svg_path = args.out.join("results.svg");
     let title = format!(
-        "handlestore vs etcd vs Redis, {} s per point, {}",
-        args.duration.as_secs(),
+        "handlestore vs etcd vs Redis, {per_point} per point, {}",
         machine["cpu"].as_str().unwrap_or("")
     );
     bench::plot::svg(&rows, &title, &svg_path)?;
