@@ -352,18 +352,17 @@ async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
     let (server_before, client_before) = (cpu::total_cpu(pids), cpu::own_cpu());
     // The bar moves by the cell's time, or by its operations ended; it is
     // set to the cell's end once every worker is done.
-    let shown = Arc::new(AtomicU64::new(0));
+    let base = bar.position();
     let ticker = {
-        let (bar, shown, ended) = (bar.clone(), shown.clone(), ended.clone());
+        let (bar, ended) = (bar.clone(), ended.clone());
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 let now = match length {
                     Length::For(_) => start.elapsed().as_millis() as u64,
                     Length::Ops(_) => ended.load(Ordering::Relaxed),
-                }
-                .min(length.units());
-                bar.inc(now.saturating_sub(shown.swap(now, Ordering::Relaxed)));
+                };
+                bar.set_position(base + now.min(length.units()));
             }
         })
     };
@@ -382,7 +381,7 @@ async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
     let (server_after, client_after) = (cpu::total_cpu(pids), cpu::own_cpu());
     ticker.abort();
     let _ = ticker.await;
-    bar.inc(length.units().saturating_sub(shown.load(Ordering::Relaxed)));
+    bar.set_position(base + length.units());
     let ops = all.len();
     Row {
         system: system.to_string(),
