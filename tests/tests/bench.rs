@@ -15,6 +15,7 @@ async fn harness_runs_every_system() {
         length: Length::For(Duration::from_millis(500)),
         data_dir: dir.path().to_path_buf(),
         ops: Vec::new(),
+        rounds: 1,
     };
     let rows = bench::run(&cfg).await.expect("bench run");
     // fsync once; handlestore 6 ops, etcd 6, each Redis 3, in-memory
@@ -50,6 +51,7 @@ async fn ops_filter_keeps_only_named_operations() {
         length: Length::For(Duration::from_millis(200)),
         data_dir: dir.path().to_path_buf(),
         ops: vec!["get".into()],
+        rounds: 1,
     };
     let unknown = BenchConfig {
         ops: vec!["get".into(), "gte".into()],
@@ -81,6 +83,7 @@ async fn handlestore_nodes_keep_their_data_under_the_data_dir() {
         length: Length::For(Duration::from_millis(300)),
         data_dir: dir.path().to_path_buf(),
         ops: vec!["mint".into()],
+        rounds: 1,
     };
     // The cluster's directory is removed when the run ends: look while it runs.
     let root = dir.path().join("handlestore");
@@ -115,6 +118,7 @@ async fn a_counted_cell_runs_exactly_that_many_operations() {
         length: Length::Ops(101),
         data_dir: dir.path().to_path_buf(),
         ops: vec!["fdatasync".into(), "set_ex".into()],
+        rounds: 1,
     };
     let rows = bench::run(&cfg).await.expect("bench run");
     let cells: Vec<(&str, usize)> = rows.iter().map(|r| (r.system.as_str(), r.concurrency)).collect();
@@ -127,4 +131,60 @@ async fn a_counted_cell_runs_exactly_that_many_operations() {
         assert_eq!((r.ops, r.errors), (101, 0), "{r:?}");
         assert!(r.seconds > 0.0 && r.throughput > 0.0, "{r:?}");
     }
+}
+
+/// `--rounds`: the whole run again, every system started afresh, the
+/// systems in reverse order every other round; the report's rows say
+/// their round, and the medians give one row per cell.
+#[tokio::test(flavor = "multi_thread")]
+async fn rounds_repeat_the_run_in_alternating_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = BenchConfig {
+        systems: vec!["fsync".into(), "redis".into()],
+        concurrency: vec![1, 4],
+        length: Length::Ops(50),
+        data_dir: dir.path().to_path_buf(),
+        ops: vec!["fdatasync".into(), "set_ex".into()],
+        rounds: 3,
+    };
+    let rows = bench::run(&cfg).await.expect("bench run");
+    let cells: Vec<(Option<usize>, &str, usize)> = rows
+        .iter()
+        .map(|r| (r.round, r.system.as_str(), r.concurrency))
+        .collect();
+    assert_eq!(
+        cells,
+        vec![
+            (Some(1), "fsync", 1),
+            (Some(1), "redis", 1),
+            (Some(1), "redis", 4),
+            (Some(2), "redis", 1),
+            (Some(2), "redis", 4),
+            (Some(2), "fsync", 1),
+            (Some(3), "fsync", 1),
+            (Some(3), "redis", 1),
+            (Some(3), "redis", 4),
+        ],
+        "{rows:#?}"
+    );
+    for r in &rows {
+        assert_eq!((r.ops, r.errors), (50, 0), "{r:?}");
+    }
+    let medians = bench::medians(&rows);
+    assert_eq!(medians.len(), 3, "{medians:#?}");
+    assert!(
+        medians.iter().all(|r| r.round.is_none() && r.ops == 150),
+        "{medians:#?}"
+    );
+    // Each round's systems were stopped and their data removed before
+    // the next: nothing is left under the data directory.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("data dir")
+        .flatten()
+        .flat_map(|round| std::fs::read_dir(round.path()).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let zero = BenchConfig { rounds: 0, ..cfg };
+    assert!(bench::run(&zero).await.is_err(), "zero rounds is refused");
 }

@@ -37,6 +37,10 @@ const CART_ITEMS: usize = 3;
 /// One measured cell: a system's operation at one concurrency.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
+    /// Which round of the run measured it (from 1); none in a row of
+    /// medians over rounds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round: Option<usize>,
     pub system: String,
     pub op: String,
     pub concurrency: usize,
@@ -92,6 +96,9 @@ pub struct BenchConfig {
     pub data_dir: std::path::PathBuf,
     /// Only these operations (by name, e.g. "mint", "put"); empty: all.
     pub ops: Vec<String>,
+    /// How many times the whole run is repeated, every system started
+    /// afresh each time; even rounds take the systems in reverse order.
+    pub rounds: usize,
 }
 
 impl BenchConfig {
@@ -294,13 +301,14 @@ fn pick(worker: usize, i: u64, n: usize) -> usize {
 /// Runs `op` with `concurrency` workers for the cell's length.
 async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
     let Cell {
+        round,
         system,
         name,
         concurrency,
         length,
         pids,
     } = cell;
-    bar.set_message(format!("{system} {name} x{concurrency}"));
+    bar.set_message(format!("round {round}: {system} {name} x{concurrency}"));
     // Operations taken from the pool (Length::Ops), and operations ended.
     let taken = Arc::new(AtomicU64::new(0));
     let ended = Arc::new(AtomicU64::new(0));
@@ -384,6 +392,7 @@ async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
     bar.set_position(base + length.units());
     let ops = all.len();
     Row {
+        round: Some(round),
         system: system.to_string(),
         op: name.to_string(),
         concurrency,
@@ -404,6 +413,7 @@ async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
 /// (or how many operations), and which processes are the system's servers
 /// (for CPU per operation).
 struct Cell<'a> {
+    round: usize,
     system: &'a str,
     name: &'a str,
     concurrency: usize,
@@ -425,8 +435,9 @@ fn plan(system: &str) -> Vec<&'static str> {
 
 pub const SYSTEMS: [&str; 6] = ["fsync", "handlestore", "etcd", "redis", "redis-fsync", "cart-memory"];
 
-/// Runs every system's operations at every concurrency.
+/// Runs every system's operations at every concurrency, `cfg.rounds` times.
 pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
+    anyhow::ensure!(cfg.rounds >= 1, "a run needs at least one round");
     for op in &cfg.ops {
         if !cfg.systems.iter().any(|s| plan(s).contains(&op.as_str())) {
             anyhow::bail!(
@@ -450,63 +461,97 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
             (plan(s).into_iter().filter(|op| cfg.wants(op)).count() * per_op) as u64
         })
         .sum();
-    let bar = ProgressBar::new(cells * cfg.length.units());
+    let bar = ProgressBar::new(cfg.rounds as u64 * cells * cfg.length.units());
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg}")
             .expect("progress template"),
     );
     let mut rows = Vec::new();
-    for system in &cfg.systems {
-        let dir = cfg.data_dir.join(system);
-        std::fs::create_dir_all(&dir)?;
-        let mut keep = Vec::new();
-        let mut pids = Vec::new();
-        let ops = setup(system, &dir, &mut keep, &mut pids)
-            .await
-            .with_context(|| format!("starting {system}"))?;
-        for (name, op) in ops.into_iter().filter(|(name, _)| cfg.wants(name)) {
-            let levels: Vec<usize> = if system == "fsync" {
-                vec![1]
-            } else {
-                cfg.concurrency.clone()
-            };
-            for c in levels {
-                let cell = Cell {
-                    system,
-                    name,
-                    concurrency: c,
-                    length: cfg.length,
-                    pids: &pids,
-                };
-                let row = measure(cell, op.clone(), &bar).await;
-                let cpu = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
-                let line = format!(
-                    "{:<12} {:<19} x{:<4} {:>9.0} ops/s  p50 {:>7} us  p99 {:>7} us  p999 {:>7} us  \
-                     cpu/op server {:>5} us client {:>5} us  errors {}",
-                    row.system,
-                    row.op,
-                    row.concurrency,
-                    row.throughput,
-                    row.p50_us,
-                    row.p99_us,
-                    row.p999_us,
-                    cpu(row.server_cpu_us),
-                    cpu(row.client_cpu_us),
-                    row.errors
-                );
-                // Above the bar on a terminal; plain lines in a log.
-                if bar.is_hidden() {
-                    println!("{line}");
-                } else {
-                    bar.println(line);
-                }
-                rows.push(row);
-            }
+    for round in 1..=cfg.rounds {
+        // A machine that drifts over a run favours the systems measured
+        // in its better part: reversing the order every other round
+        // spreads that over all of them.
+        let mut order: Vec<&String> = cfg.systems.iter().collect();
+        if round % 2 == 0 {
+            order.reverse();
         }
-        drop(keep);
+        for system in order {
+            run_system(cfg, round, system, &bar, &mut rows).await?;
+        }
     }
     bar.finish_and_clear();
     Ok(rows)
+}
+
+/// Starts `system` afresh (its data under a directory of this round), runs
+/// its operations at every concurrency, and stops it.
+async fn run_system(
+    cfg: &BenchConfig,
+    round: usize,
+    system: &str,
+    bar: &ProgressBar,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    let dir = if cfg.rounds > 1 {
+        cfg.data_dir.join(format!("round-{round}")).join(system)
+    } else {
+        cfg.data_dir.join(system)
+    };
+    std::fs::create_dir_all(&dir)?;
+    let mut keep = Vec::new();
+    let mut pids = Vec::new();
+    let ops = setup(system, &dir, &mut keep, &mut pids)
+        .await
+        .with_context(|| format!("starting {system}"))?;
+    for (name, op) in ops.into_iter().filter(|(name, _)| cfg.wants(name)) {
+        let levels: Vec<usize> = if system == "fsync" {
+            vec![1]
+        } else {
+            cfg.concurrency.clone()
+        };
+        for c in levels {
+            let cell = Cell {
+                round,
+                system,
+                name,
+                concurrency: c,
+                length: cfg.length,
+                pids: &pids,
+            };
+            let row = measure(cell, op.clone(), bar).await;
+            let cpu = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+            let prefix = if cfg.rounds > 1 {
+                format!("r{round} ")
+            } else {
+                String::new()
+            };
+            let line = format!(
+                "{prefix}{:<12} {:<19} x{:<4} {:>9.0} ops/s  p50 {:>7} us  p99 {:>7} us  p999 {:>7} us  \
+                 cpu/op server {:>5} us client {:>5} us  errors {}",
+                row.system,
+                row.op,
+                row.concurrency,
+                row.throughput,
+                row.p50_us,
+                row.p99_us,
+                row.p999_us,
+                cpu(row.server_cpu_us),
+                cpu(row.client_cpu_us),
+                row.errors
+            );
+            // Above the bar on a terminal; plain lines in a log.
+            if bar.is_hidden() {
+                println!("{line}");
+            } else {
+                bar.println(line);
+            }
+            rows.push(row);
+        }
+    }
+    drop(keep);
+    // The next system (or round) gets the disk without this one's files.
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
 }
 
 /// What keeps a system running until its rows are measured (dropping it
@@ -626,9 +671,82 @@ async fn setup(
 #[derive(Debug, Clone, Serialize)]
 pub struct Target {
     pub name: String,
+    /// The ratio; over several rounds, the median of each round's ratio.
     pub value: Option<f64>,
     pub goal: String,
+    /// Whether `value` meets the goal (none for a ratio only reported).
     pub met: Option<bool>,
+    /// Over several rounds: each round's ratio, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_round: Vec<Option<f64>>,
+    /// Over several rounds: in how many of them the ratio met the goal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub met_in_rounds: Option<usize>,
+}
+
+/// The rounds present in `rows`, in order.
+fn rounds(rows: &[Row]) -> Vec<Option<usize>> {
+    let mut seen = Vec::new();
+    for r in rows {
+        if !seen.contains(&r.round) {
+            seen.push(r.round);
+        }
+    }
+    seen
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Over several rounds, one row per cell (in the order the cells first
+/// ran) whose every measure is the median of that cell's rounds; errors
+/// and operations are the sums. Rows of one round come back as they are.
+pub fn medians(rows: &[Row]) -> Vec<Row> {
+    if rounds(rows).len() <= 1 {
+        return rows.to_vec();
+    }
+    let mut out: Vec<Row> = Vec::new();
+    for r in rows {
+        if out
+            .iter()
+            .any(|o| o.system == r.system && o.op == r.op && o.concurrency == r.concurrency)
+        {
+            continue;
+        }
+        let same: Vec<&Row> = rows
+            .iter()
+            .filter(|o| o.system == r.system && o.op == r.op && o.concurrency == r.concurrency)
+            .collect();
+        let m = |f: &dyn Fn(&Row) -> f64| median(same.iter().map(|r| f(r)).collect()).unwrap_or(0.0);
+        let m_opt = |f: &dyn Fn(&Row) -> Option<f64>| median(same.iter().filter_map(|r| f(r)).collect());
+        out.push(Row {
+            round: None,
+            system: r.system.clone(),
+            op: r.op.clone(),
+            concurrency: r.concurrency,
+            ops: same.iter().map(|r| r.ops).sum(),
+            errors: same.iter().map(|r| r.errors).sum(),
+            seconds: same.iter().map(|r| r.seconds).sum(),
+            throughput: m(&|r| r.throughput),
+            p50_us: m(&|r| r.p50_us as f64).round() as u64,
+            p99_us: m(&|r| r.p99_us as f64).round() as u64,
+            p999_us: m(&|r| r.p999_us as f64).round() as u64,
+            server_cpu_us: m_opt(&|r| r.server_cpu_us),
+            client_cpu_us: m_opt(&|r| r.client_cpu_us),
+            first_error: same.iter().find_map(|r| r.first_error.clone()),
+        });
+    }
+    out
 }
 
 fn cell<'a>(rows: &'a [Row], system: &str, op: &str, c: usize) -> Option<&'a Row> {
@@ -636,8 +754,46 @@ fn cell<'a>(rows: &'a [Row], system: &str, op: &str, c: usize) -> Option<&'a Row
         .find(|r| r.system == system && r.op == op && r.concurrency == c)
 }
 
-/// The targets of docs/performance.md, computed from one run's rows.
+/// The targets of docs/performance.md. Each ratio compares cells of one
+/// round; over several rounds, a target's value is the median of its
+/// rounds' ratios, and it says in how many rounds it was met.
 pub fn targets(rows: &[Row]) -> Vec<Target> {
+    let rounds = rounds(rows);
+    if rounds.len() <= 1 {
+        return round_targets(rows);
+    }
+    let each: Vec<Vec<Target>> = rounds
+        .iter()
+        .map(|n| {
+            let of_round: Vec<Row> = rows.iter().filter(|r| r.round == *n).cloned().collect();
+            round_targets(&of_round)
+        })
+        .collect();
+    let mut out = round_targets(&[]);
+    for (i, t) in out.iter_mut().enumerate() {
+        t.per_round = each.iter().map(|ts| ts[i].value).collect();
+        t.value = median(t.per_round.iter().flatten().copied().collect());
+        t.met = t.value.and_then(|v| goal_met(&t.goal, v));
+        if t.met.is_some() {
+            t.met_in_rounds = Some(each.iter().filter(|ts| ts[i].met == Some(true)).count());
+        }
+    }
+    out
+}
+
+/// Whether `v` meets a goal written as ">= x" or "<= x".
+fn goal_met(goal: &str, v: f64) -> Option<bool> {
+    if let Some(x) = goal.strip_prefix(">= ") {
+        return x.parse::<f64>().ok().map(|x| v >= x);
+    }
+    if let Some(x) = goal.strip_prefix("<= ") {
+        return x.parse::<f64>().ok().map(|x| v <= x);
+    }
+    None
+}
+
+/// The targets computed from one round's rows.
+fn round_targets(rows: &[Row]) -> Vec<Target> {
     let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => Some(a / b),
         _ => None,
@@ -646,24 +802,17 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
     let p99 = |s, o, c| cell(rows, s, o, c).map(|r| r.p99_us as f64);
     let p50 = |s, o, c| cell(rows, s, o, c).map(|r| r.p50_us as f64);
     let cpu = |s, o, c| cell(rows, s, o, c).and_then(|r| r.server_cpu_us);
-    let at_least = |name: &str, v: Option<f64>, goal: f64| Target {
+    let target = |name: &str, v: Option<f64>, goal: String| Target {
         name: name.into(),
         value: v,
-        goal: format!(">= {goal}"),
-        met: v.map(|v| v >= goal),
+        met: v.and_then(|v| goal_met(&goal, v)),
+        goal,
+        per_round: Vec::new(),
+        met_in_rounds: None,
     };
-    let at_most = |name: &str, v: Option<f64>, goal: f64| Target {
-        name: name.into(),
-        value: v,
-        goal: format!("<= {goal}"),
-        met: v.map(|v| v <= goal),
-    };
-    let reported = |name: &str, v: Option<f64>| Target {
-        name: name.into(),
-        value: v,
-        goal: "reported".into(),
-        met: None,
-    };
+    let at_least = |name: &str, v: Option<f64>, goal: f64| target(name, v, format!(">= {goal}"));
+    let at_most = |name: &str, v: Option<f64>, goal: f64| target(name, v, format!("<= {goal}"));
+    let reported = |name: &str, v: Option<f64>| target(name, v, "reported".into());
     vec![
         at_least(
             "mint x64 throughput / etcd put x64",
@@ -731,6 +880,7 @@ mod tests {
 
     fn row(system: &str, op: &str, concurrency: usize, p50_us: u64, throughput: f64) -> Row {
         Row {
+            round: None,
             system: system.into(),
             op: op.into(),
             concurrency,
@@ -781,5 +931,59 @@ mod tests {
     fn targets_without_their_cells_have_no_value() {
         let t = targets(&[row("handlestore", "get", 1, 500, 2000.0)]);
         assert!(t.iter().all(|t| t.value.is_none()), "{t:#?}");
+    }
+
+    fn in_round(round: usize, mut r: Row) -> Row {
+        r.round = Some(round);
+        r
+    }
+
+    #[test]
+    fn over_rounds_a_target_is_the_median_of_each_rounds_ratio() {
+        // Round 1: 2.5x, round 2: 1.5x, round 3: 2.2x. The ratio of the
+        // medians (mint 3000 over put 1250) would be 2.4: not what is asked.
+        let mut rows = Vec::new();
+        for (n, mint, put) in [(1, 2500.0, 1000.0), (2, 3000.0, 2000.0), (3, 3300.0, 1500.0)] {
+            rows.push(in_round(n, row("handlestore", "mint", 64, 100, mint)));
+            rows.push(in_round(n, row("etcd", "put", 64, 100, put)));
+        }
+        let t = targets(&rows);
+        let tp = t
+            .iter()
+            .find(|t| t.name.starts_with("mint x64 throughput / etcd put x64"))
+            .unwrap();
+        assert_eq!(tp.per_round, vec![Some(2.5), Some(1.5), Some(2.2)]);
+        assert_eq!(tp.value, Some(2.2));
+        assert_eq!((tp.met, tp.met_in_rounds), (Some(true), Some(2)));
+        // A target only reported says nothing about rounds met.
+        let lease = t.iter().find(|t| t.name.contains("put_lease")).unwrap();
+        assert_eq!((lease.value, lease.met, lease.met_in_rounds), (None, None, None));
+        // One round: as before, no per-round fields.
+        let one = targets(&rows[..2]);
+        let tp = &one[0];
+        assert_eq!((tp.value, tp.met, tp.met_in_rounds), (Some(2.5), Some(true), None));
+        assert!(tp.per_round.is_empty());
+    }
+
+    #[test]
+    fn medians_give_one_row_per_cell_in_the_order_cells_first_ran() {
+        let mut rows = Vec::new();
+        for (n, a, b) in [(1, 10.0, 40.0), (2, 30.0, 10.0), (3, 20.0, 30.0), (4, 50.0, 20.0)] {
+            let mut x = in_round(n, row("redis", "get", 1, n as u64 * 100, a));
+            x.errors = 1;
+            rows.push(x);
+            rows.push(in_round(n, row("fsync", "fdatasync", 1, 7, b)));
+        }
+        let m = medians(&rows);
+        let cells: Vec<(&str, Option<usize>)> = m.iter().map(|r| (r.system.as_str(), r.round)).collect();
+        assert_eq!(cells, vec![("redis", None), ("fsync", None)]);
+        // Four rounds: the mean of the two middle values.
+        assert_eq!(m[0].throughput, 25.0);
+        assert_eq!(m[1].throughput, 25.0);
+        assert_eq!(m[0].p50_us, 250);
+        assert_eq!((m[0].ops, m[0].errors), (4, 4));
+        // One round: the rows as they are.
+        assert_eq!(medians(&rows[..2]).len(), 2);
+        assert_eq!(medians(&rows[..2])[0].round, Some(1));
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! cargo run --release -p handlestore-tests --bin bench -- \
 //!     [--systems fsync,handlestore,etcd,redis,redis-fsync,cart-memory] [--concurrency 1,16,64,256] \
-//!     [--ops mint,put,...] [--duration 10s | --count 100000] [--out target/bench]
+//!     [--ops mint,put,...] [--duration 10s | --count 100000] [--rounds 3] [--out target/bench]
 //!
 //! Installs etcd and Redis (Debian packages) when missing, starts each system
 //! on free loopback ports with its data on one disk, and writes
@@ -31,6 +31,11 @@ struct Args {
     /// shared by its clients (one that fails counts toward it).
     #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
     count: Option<u64>,
+    /// How many times to repeat the whole run, every system started afresh
+    /// each time (even rounds take the systems in reverse order); the
+    /// targets are then the medians of each round's ratios.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    rounds: u64,
     /// Where results.json and results.svg go.
     #[arg(long, default_value = "target/bench")]
     out: std::path::PathBuf,
@@ -59,6 +64,7 @@ async fn main() -> anyhow::Result<()> {
         length,
         data_dir: tmp.path().to_path_buf(),
         ops: args.ops.clone(),
+        rounds: args.rounds as usize,
     };
     let started = unix_now();
     let rows = bench::run(&cfg).await?;
@@ -71,8 +77,23 @@ async fn main() -> anyhow::Result<()> {
             Some(false) => "MISSED",
             None => "",
         };
-        println!("{:<58} {:>8}  (goal {}) {met}", t.name, v, t.goal);
+        let rounds = if t.per_round.is_empty() {
+            String::new()
+        } else {
+            let each: Vec<String> = t
+                .per_round
+                .iter()
+                .map(|v| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "n/a".into()))
+                .collect();
+            let met_in = t
+                .met_in_rounds
+                .map(|k| format!(", met in {k} of {}", t.per_round.len()))
+                .unwrap_or_default();
+            format!("  [rounds: {}{met_in}]", each.join(" "))
+        };
+        println!("{:<58} {:>8}  (goal {}) {met}{rounds}", t.name, v, t.goal);
     }
+    let medians = bench::medians(&rows);
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let machine = machine();
     let mut report = serde_json::json!({
@@ -90,14 +111,23 @@ async fn main() -> anyhow::Result<()> {
         Length::Ops(n) => ("ops_per_cell", serde_json::json!(n), format!("{n} operations")),
     };
     report[key] = per_cell;
+    report["rounds"] = serde_json::json!(args.rounds);
+    if args.rounds > 1 {
+        report["medians"] = serde_json::to_value(&medians)?;
+    }
     let json_path = args.out.join("results.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)?;
     let svg_path = args.out.join("results.svg");
+    let of_rounds = if args.rounds > 1 {
+        format!(", median of {} rounds", args.rounds)
+    } else {
+        String::new()
+    };
     let title = format!(
-        "handlestore vs etcd vs Redis, {per_point} per point, {}",
+        "handlestore vs etcd vs Redis, {per_point} per point{of_rounds}, {}",
         machine["cpu"].as_str().unwrap_or("")
     );
-    bench::plot::svg(&rows, &title, &svg_path)?;
+    bench::plot::svg(&medians, &title, &svg_path)?;
     println!("\nwrote {} and {}", json_path.display(), svg_path.display());
     Ok(())
 }
