@@ -77,7 +77,8 @@ async fn main() -> anyhow::Result<()> {
             Some(false) => "MISSED",
             None => "",
         };
-        let rounds = if t.per_round.is_empty() {
+        // Nothing to show for a target whose cells were not measured.
+        let rounds = if t.per_round.iter().all(Option::is_none) {
             String::new()
         } else {
             let each: Vec<String> = t
