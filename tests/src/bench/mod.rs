@@ -715,18 +715,13 @@ pub fn medians(rows: &[Row]) -> Vec<Row> {
     if rounds(rows).len() <= 1 {
         return rows.to_vec();
     }
+    let same_cell = |a: &Row, b: &Row| a.system == b.system && a.op == b.op && a.concurrency == b.concurrency;
     let mut out: Vec<Row> = Vec::new();
     for r in rows {
-        if out
-            .iter()
-            .any(|o| o.system == r.system && o.op == r.op && o.concurrency == r.concurrency)
-        {
+        if out.iter().any(|o| same_cell(o, r)) {
             continue;
         }
-        let same: Vec<&Row> = rows
-            .iter()
-            .filter(|o| o.system == r.system && o.op == r.op && o.concurrency == r.concurrency)
-            .collect();
+        let same: Vec<&Row> = rows.iter().filter(|o| same_cell(o, r)).collect();
         let m = |f: &dyn Fn(&Row) -> f64| median(same.iter().map(|r| f(r)).collect()).unwrap_or(0.0);
         let m_opt = |f: &dyn Fn(&Row) -> Option<f64>| median(same.iter().filter_map(|r| f(r)).collect());
         out.push(Row {
