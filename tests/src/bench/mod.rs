@@ -684,6 +684,36 @@ pub struct Target {
     pub met_in_rounds: Option<usize>,
 }
 
+impl Target {
+    /// The target as the bench prints it: name, value, goal, verdict, and
+    /// over several rounds each round's ratio and how many met the goal.
+    pub fn line(&self) -> String {
+        let ratio = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.2}"));
+        let met = match self.met {
+            Some(true) => "met",
+            Some(false) => "MISSED",
+            None => "",
+        };
+        // Nothing to show for a target whose cells were not measured.
+        let rounds = if self.per_round.iter().all(Option::is_none) {
+            String::new()
+        } else {
+            let each: Vec<String> = self.per_round.iter().map(|v| ratio(*v)).collect();
+            let met_in = self
+                .met_in_rounds
+                .map(|k| format!(", met in {k} of {}", self.per_round.len()))
+                .unwrap_or_default();
+            format!("  [rounds: {}{met_in}]", each.join(" "))
+        };
+        format!(
+            "{:<58} {:>8}  (goal {}) {met}{rounds}",
+            self.name,
+            ratio(self.value),
+            self.goal
+        )
+    }
+}
+
 /// The rounds present in `rows`, in order.
 fn rounds(rows: &[Row]) -> Vec<Option<usize>> {
     let mut seen = Vec::new();
@@ -950,14 +980,23 @@ mod tests {
         assert_eq!(tp.per_round, vec![Some(2.5), Some(1.5), Some(2.2)]);
         assert_eq!(tp.value, Some(2.2));
         assert_eq!((tp.met, tp.met_in_rounds), (Some(true), Some(2)));
+        assert!(
+            tp.line()
+                .ends_with("2.20  (goal >= 2) met  [rounds: 2.50 1.50 2.20, met in 2 of 3]"),
+            "{}",
+            tp.line()
+        );
         // A target only reported says nothing about rounds met.
         let lease = t.iter().find(|t| t.name.contains("put_lease")).unwrap();
         assert_eq!((lease.value, lease.met, lease.met_in_rounds), (None, None, None));
+        // Its cells were not measured: no list of rounds beside it.
+        assert!(lease.line().ends_with("n/a  (goal reported) "), "{}", lease.line());
         // One round: as before, no per-round fields.
         let one = targets(&rows[..2]);
         let tp = &one[0];
         assert_eq!((tp.value, tp.met, tp.met_in_rounds), (Some(2.5), Some(true), None));
         assert!(tp.per_round.is_empty());
+        assert!(tp.line().ends_with("2.50  (goal >= 2) met"), "{}", tp.line());
     }
 
     #[test]

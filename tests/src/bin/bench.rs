@@ -71,28 +71,7 @@ async fn main() -> anyhow::Result<()> {
     let targets = bench::targets(&rows);
     println!();
     for t in &targets {
-        let v = t.value.map(|v| format!("{v:.2}")).unwrap_or_else(|| "n/a".into());
-        let met = match t.met {
-            Some(true) => "met",
-            Some(false) => "MISSED",
-            None => "",
-        };
-        // Nothing to show for a target whose cells were not measured.
-        let rounds = if t.per_round.iter().all(Option::is_none) {
-            String::new()
-        } else {
-            let each: Vec<String> = t
-                .per_round
-                .iter()
-                .map(|v| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "n/a".into()))
-                .collect();
-            let met_in = t
-                .met_in_rounds
-                .map(|k| format!(", met in {k} of {}", t.per_round.len()))
-                .unwrap_or_default();
-            format!("  [rounds: {}{met_in}]", each.join(" "))
-        };
-        println!("{:<58} {:>8}  (goal {}) {met}{rounds}", t.name, v, t.goal);
+        println!("{}", t.line());
     }
     let medians = bench::medians(&rows);
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
