@@ -283,10 +283,23 @@ where
     }
 
     async fn update(&self, id: &str, f: &mut (dyn for<'a> FnMut(&'a mut T) + Send)) -> Result<Option<T>> {
+        // The first read is stale: the leader checks the compare-and-set
+        // against the revision read, so a value that is not the latest is
+        // refused, never written over, and the update stays linearizable
+        // without a read-index round. After a conflict, or if the handle
+        // seems absent (a node behind the write that made it), the next read
+        // is linearizable, so a lagging node cannot keep the loop going or
+        // make `update` answer `None` for a handle that exists.
+        let mut consistency = Consistency::Stale;
         loop {
-            let Some(mut current) = self.get_versioned(id).await? else {
-                return Ok(None);
+            let Some(mut current) = self.get_versioned_with(id, consistency).await? else {
+                if consistency == Consistency::Linearizable {
+                    return Ok(None);
+                }
+                consistency = Consistency::Linearizable;
+                continue;
             };
+            consistency = Consistency::Linearizable;
             f(&mut current.value);
             match self
                 .put_raw(

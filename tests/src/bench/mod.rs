@@ -178,10 +178,21 @@ impl Op {
             }
             Op::EtcdUpdate(c, keys) => {
                 // Read, then write only if unchanged; again on a conflict.
+                // As the client crate's update: the first read is
+                // serializable (etcd's stale read), the ones after a
+                // conflict or a miss linearizable.
                 let k = keys[pick(worker, i, keys.len())].clone();
+                let mut serializable = true;
                 loop {
-                    let got = c.get(k.clone(), None).await.map_err(|x| e(&x))?;
-                    let rev = got.kvs().first().map(|kv| kv.mod_revision()).ok_or("not found")?;
+                    let opts = serializable.then(|| etcd_client::GetOptions::new().with_serializable());
+                    let got = c.get(k.clone(), opts).await.map_err(|x| e(&x))?;
+                    let first = std::mem::replace(&mut serializable, false);
+                    let Some(rev) = got.kvs().first().map(|kv| kv.mod_revision()) else {
+                        if first {
+                            continue;
+                        }
+                        return Err("not found".into());
+                    };
                     let txn = etcd_client::Txn::new()
                         .when([etcd_client::Compare::mod_revision(
                             k.clone(),
