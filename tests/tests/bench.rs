@@ -188,3 +188,32 @@ async fn rounds_repeat_the_run_in_alternating_order() {
     let zero = BenchConfig { rounds: 0, ..cfg };
     assert!(bench::run(&zero).await.is_err(), "zero rounds is refused");
 }
+
+/// The `bench` binary creates a `--data-dir` that does not exist yet, and
+/// leaves nothing in it.
+#[test]
+fn the_bench_binary_creates_a_missing_data_dir() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("not").join("there");
+    let out = dir.path().join("out");
+    let done = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args("--systems fsync --ops fdatasync --concurrency 1 --count 20".split(' '))
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("bench runs");
+    assert!(
+        done.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&done.stdout),
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert!(out.join("results.json").is_file());
+    let left: Vec<_> = std::fs::read_dir(&data)
+        .expect("the data dir was created")
+        .flatten()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -42,7 +42,9 @@ struct Args {
     /// Only these operations, by name (e.g. mint,put,fdatasync); default: all.
     #[arg(long, value_delimiter = ',')]
     ops: Vec<String>,
-    /// Where the systems keep their data (default: a temporary directory).
+    /// Where the systems keep their data, in a new directory inside it,
+    /// removed at the end (created if missing; default: the system's temporary
+    /// directory).
     #[arg(long)]
     data_dir: Option<std::path::PathBuf>,
 }
@@ -51,7 +53,9 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let tmp = match &args.data_dir {
-        Some(d) => tempfile::tempdir_in(d)?,
+        Some(d) => std::fs::create_dir_all(d)
+            .and_then(|()| tempfile::tempdir_in(d))
+            .with_context(|| format!("--data-dir {}", d.display()))?,
         None => tempfile::Builder::new().prefix("handlestore-bench-").tempdir()?,
     };
     let length = match args.count {
