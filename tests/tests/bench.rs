@@ -189,31 +189,61 @@ async fn rounds_repeat_the_run_in_alternating_order() {
     assert!(bench::run(&zero).await.is_err(), "zero rounds is refused");
 }
 
+/// Runs the `bench` binary's shortest measurement (20 `fdatasync`s) with its
+/// data in `data`: its stderr and results.json.
+fn bench_fsync_in(data: &std::path::Path) -> (String, serde_json::Value) {
+    let out = tempfile::tempdir().expect("tempdir");
+    let done = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args("--systems fsync --ops fdatasync --concurrency 1 --count 20".split(' '))
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .expect("bench runs");
+    let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+    assert!(
+        done.status.success(),
+        "{}\n{stderr}",
+        String::from_utf8_lossy(&done.stdout)
+    );
+    let json = std::fs::read_to_string(out.path().join("results.json")).expect("results.json");
+    (stderr, serde_json::from_str(&json).expect("json"))
+}
+
 /// The `bench` binary creates a `--data-dir` that does not exist yet, and
 /// leaves nothing in it.
 #[test]
 fn the_bench_binary_creates_a_missing_data_dir() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("not").join("there");
-    let out = dir.path().join("out");
-    let done = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args("--systems fsync --ops fdatasync --concurrency 1 --count 20".split(' '))
-        .arg("--data-dir")
-        .arg(&data)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("bench runs");
-    assert!(
-        done.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&done.stdout),
-        String::from_utf8_lossy(&done.stderr)
-    );
-    assert!(out.join("results.json").is_file());
+    let (stderr, report) = bench_fsync_in(&data);
     let left: Vec<_> = std::fs::read_dir(&data)
         .expect("the data dir was created")
         .flatten()
         .collect();
     assert!(left.is_empty(), "{left:?}");
+    // What the data was on is recorded, and a warning printed only if it
+    // was memory.
+    let fs = bench::fs::type_of(&data).expect("file system of the data dir");
+    assert_eq!(report["machine"]["data_fs"], fs.as_str(), "{report:#}");
+    assert_eq!(
+        stderr.contains("where a sync costs nothing"),
+        bench::fs::is_memory(&fs),
+        "{stderr}"
+    );
+}
+
+/// Data on tmpfs, where a sync costs nothing, is measured but called out.
+#[test]
+fn the_bench_binary_warns_when_the_data_is_on_tmpfs() {
+    let shm = std::path::Path::new("/dev/shm");
+    if bench::fs::type_of(shm).as_deref() != Some("tmpfs") {
+        eprintln!("skipped: /dev/shm is not a tmpfs mount on this machine");
+        return;
+    }
+    let dir = tempfile::tempdir_in(shm).expect("tempdir in /dev/shm");
+    let (stderr, report) = bench_fsync_in(dir.path());
+    assert!(stderr.contains("is on tmpfs, where a sync costs nothing"), "{stderr}");
+    assert_eq!(report["machine"]["data_fs"], "tmpfs", "{report:#}");
 }

@@ -4,6 +4,7 @@
 //! docs/performance.md are stated in.
 
 pub mod cpu;
+pub mod fs;
 pub mod plot;
 pub mod systems;
 

@@ -58,6 +58,15 @@ async fn main() -> anyhow::Result<()> {
             .with_context(|| format!("--data-dir {}", d.display()))?,
         None => tempfile::Builder::new().prefix("handlestore-bench-").tempdir()?,
     };
+    let data_fs = bench::fs::type_of(tmp.path());
+    if let Some(fs) = data_fs.as_deref().filter(|fs| bench::fs::is_memory(fs)) {
+        eprintln!(
+            "warning: the data directory {} is on {fs}, where a sync costs nothing: the fdatasync \
+             floor and every durable write are measured without a disk (give --data-dir a \
+             directory on the disk to measure one)",
+            tmp.path().display()
+        );
+    }
     let length = match args.count {
         Some(n) => Length::Ops(n),
         None => Length::For(args.duration),
@@ -79,7 +88,8 @@ async fn main() -> anyhow::Result<()> {
     }
     let medians = bench::medians(&rows);
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let machine = machine();
+    let mut machine = machine();
+    machine["data_fs"] = serde_json::json!(data_fs);
     let mut report = serde_json::json!({
         "started_unix": started,
         "machine": machine,
