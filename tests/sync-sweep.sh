@@ -3,13 +3,15 @@
 # with the time one sync takes.
 #
 #   tests/sync-sweep.sh [--delays "100 150 250 500 1000"] [--rounds 3]
-#                       [--duration 5s] [--tmpfs /dev/shm] [--out target/sync-sweep]
+#                       [--duration 5s] [--tmpfs /dev/shm] [--disk DIR]
+#                       [--out target/sync-sweep]
 #
 # The bench puts the three nodes on one disk; in production each has its
 # own. Here every node's data is on tmpfs and tests/tools/slowsync.c,
 # preloaded into the nodes, makes each of their syncs last a given time
 # (--delays, in µs), each node on its own, as a disk of its own would. For
-# each delay, for the real disk and for tmpfs with no delay it runs `bench
+# each delay, for the real disk (--disk, by default the temporary directory,
+# which must not be tmpfs) and for tmpfs with no delay it runs `bench
 # --systems fsync,handlestore --ops fdatasync,mint,get --concurrency 1`
 # (setups in reverse order every other round) and prints a single client's
 # mint against the time of one sync: the target in docs/performance.md is a
@@ -19,10 +21,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-delays="100 150 250 500 1000" rounds=3 duration=5s tmpfs=/dev/shm out=target/sync-sweep
+delays="100 150 250 500 1000" rounds=3 duration=5s tmpfs=/dev/shm disk="${TMPDIR:-/tmp}"
+out=target/sync-sweep
 while [ $# -gt 0 ]; do
   case "$1" in
-    --delays|--rounds|--duration|--tmpfs|--out)
+    --delays|--rounds|--duration|--tmpfs|--disk|--out)
       [ $# -ge 2 ] || { echo "$1 needs a value (see --help)" >&2; exit 2; } ;;
   esac
   case "$1" in
@@ -30,8 +33,9 @@ while [ $# -gt 0 ]; do
     --rounds) rounds="$2"; shift 2 ;;
     --duration) duration="$2"; shift 2 ;;
     --tmpfs) tmpfs="$2"; shift 2 ;;
+    --disk) disk="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown option: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -40,6 +44,10 @@ for d in $delays; do
 done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "--rounds: $rounds is not a positive number" >&2; exit 2; }
 [ "$(stat -f -c %T "$tmpfs" 2>/dev/null)" = tmpfs ] || { echo "--tmpfs: $tmpfs is not a tmpfs mount" >&2; exit 2; }
+case "$(stat -f -c %T "$disk" 2>/dev/null || echo missing)" in
+  missing) echo "--disk: $disk is not a directory" >&2; exit 2 ;;
+  tmpfs|ramfs) echo "--disk: $disk is in memory ($(stat -f -c %T "$disk")): give a directory on the disk to measure" >&2; exit 2 ;;
+esac
 
 ./deploy/ensure-build-deps.sh
 cargo build --release --workspace --bins --examples
@@ -50,7 +58,8 @@ out="$(cd "$out" && pwd)"
 shim="$out/slowsync.so"
 "${CC:-cc}" -O2 -Wall -shared -fPIC -o "$shim" tests/tools/slowsync.c -ldl
 data="$(mktemp -d "$tmpfs/handlestore-sync-sweep.XXXXXX")"
-trap 'rm -rf "$data"' EXIT
+on_disk="$(mktemp -d "$disk/handlestore-sync-sweep.XXXXXX")"
+trap 'rm -rf "$data" "$on_disk"' EXIT
 
 # The shim must take effect: one fdatasync of dd's, made to last 50 ms.
 t0=$(date +%s%N)
@@ -67,15 +76,19 @@ run() { # setup round
   local setup=$1 round=$2 dir="$out/$1-$2"
   local args=(--systems fsync,handlestore --ops fdatasync,mint,get --concurrency 1
               --duration "$duration" --out "$dir")
-  echo "== round $round: $setup" >&2
+  if [ "$setup" = disk ]; then
+    echo "== round $round: $setup" >&2
+  else
+    echo "== round $round: $setup (on tmpfs: the bench warns of it, as it should)" >&2
+  fi
   case "$setup" in
-    disk) "$bench" "${args[@]}" ;;
+    disk) "$bench" "${args[@]}" --data-dir "$on_disk/run" ;;
     tmpfs) "$bench" "${args[@]}" --data-dir "$data/run" ;;
     *) SLOWSYNC_US="$setup" SLOWSYNC_COMM="$(basename "$node")" LD_PRELOAD="$shim" \
          "$bench" "${args[@]}" --data-dir "$data/run" ;;
   esac | tee "$dir.log" | awk -v s="$setup" -v r="$round" \
     '($1 == "fsync" || $1 == "handlestore") && $3 == "x1" { print s, r, $2, $7 }' >> "$out/lines"
-  rm -rf "$data/run"
+  rm -rf "$data/run" "$on_disk/run"
 }
 
 : > "$out/lines"
