@@ -49,7 +49,12 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+        // Three octal digits, the first at most 3: one byte.
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && (b'0'..=b'3').contains(&b[i + 1])
+            && b[i + 2..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;
         } else {
@@ -87,6 +92,11 @@ mod tests {
             "a prefix of a name is not a parent"
         );
         assert_eq!(t("/srv/my disk/data"), Some("xfs".into()), "escaped space");
+        assert_eq!(
+            unescape(r"a\134b\040\777\12"),
+            r"a\b \777\12",
+            "only whole escapes of one byte"
+        );
         // Mounted over: the later mount on /tmp is the one seen.
         assert_eq!(t("/tmp/x"), Some("ext4".into()));
         assert_eq!(type_in_mountinfo("garbage\n", "/x"), None);
