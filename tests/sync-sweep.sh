@@ -15,9 +15,12 @@
 # --systems fsync,handlestore --ops fdatasync,mint,get --concurrency 1`
 # (setups in reverse order every other round) and prints a single client's
 # mint against the time of one sync: the target in docs/performance.md is a
-# mint p50 of at most 3x one fdatasync. A real sync also costs its caller
-# CPU and varies; an emulated one is a sleep. Raw results:
-# <out>/<setup>-<round>/results.json; the table: <out>/summary.txt.
+# mint p50 of at most 3x one fdatasync. For a delay, one sync is the p50 of
+# what the nodes' slowed syncs really lasted (the shim counts them), a
+# little over the delay. A real sync also costs its caller CPU and varies;
+# an emulated one is a sleep. Raw results: <out>/<setup>-<round>/results.json
+# and, for a delay, <out>/<setup>-<round>.syncs/ (the shim's histograms);
+# the table: <out>/summary.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,7 +38,7 @@ while [ $# -gt 0 ]; do
     --tmpfs) tmpfs="$2"; shift 2 ;;
     --disk) disk="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "unknown option: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -84,11 +87,28 @@ run() { # setup round
   case "$setup" in
     disk) "$bench" "${args[@]}" --data-dir "$on_disk/run" ;;
     tmpfs) "$bench" "${args[@]}" --data-dir "$data/run" ;;
-    *) SLOWSYNC_US="$setup" SLOWSYNC_COMM="$(basename "$node")" LD_PRELOAD="$shim" \
-         "$bench" "${args[@]}" --data-dir "$data/run" ;;
+    *) rm -rf "$dir.syncs" && mkdir -p "$dir.syncs"
+       SLOWSYNC_US="$setup" SLOWSYNC_COMM="$(basename "$node")" LD_PRELOAD="$shim" \
+         SLOWSYNC_STATS="$dir.syncs" "$bench" "${args[@]}" --data-dir "$data/run" ;;
   esac | tee "$dir.log" | awk -v s="$setup" -v r="$round" \
     '($1 == "fsync" || $1 == "handlestore") && $3 == "x1" { print s, r, $2, $7 }' >> "$out/lines"
   rm -rf "$data/run" "$on_disk/run"
+  if [ -d "$dir.syncs" ]; then
+    # What the nodes' slowed syncs really lasted: the p50 of the shim's
+    # histograms (counter i: syncs of i µs), all nodes together.
+    local p50
+    p50="$(cat "$dir.syncs"/*.syncs 2>/dev/null | od -An -v -t u8 -w8 | awk '
+      { h[(NR - 1) % 16384] += $1; total += $1 }
+      END {
+        if (total == 0) exit
+        for (i = 0; i < 16384; i++) { seen += h[i]; if (seen * 2 >= total) { print i; exit } }
+      }')"
+    if [ -z "$p50" ]; then
+      echo "no node's sync was slowed in $dir (the shim did not reach the nodes?)" >&2
+      exit 1
+    fi
+    echo "$setup $round sync $p50" >> "$out/lines"
+  fi
 }
 
 : > "$out/lines"
@@ -112,20 +132,21 @@ shown() { # each round's value, then the median in brackets
 {
   echo "A single client's mint, p50 in µs (each round's, then the median in brackets), against one sync."
   echo "disk: the nodes on the real disk, where all three share it; one sync is the bench's fdatasync there."
-  echo "tmpfs: no sync costs anything. N: every node on tmpfs, each sync made to last N µs on its own."
+  echo "tmpfs: no sync costs anything. N: every node on tmpfs, each sync made to last N µs on its own;"
+  echo "one sync is then the p50 of what the nodes' syncs really lasted (a woken thread runs a little late)."
   printf '%-6s  %-22s  %-22s  %-22s  %s\n' setup "one sync" "mint p50" "get p50" "mint / one sync, medians (goal <= 3)"
   for setup in $setups; do
     mint="$(values "$setup" mint)" get="$(values "$setup" get)"
     case "$setup" in
       disk) sync="$(values disk fdatasync)" ;;
       tmpfs) sync="" ;;
-      *) sync="$setup" ;;
+      *) sync="$(values "$setup" sync)" ;;
     esac
     ratio="-"
     if [ -n "$sync" ]; then
       ratio="$(awk -v m="$(echo "$mint" | median)" -v s="$(echo "$sync" | median)" 'BEGIN { printf "%.2f", m / s }')"
     fi
-    if [ "$setup" = disk ]; then sync="$(shown "$sync")"; fi
+    if [ -n "$sync" ]; then sync="$(shown "$sync")"; fi
     printf '%-6s  %-22s  %-22s  %-22s  %s\n' "$setup" "${sync:--}" "$(shown "$mint")" "$(shown "$get")" "$ratio"
     if [[ "$setup" =~ ^[0-9]+$ ]]; then
       for m in $mint; do
