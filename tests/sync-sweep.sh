@@ -97,7 +97,7 @@ run() { # setup round
     # What the nodes' slowed syncs really lasted: the p50 of the shim's
     # histograms (counter i: syncs of i µs), all nodes together.
     local p50
-    p50="$(cat "$dir.syncs"/*.syncs 2>/dev/null | od -An -v -t u8 -w8 | awk '
+    p50="$({ cat "$dir.syncs"/*.syncs 2>/dev/null || true; } | od -An -v -t u8 -w8 | awk '
       { h[(NR - 1) % 16384] += $1; total += $1 }
       END {
         if (total == 0) exit
