@@ -47,9 +47,10 @@ for d in $delays; do
 done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "--rounds: $rounds is not a positive number" >&2; exit 2; }
 [ "$(stat -f -c %T "$tmpfs" 2>/dev/null)" = tmpfs ] || { echo "--tmpfs: $tmpfs is not a tmpfs mount" >&2; exit 2; }
-case "$(stat -f -c %T "$disk" 2>/dev/null || echo missing)" in
+disk_fs="$(stat -f -c %T "$disk" 2>/dev/null || echo missing)"
+case "$disk_fs" in
   missing) echo "--disk: $disk is not a directory" >&2; exit 2 ;;
-  tmpfs|ramfs) echo "--disk: $disk is in memory ($(stat -f -c %T "$disk")): give a directory on the disk to measure" >&2; exit 2 ;;
+  tmpfs|ramfs) echo "--disk: $disk is in memory ($disk_fs): give a directory on the disk to measure" >&2; exit 2 ;;
 esac
 
 ./deploy/ensure-build-deps.sh
@@ -95,14 +96,18 @@ run() { # setup round
   rm -rf "$data/run" "$on_disk/run"
   if [ -d "$dir.syncs" ]; then
     # What the nodes' slowed syncs really lasted: the p50 of the shim's
-    # histograms (counter i: syncs of i µs), all nodes together.
-    local p50
-    p50="$({ cat "$dir.syncs"/*.syncs 2>/dev/null || true; } | od -An -v -t u8 -w8 | awk '
-      { h[(NR - 1) % 16384] += $1; total += $1 }
-      END {
-        if (total == 0) exit
-        for (i = 0; i < 16384; i++) { seen += h[i]; if (seen * 2 >= total) { print i; exit } }
-      }')"
+    # histograms (counter i: syncs of i µs; as many as a file has 8-byte
+    # words), all nodes together.
+    local p50 files=("$dir.syncs"/*.syncs)
+    p50=""
+    if [ -f "${files[0]}" ]; then
+      p50="$(od -An -v -t u8 -w8 "${files[@]}" | awk -v n="$(($(stat -c %s "${files[0]}") / 8))" '
+        { h[(NR - 1) % n] += $1; total += $1 }
+        END {
+          if (total == 0) exit
+          for (i = 0; i < n; i++) { seen += h[i]; if (seen * 2 >= total) { print i; exit } }
+        }')"
+    fi
     if [ -z "$p50" ]; then
       echo "no node's sync was slowed in $dir (the shim did not reach the nodes?)" >&2
       exit 1
