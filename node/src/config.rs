@@ -92,6 +92,9 @@ pub struct NodeConfig {
     /// How often free memory of the C heap (RocksDB's) is given back to
     /// the OS; zero never.
     pub malloc_trim_interval: Duration,
+    /// Farthest this node's clock may be from the cluster's (the members'
+    /// median) for it to lead and to serve reads that depend on expiry.
+    pub max_clock_offset: Duration,
 }
 
 impl NodeConfig {
@@ -113,6 +116,7 @@ impl NodeConfig {
             max_batch_commands: 512,
             db_memory: crate::db::DbMemory::default(),
             malloc_trim_interval: Duration::from_secs(10),
+            max_clock_offset: Duration::from_millis(500),
         }
     }
 }

@@ -4,8 +4,9 @@
 //! - `GET /healthz`: the process is up and serving (always 200 while it runs).
 //! - `GET /readyz`: this node can serve a linearizable read now: a leader is
 //!   known, it confirmed its leadership with a quorum, and this node has
-//!   applied up to the leader's commit index. 503 with the reason otherwise
-//!   (no leader, no quorum, partitioned away, still catching up).
+//!   applied up to the leader's commit index, and its clock is trusted
+//!   (`crate::clock`). 503 with the reason otherwise (no leader, no quorum,
+//!   partitioned away, still catching up, clock off).
 //!
 //! Both answer in text; the gRPC services share the port (the server accepts
 //! HTTP/1.1 for these and HTTP/2 for gRPC).
@@ -18,6 +19,8 @@ use axum::routing::get;
 use handlestore_proto::v1 as pb;
 
 use crate::api::Api;
+use crate::api::read::ReadAt;
+use crate::state::ExpiryTime;
 
 /// The longest `/readyz` waits before answering "not ready".
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -44,11 +47,19 @@ async fn readyz(api: &Api, id: u64) -> (StatusCode, String) {
     };
     let leader = api.proposer.leader_view().leader.map(|l| l.id);
     match tokio::time::timeout(READY_TIMEOUT, api.reads.ready(Some(&opts))).await {
-        Ok(Ok(applied)) => (
+        Ok(Ok(ReadAt {
+            time: ExpiryTime::Unknown(why),
+            ..
+        })) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: node {id}: {why}\n"),
+        ),
+        Ok(Ok(at)) => (
             StatusCode::OK,
             format!(
-                "ready: node {id}, leader {}, applied {applied}\n",
-                leader.map(|l| l.to_string()).unwrap_or_else(|| "?".into())
+                "ready: node {id}, leader {}, applied {}\n",
+                leader.map(|l| l.to_string()).unwrap_or_else(|| "?".into()),
+                at.revision
             ),
         ),
         Ok(Err(status)) => (

@@ -20,6 +20,7 @@ use crate::api::{
     state::StateService,
     writes::WritesService,
 };
+use crate::clock::Clock;
 use crate::config::{ClusterState, NodeConfig};
 use crate::raft::durability::Durability;
 use crate::raft::log_store::LogStore;
@@ -28,7 +29,7 @@ use crate::raft::peer_wire::{self, Protocol};
 use crate::raft::proposer::{Proposer, ProposerConfig};
 use crate::raft::service::{self, RaftService};
 use crate::raft::state_machine::StateMachine;
-use crate::raft::{Raft, sweeper};
+use crate::raft::{Raft, clock_probe, sweeper};
 use crate::state::snapshot::{self, SnapshotDir};
 use crate::state::{StateLimits, StateStore};
 
@@ -150,6 +151,8 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         // cancellation, not by this per-chunk timeout.
         install_snapshot_timeout: 60_000,
         max_payload_entries: 256,
+        // Elections start once the clock is trusted (raft::clock_probe).
+        enable_elect: false,
         ..Default::default()
     }
     .validate()
@@ -168,13 +171,23 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         .await
         .with_context(|| format!("listening on {}", cfg.listen))?;
 
-    initialize_if_new(&raft, &cfg).await?;
+    let clock = Arc::new(Clock::new(cfg.id, cfg.max_clock_offset, clock_probe::SAMPLE_TTL));
+    clock_probe::spawn(
+        raft.clone(),
+        clock.clone(),
+        raft_peers.clone(),
+        cfg.initial_cluster.clone(),
+    );
+    if let Some(members) = initial_members(&raft, &cfg).await? {
+        tokio::spawn(initialize_when_trusted(raft.clone(), clock.clone(), members));
+    }
 
     let quorum_silence = cfg.raft.election_max;
     let proposer = Proposer::start(
         cfg.id,
         raft.clone(),
         forward_peers,
+        clock,
         ProposerConfig {
             write_timeout: cfg.write_timeout,
             quorum_silence,
@@ -337,31 +350,49 @@ async fn accept(
 
 /// Static bootstrap (like etcd): with `--initial-cluster`, the lowest id
 /// initializes a new cluster when its log is empty; a restart never does.
-/// Without it, the node is a one-node cluster.
-async fn initialize_if_new(raft: &Raft, cfg: &NodeConfig) -> anyhow::Result<()> {
+/// Without it, the node is a one-node cluster. Returns the members to
+/// initialize with, if this node is to.
+async fn initial_members(raft: &Raft, cfg: &NodeConfig) -> anyhow::Result<Option<BTreeMap<u64, BasicNode>>> {
     if raft.is_initialized().await? {
-        return Ok(());
+        return Ok(None);
     }
     let members: BTreeMap<u64, BasicNode> = if cfg.initial_cluster.is_empty() {
         [(cfg.id, BasicNode::new(&cfg.advertise))].into()
     } else {
         if cfg.cluster_state == ClusterState::Existing {
             tracing::info!("empty log; waiting to be added to the existing cluster");
-            return Ok(());
+            return Ok(None);
         }
         let lowest = cfg.initial_cluster.keys().next().copied();
         if lowest != Some(cfg.id) {
             tracing::info!("empty log; node {} initializes the cluster", lowest.unwrap_or(0));
-            return Ok(());
+            return Ok(None);
         }
         cfg.initial_cluster
             .iter()
             .map(|(id, addr)| (*id, BasicNode::new(addr)))
             .collect()
     };
+    Ok(Some(members))
+}
+
+/// Initializes the cluster once this node's clock is trusted: openraft
+/// starts an election right away, and a node whose clock is off must not
+/// lead (raft::clock_probe). Its peers answer clock probes only once they
+/// serve, so this waits on a task of its own.
+async fn initialize_when_trusted(raft: Raft, clock: Arc<Clock>, members: BTreeMap<u64, BasicNode>) {
+    let mut waited = std::time::Instant::now();
+    while let Err(e) = clock.check() {
+        if waited.elapsed() >= std::time::Duration::from_secs(10) {
+            tracing::warn!("not initializing the cluster yet: {e}");
+            waited = std::time::Instant::now();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     tracing::info!(members = ?members.keys().collect::<Vec<_>>(), "initializing a new cluster");
-    raft.initialize(members).await.context("initializing the cluster")?;
-    Ok(())
+    if let Err(e) = raft.initialize(members).await {
+        tracing::error!("initializing the cluster failed: {e}");
+    }
 }
 
 /// One info line per leader change and per membership change.

@@ -88,6 +88,12 @@ pub fn unavailable(reason: &str, message: impl Into<String>, leader: Option<&Lea
     with_detail(Code::Unavailable, message, detail)
 }
 
+/// This node's clock is not trusted for what was asked (reason
+/// "clock_offset"): the caller should try another node.
+pub fn clock(e: &crate::clock::ClockError) -> Status {
+    unavailable("clock_offset", e.to_string(), None)
+}
+
 pub fn internal(message: impl Into<String>) -> Status {
     status(Code::Internal, "internal", message)
 }

@@ -10,6 +10,7 @@ use openraft::{BasicNode, ServerState};
 use tonic::{Request, Response, Status};
 
 use super::Api;
+use crate::clock::ClockReport;
 use crate::raft::proposer::{ProposeError, raft_error};
 use crate::raft::{NodeId, Raft};
 use crate::status;
@@ -108,6 +109,25 @@ impl AdminService {
     }
 }
 
+fn clock_status(r: &ClockReport) -> pb::ClockStatus {
+    pb::ClockStatus {
+        offset_ms: r.offset_ms,
+        max_offset_ms: r.max_offset_ms,
+        trusted: r.error.is_none(),
+        error: r.error.as_ref().map(ToString::to_string).unwrap_or_default(),
+        peers: r
+            .peers
+            .iter()
+            .map(|p| pb::PeerClock {
+                id: p.id,
+                offset_ms: p.offset_ms,
+                rtt_ms: p.rtt_ms,
+                age_ms: p.age_ms,
+            })
+            .collect(),
+    }
+}
+
 fn state_name(s: ServerState) -> &'static str {
     match s {
         ServerState::Leader => "leader",
@@ -148,6 +168,7 @@ impl pb::admin_server::Admin for AdminService {
                 log_syncs: self.log_syncs.load(Ordering::Relaxed),
                 memory: Some(memory),
                 forwarded_writes: self.api.proposer.forwarded_writes(),
+                clock: Some(clock_status(&self.api.proposer.clock().report())),
             }
         };
         Ok(Response::new(resp))
@@ -209,7 +230,7 @@ impl pb::admin_server::Admin for AdminService {
     ) -> Result<Response<pb::KeyringResponse>, Status> {
         let r = request.into_inner();
         let ns = super::validate::namespace(&r.namespace, &self.api.limits)?;
-        let revision = self.api.reads.ready(r.read.as_ref()).await?;
+        let revision = self.api.reads.ready(r.read.as_ref()).await?.revision;
         let keys = self.ring(ns, r.include_secrets).await?;
         Ok(Response::new(pb::KeyringResponse {
             keys,

@@ -7,7 +7,6 @@ use pb::command::Op;
 use tonic::{Request, Response, Status};
 
 use super::{Api, blocking, point_read, validate};
-use crate::state::now_ms;
 use crate::status;
 
 pub struct HandlesService {
@@ -90,8 +89,8 @@ impl pb::handles_server::Handles for HandlesService {
         let namespace = validate::namespace(&r.namespace, l)?;
         validate::store(&r.store, l)?;
         validate::handle_id(&r.id)?;
-        let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
-        let rec = point_read(|| self.api.state.get_handle(&namespace, &r.store, &r.id, now_ms()))?;
+        let at = self.api.reads.ready(r.read.as_ref()).await?;
+        let rec = point_read(|| self.api.state.get_handle(&namespace, &r.store, &r.id, &at.time))?;
         let Some(rec) = rec else {
             return Err(status::status(
                 tonic::Code::NotFound,
@@ -104,7 +103,7 @@ impl pb::handles_server::Handles for HandlesService {
             create_revision: rec.create_revision,
             mod_revision: rec.mod_revision,
             expires_at_ms: rec.expires_at_ms,
-            read_revision,
+            read_revision: at.revision,
         }))
     }
 
@@ -134,9 +133,12 @@ impl pb::handles_server::Handles for HandlesService {
         let l = &self.api.limits;
         let namespace = validate::namespace(&r.namespace, l)?;
         validate::store(&r.store, l)?;
-        let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
-        let state = self.api.state.clone();
-        let len = blocking(move || state.len(&namespace, &r.store, now_ms())).await?;
-        Ok(Response::new(pb::LenResponse { len, read_revision }))
+        let at = self.api.reads.ready(r.read.as_ref()).await?;
+        let (state, time) = (self.api.state.clone(), at.time);
+        let len = blocking(move || state.len(&namespace, &r.store, &time)).await?;
+        Ok(Response::new(pb::LenResponse {
+            len,
+            read_revision: at.revision,
+        }))
     }
 }

@@ -69,7 +69,7 @@ pub fn result_status(r: pb::CommandResult) -> Result<pb::CommandResult, Status> 
 /// the blocking pool and back, which measured 10-40% of linearizable get
 /// throughput. Scans (listing, counting, many keys) use `blocking`.
 pub fn point_read<T>(f: impl FnOnce() -> crate::state::Result<T>) -> Result<T, Status> {
-    f().map_err(|e| status::internal(format!("storage error: {e}")))
+    f().map_err(read_error)
 }
 
 /// Runs blocking state reads (scans) off the async runtime.
@@ -79,5 +79,14 @@ pub async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| status::internal(format!("read task failed: {e}")))?
-        .map_err(|e| status::internal(format!("storage error: {e}")))
+        .map_err(read_error)
+}
+
+/// A read that failed: the clock refusal as UNAVAILABLE (another node may
+/// serve it), anything else as a storage error.
+fn read_error(e: crate::state::StateError) -> Status {
+    match e {
+        crate::state::StateError::ExpiryUnknown(why) => status::unavailable("clock_offset", why.to_string(), None),
+        e => status::internal(format!("storage error: {e}")),
+    }
 }

@@ -6,6 +6,16 @@
 //!   answer), then wait until this node has applied it.
 //! - AtLeast(revision): wait until this node has applied `revision`.
 //! - Stale: serve what is applied now.
+//!
+//! And the time the read judges expiry at, never this node's own clock:
+//! for a linearizable read the leader's clock, read once its leadership
+//! was confirmed and carried with the read index; for the others the
+//! time of the state read (the latest leader stamp applied), which the
+//! leader's sweep moves on as entries fall due. Either is bounded below by
+//! the latest stamp applied. A node whose own clock is not trusted
+//! (`crate::clock`: off the cluster's by more than the maximum, or not
+//! measured) refuses linearizable and at-least reads that meet an entry
+//! with a TTL; stale reads promise nothing about time and are served.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,8 +26,17 @@ use tonic::Status;
 
 use crate::raft::network::Peers;
 use crate::raft::proposer::{ProposeError, Proposer};
-use crate::state::StateStore;
+use crate::raft::read_index::ReadPoint;
+use crate::state::{ExpiryTime, StateStore};
 use crate::status;
+
+/// Where a read stands: the revision it observes (at least), and the time
+/// it judges expiry at.
+#[derive(Debug, Clone)]
+pub struct ReadAt {
+    pub revision: u64,
+    pub time: ExpiryTime,
+}
 
 pub struct ReadGate {
     pub proposer: Arc<Proposer>,
@@ -28,21 +47,32 @@ pub struct ReadGate {
 }
 
 impl ReadGate {
-    /// Returns the revision the read will observe (at least).
-    pub async fn ready(&self, opts: Option<&pb::ReadOptions>) -> Result<u64, Status> {
+    /// Waits until this node may serve the read, and says at what revision
+    /// and time.
+    pub async fn ready(&self, opts: Option<&pb::ReadOptions>) -> Result<ReadAt, Status> {
         let opts = opts.cloned().unwrap_or_default();
-        match pb::Consistency::try_from(opts.consistency) {
-            Ok(pb::Consistency::Stale) => Ok(self.state.applied_index()),
-            Ok(pb::Consistency::AtLeast) => self.wait_applied(opts.min_revision).await,
-            Ok(pb::Consistency::Linearizable) => {
-                let index = self.read_index().await?;
-                self.wait_applied(index).await
+        let (revision, leader_time) = match pb::Consistency::try_from(opts.consistency) {
+            Ok(pb::Consistency::Stale) => {
+                return Ok(ReadAt {
+                    revision: self.state.applied_index(),
+                    time: ExpiryTime::At(self.state.applied_clock()),
+                });
             }
-            Err(_) => Err(status::invalid(format!("unknown consistency {}", opts.consistency))),
-        }
+            Ok(pb::Consistency::AtLeast) => (self.wait_applied(opts.min_revision).await?, 0),
+            Ok(pb::Consistency::Linearizable) => {
+                let point = self.read_index().await?;
+                (self.wait_applied(point.index).await?, point.time_ms)
+            }
+            Err(_) => return Err(status::invalid(format!("unknown consistency {}", opts.consistency))),
+        };
+        let time = match self.proposer.clock().check() {
+            Ok(()) => ExpiryTime::At(leader_time.max(self.state.applied_clock())),
+            Err(e) => ExpiryTime::Unknown(e.to_string().into()),
+        };
+        Ok(ReadAt { revision, time })
     }
 
-    async fn read_index(&self) -> Result<u64, Status> {
+    async fn read_index(&self) -> Result<ReadPoint, Status> {
         let view = self.proposer.leader_view();
         if view.state == ServerState::Leader {
             if let Some(ms) = view.millis_since_quorum_ack
@@ -68,7 +98,10 @@ impl ReadGate {
         let mut req = tonic::Request::new(pb::ReadIndexRequest {});
         req.set_timeout(self.timeout);
         match client.read_index(req).await {
-            Ok(r) => Ok(r.into_inner().index),
+            Ok(r) => Ok(ReadPoint {
+                index: r.get_ref().index,
+                time_ms: r.get_ref().leader_time_ms,
+            }),
             Err(s) if !s.details().is_empty() => Err(s),
             Err(s) => Err(status::unavailable(
                 "leader_unreachable",

@@ -10,7 +10,7 @@ use pb::command::Op;
 use tonic::{Request, Response, Status};
 
 use super::{Api, blocking, point_read, validate};
-use crate::state::{ListQuery, MAX_PREFIX_DELETE, Record, now_ms};
+use crate::state::{ListQuery, MAX_PREFIX_DELETE, Record};
 use crate::status::{self, invalid};
 
 /// Default and largest page of a list.
@@ -91,12 +91,12 @@ impl pb::state_server::State for StateService {
         let r = request.into_inner();
         let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
         validate::state_key(&r.key, &self.api.limits)?;
-        let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
-        let rec = point_read(|| self.api.state.get_state(&namespace, &r.key, now_ms()))?;
+        let at = self.api.reads.ready(r.read.as_ref()).await?;
+        let rec = point_read(|| self.api.state.get_state(&namespace, &r.key, &at.time))?;
         match rec {
             Some(rec) => Ok(Response::new(pb::RetrieveResponse {
                 entry: Some(entry(r.key, rec, true)),
-                read_revision,
+                read_revision: at.revision,
             })),
             None => Err(status::status(
                 tonic::Code::NotFound,
@@ -162,8 +162,8 @@ impl pb::state_server::State for StateService {
         } else {
             Some(parse_page_token(&r.page_token).map_err(invalid)?)
         };
-        let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
-        let state = self.api.state.clone();
+        let at = self.api.reads.ready(r.read.as_ref()).await?;
+        let (state, time) = (self.api.state.clone(), at.time);
         let (prefix, with_values) = (r.prefix, r.with_values);
         let page = blocking(move || {
             let q = ListQuery {
@@ -173,7 +173,7 @@ impl pb::state_server::State for StateService {
                 with_values,
                 max_bytes: MAX_PAGE_BYTES,
             };
-            state.list_state(&namespace, &q, now_ms())
+            state.list_state(&namespace, &q, &time)
         })
         .await?;
         let next_page_token = match (page.more, page.entries.last()) {
@@ -188,7 +188,7 @@ impl pb::state_server::State for StateService {
         Ok(Response::new(pb::ListResponse {
             entries,
             next_page_token,
-            read_revision,
+            read_revision: at.revision,
         }))
     }
 
@@ -197,11 +197,11 @@ impl pb::state_server::State for StateService {
         let r = request.into_inner();
         let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
         validate::state_key(&r.key, &self.api.limits)?;
-        let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
-        let rec = point_read(|| self.api.state.get_state(&namespace, &r.key, now_ms()))?;
+        let at = self.api.reads.ready(r.read.as_ref()).await?;
+        let rec = point_read(|| self.api.state.get_state(&namespace, &r.key, &at.time))?;
         Ok(Response::new(pb::ExistsResponse {
             exists: rec.is_some(),
-            read_revision,
+            read_revision: at.revision,
         }))
     }
 
@@ -263,10 +263,10 @@ impl pb::state_server::State for StateService {
         for k in &r.keys {
             validate::state_key(k, l)?;
         }
-        let read_revision = self.api.reads.ready(r.read.as_ref()).await?;
-        let state = self.api.state.clone();
+        let at = self.api.reads.ready(r.read.as_ref()).await?;
+        let (state, time) = (self.api.state.clone(), at.time);
         let keys = r.keys.clone();
-        let recs = blocking(move || state.get_state_many(&namespace, &keys, now_ms())).await?;
+        let recs = blocking(move || state.get_state_many(&namespace, &keys, &time)).await?;
         let entries = r
             .keys
             .into_iter()
@@ -275,6 +275,9 @@ impl pb::state_server::State for StateService {
                 entry: rec.map(|rec| entry(k, rec, true)),
             })
             .collect();
-        Ok(Response::new(pb::BatchRetrieveResponse { entries, read_revision }))
+        Ok(Response::new(pb::BatchRetrieveResponse {
+            entries,
+            read_revision: at.revision,
+        }))
     }
 }

@@ -75,6 +75,13 @@ pub struct NodeArgs {
     /// their own either way.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1024))]
     pub worker_threads: u16,
+    /// Farthest this node's clock may be from the cluster's (the median of
+    /// the members' clocks, measured every 500ms) for it to lead and to
+    /// serve reads that depend on expiry. Beyond it the node says so in its
+    /// log and status and refuses those with UNAVAILABLE until its clock is
+    /// back within it. At least 10ms.
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    pub max_clock_offset: Duration,
 }
 
 /// How a node schedules its async work.
@@ -143,6 +150,10 @@ impl NodeArgs {
             write_buffer_bytes: (self.write_buffer_mb as usize) << 20,
         };
         cfg.malloc_trim_interval = self.malloc_trim_interval;
+        if self.max_clock_offset < Duration::from_millis(10) {
+            return Err(CliError::new(2, "--max-clock-offset must be at least 10ms"));
+        }
+        cfg.max_clock_offset = self.max_clock_offset;
         Ok(cfg)
     }
 }

@@ -9,6 +9,7 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
     let client = conn.client()?;
     let mut rows = Vec::new();
     let mut memory = Vec::new();
+    let mut clock_problems = Vec::new();
     let mut any = None;
     for (i, url) in client.endpoints().iter().enumerate() {
         let Some(ch) = client.channel(i) else { continue };
@@ -18,9 +19,19 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
             Ok(r) => {
                 let s = r.into_inner();
                 rows.push(format!(
-                    "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10} {:>10}",
-                    url, s.node_id, s.state, s.term, s.last_log_index, s.applied_index, s.forwarded_writes
+                    "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10} {:>10} {:>12}",
+                    url,
+                    s.node_id,
+                    s.state,
+                    s.term,
+                    s.last_log_index,
+                    s.applied_index,
+                    s.forwarded_writes,
+                    clock_cell(s.clock.as_ref())
                 ));
+                if let Some(c) = s.clock.as_ref().filter(|c| !c.trusted) {
+                    clock_problems.push(format!("  node {}: {}", s.node_id, c.error));
+                }
                 if let Some(m) = &s.memory {
                     memory.push(memory_row(url, m));
                 }
@@ -59,11 +70,18 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
     }
     println!();
     println!(
-        "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10} {:>10}",
-        "ENDPOINT", "ID", "STATE", "TERM", "LAST LOG", "APPLIED", "FORWARDED"
+        "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10} {:>10} {:>12}",
+        "ENDPOINT", "ID", "STATE", "TERM", "LAST LOG", "APPLIED", "FORWARDED", "CLOCK OFFSET"
     );
     for r in rows {
         println!("{r}");
+    }
+    if !clock_problems.is_empty() {
+        println!();
+        println!("clocks not trusted (these nodes do not lead or serve reads that depend on expiry):");
+        for p in clock_problems {
+            println!("{p}");
+        }
     }
     if !memory.is_empty() {
         println!();
@@ -76,6 +94,17 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// A node's clock against the cluster's: "+3ms", "+3600000ms OFF" past
+/// the maximum, "?" before it is measured.
+fn clock_cell(c: Option<&pb::ClockStatus>) -> String {
+    let Some(c) = c else { return "?".into() };
+    match (c.offset_ms, c.trusted) {
+        (Some(o), true) => format!("{o:+}ms"),
+        (Some(o), false) => format!("{o:+}ms OFF"),
+        (None, _) => "? OFF".into(),
+    }
 }
 
 /// One node's memory: what RocksDB and the log cache hold, and the rest of

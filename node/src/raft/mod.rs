@@ -7,6 +7,7 @@
 // is fixed by its traits; boxing them here would only add conversions.
 #![allow(clippy::result_large_err)]
 
+pub mod clock_probe;
 pub mod codec;
 pub mod commit_notice;
 pub mod durability;

@@ -25,9 +25,9 @@ use tonic::Code;
 
 use super::network::Peers;
 use super::payload::Payload;
-use super::read_index::ReadIndex;
+use super::read_index::{ReadIndex, ReadPoint};
 use super::{NodeId, Raft};
-use crate::state::now_ms;
+use crate::clock::{Clock, ClockError};
 use crate::status::{self, LeaderHint};
 
 /// Why a write was not (known to be) applied.
@@ -41,6 +41,9 @@ pub enum ProposeError {
     Timeout(Duration),
     #[error("node is shutting down")]
     Shutdown,
+    /// This node (the leader) may not stamp time: its clock is off.
+    #[error("{0}")]
+    Clock(ClockError),
     #[error("{0}")]
     Remote(tonic::Status),
 }
@@ -59,6 +62,7 @@ impl ProposeError {
             ProposeError::NoQuorum(msg) => status::unavailable("no_quorum", msg.clone(), None),
             ProposeError::Timeout(_) => status::unavailable("timeout", self.to_string(), None),
             ProposeError::Shutdown => status::unavailable("shutdown", self.to_string(), None),
+            ProposeError::Clock(e) => status::clock(e),
             ProposeError::Remote(s) => s.clone(),
         }
     }
@@ -88,6 +92,7 @@ pub struct Proposer {
     tx: mpsc::Sender<Pending>,
     forward_peers: Arc<Peers>,
     read_index: ReadIndex,
+    clock: Arc<Clock>,
     cfg: ProposerConfig,
     /// Writes this node forwarded to the leader and got an answer for.
     forwarded: AtomicU64,
@@ -103,11 +108,17 @@ pub struct LeaderView {
 }
 
 impl Proposer {
-    pub fn start(id: NodeId, raft: Raft, forward_peers: Arc<Peers>, cfg: ProposerConfig) -> Arc<Self> {
+    pub fn start(
+        id: NodeId,
+        raft: Raft,
+        forward_peers: Arc<Peers>,
+        clock: Arc<Clock>,
+        cfg: ProposerConfig,
+    ) -> Arc<Self> {
         let (tx, rx) = mpsc::channel(cfg.max_batch_commands * 8);
         let metrics = raft.metrics();
-        tokio::spawn(batch_loop(raft.clone(), rx, cfg.clone()));
-        let read_index = ReadIndex::start(raft.clone(), cfg.write_timeout);
+        tokio::spawn(batch_loop(raft.clone(), rx, clock.clone(), cfg.clone()));
+        let read_index = ReadIndex::start(raft.clone(), cfg.write_timeout, clock.clone());
         Arc::new(Self {
             id,
             raft,
@@ -115,6 +126,7 @@ impl Proposer {
             tx,
             forward_peers,
             read_index,
+            clock,
             cfg,
             forwarded: AtomicU64::new(0),
         })
@@ -200,6 +212,7 @@ impl Proposer {
                 "no quorum: the leader has not heard from a majority for {ms} ms; the write was not applied"
             )));
         }
+        self.clock.check().map_err(ProposeError::Clock)?;
         let (done, rx) = oneshot::channel();
         self.tx
             .send(Pending { cmd, keys, done })
@@ -213,9 +226,15 @@ impl Proposer {
     }
 
     /// The read index for a linearizable read on this node, which must be
-    /// the leader; concurrent callers share one quorum round.
-    pub async fn read_index(&self) -> Result<u64, ProposeError> {
+    /// the leader, with its clock; concurrent callers share one quorum
+    /// round.
+    pub async fn read_index(&self) -> Result<ReadPoint, ProposeError> {
         self.read_index.get().await
+    }
+
+    /// This node's clock, as far as it is trusted.
+    pub fn clock(&self) -> &Arc<Clock> {
+        &self.clock
     }
 
     /// Writes this node has forwarded to the leader since it started.
@@ -228,7 +247,7 @@ impl Proposer {
     }
 }
 
-async fn batch_loop(raft: Raft, mut rx: mpsc::Receiver<Pending>, cfg: ProposerConfig) {
+async fn batch_loop(raft: Raft, mut rx: mpsc::Receiver<Pending>, clock: Arc<Clock>, cfg: ProposerConfig) {
     let permits = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
     let mut deferred: VecDeque<Pending> = VecDeque::new();
     loop {
@@ -273,8 +292,17 @@ async fn batch_loop(raft: Raft, mut rx: mpsc::Receiver<Pending>, cfg: ProposerCo
             continue;
         }
         let (cmds, dones): (Vec<_>, Vec<_>) = batch.items.into_iter().map(|p| (p.cmd, p.done)).unzip();
+        // The stamp every expiry in the entry is computed from: refused,
+        // rather than taken from a clock that jumped since the check.
+        let stamp_ms = match clock.now() {
+            Ok(t) => t,
+            Err(e) => {
+                fail_all(dones, ProposeError::Clock(e));
+                continue;
+            }
+        };
         let proposal = pb::Proposal {
-            stamp_ms: now_ms(),
+            stamp_ms,
             commands: cmds,
         };
         match raft.client_write_ff(Payload::new(proposal)).await {

@@ -1,5 +1,6 @@
 //! The node-to-node gRPC service: Raft RPCs into openraft, snapshot
-//! streams into a file, forwarded writes into the proposer, read-index.
+//! streams into a file, forwarded writes into the proposer, read-index, and
+//! the clock probe peers measure offsets with.
 
 use std::sync::Arc;
 
@@ -156,7 +157,20 @@ impl pb::raft_server::Raft for RaftService {
         &self,
         _request: Request<pb::ReadIndexRequest>,
     ) -> Result<Response<pb::ReadIndexResponse>, Status> {
-        let index = self.proposer.read_index().await.map_err(|e| e.to_status())?;
-        Ok(Response::new(pb::ReadIndexResponse { index }))
+        let point = self.proposer.read_index().await.map_err(|e| e.to_status())?;
+        Ok(Response::new(pb::ReadIndexResponse {
+            index: point.index,
+            leader_time_ms: point.time_ms,
+        }))
+    }
+
+    async fn clock_probe(
+        &self,
+        _request: Request<pb::ClockProbeRequest>,
+    ) -> Result<Response<pb::ClockProbeResponse>, Status> {
+        Ok(Response::new(pb::ClockProbeResponse {
+            node_id: self.proposer.clock().id(),
+            wall_ms: crate::clock::wall_ms(),
+        }))
     }
 }

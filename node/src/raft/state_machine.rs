@@ -194,7 +194,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         // streams snapshots itself (see raft::service), but keep it correct.
         let path = self
             .snapshots
-            .incoming_path(&format!("chunked-{}", crate::state::now_ms()));
+            .incoming_path(&format!("chunked-{}", crate::clock::wall_ms()));
         let file = tokio::fs::OpenOptions::new()
             .read(true)
             .write(true)

@@ -6,6 +6,8 @@
 //!
 //! Because `expires_at` is absolute and replicated, a leader change neither
 //! resets nor extends any TTL; the next leader simply continues sweeping.
+//! The sweep's time is the leader's clock only while it is trusted
+//! (`crate::clock`); otherwise nothing is swept.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +16,7 @@ use handlestore_proto::v1 as pb;
 use openraft::ServerState;
 
 use super::proposer::Proposer;
-use crate::state::{StateStore, now_ms};
+use crate::state::StateStore;
 
 /// Most entries one sweep command removes.
 const SWEEP_BATCH: usize = 1_000;
@@ -32,7 +34,13 @@ pub fn spawn(state: Arc<StateStore>, proposer: Arc<Proposer>, interval: Duration
                 continue;
             }
             loop {
-                let now = now_ms();
+                let now = match proposer.clock().now() {
+                    Ok(now) => now,
+                    Err(e) => {
+                        tracing::debug!("expiry sweep skipped: {e}");
+                        break;
+                    }
+                };
                 let st = state.clone();
                 let items = match tokio::task::spawn_blocking(move || st.due_expiries(now, SWEEP_BATCH)).await {
                     Ok(Ok(items)) => items,

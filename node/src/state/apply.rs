@@ -37,14 +37,15 @@ pub struct ApplyEntry {
     pub proposal: Option<pb::Proposal>,
 }
 
-/// Applies `batch`. The hints are taken for the batch and put back once it
-/// is written.
+/// Applies `batch`; answers with each entry's results and the state
+/// machine's clock after it. The hints are taken for the batch and put back
+/// once it is written.
 pub(super) fn apply(
     db: &DB,
     limits: &StateLimits,
     hints: &Mutex<AnswerHints>,
     batch: ApplyBatch,
-) -> Result<Vec<Option<pb::ProposalResult>>> {
+) -> Result<(Vec<Option<pb::ProposalResult>>, u64)> {
     let taken = std::mem::take(&mut *hints.lock().unwrap_or_else(|p| p.into_inner()));
     let mut tx = Tx::new(db, limits, taken)?;
     let mut out = Vec::with_capacity(batch.entries.len());
@@ -60,9 +61,10 @@ pub(super) fn apply(
         }
         out.push(Some(pb::ProposalResult { results }));
     }
+    let clock = tx.clock;
     let kept = tx.commit(&batch.last_log_id, batch.membership.as_ref())?;
     *hints.lock().unwrap_or_else(|p| p.into_inner()) = kept;
-    Ok(out)
+    Ok((out, clock))
 }
 
 /// A data key with its record.
@@ -661,7 +663,7 @@ mod tests {
                 },
             )
             .expect("apply");
-            results.extend(out.into_iter().flat_map(|p| p.expect("a proposal").results));
+            results.extend(out.0.into_iter().flat_map(|p| p.expect("a proposal").results));
         }
         let remembered: Remembered = db
             .iterator_cf(crate::db::cf(&db, CF_ANSWERS), IteratorMode::Start)

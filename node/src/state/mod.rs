@@ -11,6 +11,7 @@ pub mod keys;
 pub mod snapshot;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use handlestore_proto::v1 as pb;
 use prost::Message;
@@ -46,6 +47,9 @@ pub enum StateError {
     Snapshot(String),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// The read depends on expiry and this node may not judge it now.
+    #[error("{0}")]
+    ExpiryUnknown(Arc<str>),
 }
 
 pub type Result<T, E = StateError> = std::result::Result<T, E>;
@@ -70,10 +74,39 @@ impl Default for StateLimits {
 /// A handle as stored, with its revisions.
 pub type Record = pb::Record;
 
+/// The time a read judges expiry at (unix ms), or why this node may not
+/// judge it: then a read that meets an entry with a TTL fails with
+/// [`StateError::ExpiryUnknown`], and entries without one are served.
+#[derive(Debug, Clone)]
+pub enum ExpiryTime {
+    At(u64),
+    Unknown(Arc<str>),
+}
+
+impl ExpiryTime {
+    /// Whether `rec` is visible at this time.
+    pub fn is_live(&self, rec: &Record) -> Result<bool> {
+        match self {
+            _ if rec.expires_at_ms == 0 => Ok(true),
+            ExpiryTime::At(now) => Ok(is_live(rec, *now)),
+            ExpiryTime::Unknown(why) => Err(StateError::ExpiryUnknown(why.clone())),
+        }
+    }
+
+    fn at(&self) -> Result<u64> {
+        match self {
+            ExpiryTime::At(now) => Ok(*now),
+            ExpiryTime::Unknown(why) => Err(StateError::ExpiryUnknown(why.clone())),
+        }
+    }
+}
+
 /// The state machine over the shared RocksDB.
 pub struct StateStore {
     db: Arc<DB>,
     applied_tx: watch::Sender<u64>,
+    /// The state machine's clock: the latest leader stamp applied (unix ms).
+    applied_clock: AtomicU64,
     limits: StateLimits,
     /// See `answers::AnswerHints`.
     apply_hints: std::sync::Mutex<answers::AnswerHints>,
@@ -85,9 +118,11 @@ impl StateStore {
             .map(|l| l.index)
             .unwrap_or(0);
         let (applied_tx, _) = watch::channel(applied);
+        let clock = read_clock(&db)?;
         Ok(Arc::new(Self {
             db,
             applied_tx,
+            applied_clock: AtomicU64::new(clock),
             limits,
             apply_hints: Default::default(),
         }))
@@ -113,6 +148,19 @@ impl StateStore {
         *self.apply_hints.lock().unwrap_or_else(|p| p.into_inner()) = Default::default();
     }
 
+    /// The latest leader stamp applied (unix ms): the time of the state
+    /// this node holds. Never decreases.
+    pub fn applied_clock(&self) -> u64 {
+        self.applied_clock.load(Ordering::Acquire)
+    }
+
+    /// Publishes what an install of a snapshot brought.
+    pub(crate) fn publish_installed(&self, index: u64) -> Result<()> {
+        self.applied_clock.store(read_clock(&self.db)?, Ordering::Release);
+        self.publish_applied(index);
+        Ok(())
+    }
+
     pub(crate) fn publish_applied(&self, index: u64) {
         self.applied_tx.send_if_modified(|cur| {
             let changed = index != *cur;
@@ -129,18 +177,18 @@ impl StateStore {
         ))
     }
 
-    /// Reads one handle, hiding it if it expired at `now_ms`.
-    pub fn get_handle(&self, ns: &str, store: &str, id: &str, now_ms: u64) -> Result<Option<Record>> {
+    /// Reads one handle, hiding it if it expired at `now`.
+    pub fn get_handle(&self, ns: &str, store: &str, id: &str, now: &ExpiryTime) -> Result<Option<Record>> {
         let key = keys::handle_key(ns, store, id);
         let Some(raw) = self.db.get_pinned_cf(db::cf(&self.db, CF_KV), &key)? else {
             return Ok(None);
         };
         let rec = decode::<Record>(&raw, "kv")?;
-        Ok(is_live(&rec, now_ms).then_some(rec))
+        Ok(now.is_live(&rec)?.then_some(rec))
     }
 
-    /// Reads one state key, hiding it if it expired at `now_ms`.
-    pub fn get_state(&self, ns: &str, key: &str, now_ms: u64) -> Result<Option<Record>> {
+    /// Reads one state key, hiding it if it expired at `now`.
+    pub fn get_state(&self, ns: &str, key: &str, now: &ExpiryTime) -> Result<Option<Record>> {
         let Some(raw) = self
             .db
             .get_pinned_cf(db::cf(&self.db, CF_KV), keys::state_key(ns, key))?
@@ -148,17 +196,20 @@ impl StateStore {
             return Ok(None);
         };
         let rec = decode::<Record>(&raw, "kv")?;
-        Ok(is_live(&rec, now_ms).then_some(rec))
+        Ok(now.is_live(&rec)?.then_some(rec))
     }
 
     /// Reads several state keys from one consistent snapshot.
-    pub fn get_state_many(&self, ns: &str, keys_: &[String], now_ms: u64) -> Result<Vec<Option<Record>>> {
+    pub fn get_state_many(&self, ns: &str, keys_: &[String], now: &ExpiryTime) -> Result<Vec<Option<Record>>> {
         let snap = self.db.snapshot();
         let cf = db::cf(&self.db, CF_KV);
         let mut out = Vec::with_capacity(keys_.len());
         for k in keys_ {
             let rec = match snap.get_cf(cf, keys::state_key(ns, k))? {
-                Some(raw) => Some(decode::<Record>(&raw, "kv")?).filter(|r| is_live(r, now_ms)),
+                Some(raw) => {
+                    let rec = decode::<Record>(&raw, "kv")?;
+                    now.is_live(&rec)?.then_some(rec)
+                }
                 None => None,
             };
             out.push(rec);
@@ -169,7 +220,7 @@ impl StateStore {
     /// One page of live state keys under `prefix`, in key order, strictly
     /// after `after` if given. Stops at `limit` keys or once the page holds
     /// `max_bytes` of values, so a page is bounded whatever the data.
-    pub fn list_state(&self, ns: &str, page: &ListQuery<'_>, now_ms: u64) -> Result<ListPage> {
+    pub fn list_state(&self, ns: &str, page: &ListQuery<'_>, now: &ExpiryTime) -> Result<ListPage> {
         let ns_prefix = keys::state_ns_prefix(ns);
         let prefix = keys::state_key(ns, page.prefix);
         let start = match page.after {
@@ -195,7 +246,7 @@ impl StateStore {
         for item in iter {
             let (k, v) = item?;
             let rec = decode::<Record>(&v, "kv")?;
-            if !is_live(&rec, now_ms) {
+            if !now.is_live(&rec)? {
                 continue;
             }
             if entries.len() >= page.limit || bytes >= page.max_bytes {
@@ -231,10 +282,12 @@ impl StateStore {
         Ok(out)
     }
 
-    /// The number of live handles in one store at `now_ms`: the stored count
+    /// The number of live handles in one store at `now`: the stored count
     /// minus entries that are due but not yet swept (read from the expiry
     /// index, which the sweep keeps short), from one consistent snapshot.
-    pub fn len(&self, ns: &str, store: &str, now_ms: u64) -> Result<u64> {
+    /// Always depends on expiry.
+    pub fn len(&self, ns: &str, store: &str, now: &ExpiryTime) -> Result<u64> {
+        let now_ms = now.at()?;
         let scope = keys::handle_store_prefix(ns, store);
         let snap = self.db.snapshot();
         let count = snap
@@ -277,19 +330,11 @@ impl StateStore {
         Ok(out)
     }
 
-    /// The state machine's clock: the latest leader stamp applied.
-    pub fn clock_ms(&self) -> Result<u64> {
-        Ok(self
-            .db
-            .get_cf(db::cf(&self.db, CF_SM_META), meta::CLOCK)?
-            .map(|v| decode_u64(&v))
-            .unwrap_or(0))
-    }
-
     /// Applies committed entries (blocking: call from a blocking thread).
     pub fn apply(&self, batch: ApplyBatch) -> Result<Vec<Option<pb::ProposalResult>>> {
         let last = batch.last_log_id.index;
-        let out = apply::apply(&self.db, &self.limits, &self.apply_hints, batch)?;
+        let (out, clock) = apply::apply(&self.db, &self.limits, &self.apply_hints, batch)?;
+        self.applied_clock.fetch_max(clock, Ordering::AcqRel);
         self.publish_applied(last);
         Ok(out)
     }
@@ -330,14 +375,13 @@ pub(crate) fn decode<M: Message + Default>(raw: &[u8], what: &'static str) -> Re
     })
 }
 
-pub(crate) fn decode_u64(raw: &[u8]) -> u64 {
-    raw.try_into().map(u64::from_be_bytes).unwrap_or(0)
+fn read_clock(db: &DB) -> Result<u64> {
+    Ok(db
+        .get_pinned_cf(db::cf(db, CF_SM_META), meta::CLOCK)?
+        .map(|v| decode_u64(&v))
+        .unwrap_or(0))
 }
 
-/// Wall clock in unix milliseconds.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+pub(crate) fn decode_u64(raw: &[u8]) -> u64 {
+    raw.try_into().map(u64::from_be_bytes).unwrap_or(0)
 }

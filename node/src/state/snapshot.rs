@@ -100,7 +100,7 @@ impl SnapshotDir {
         let meta = pb::SnapshotMeta {
             last_log_id,
             last_membership,
-            snapshot_id: format!("{term}-{index}-{}", super::now_ms()),
+            snapshot_id: format!("{term}-{index}-{}", crate::clock::wall_ms()),
         };
         let tmp = self.dir.join(format!("building-{}.snap", meta.snapshot_id));
         let written = (|| -> Result<()> {
@@ -284,7 +284,7 @@ pub fn install(state: &StateStore, path: &Path) -> Result<pb::SnapshotMeta> {
     }
     wb.delete_cf(meta_cf, meta::INSTALLING);
     db.write_opt(wb, &sync)?;
-    state.publish_applied(meta.last_log_id.as_ref().map(|l| l.index).unwrap_or(0));
+    state.publish_installed(meta.last_log_id.as_ref().map(|l| l.index).unwrap_or(0))?;
     Ok(meta)
 }
 
