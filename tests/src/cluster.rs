@@ -119,9 +119,18 @@ pub struct TestClusterBuilder {
     netns: bool,
     env: Vec<(u64, String, String)>,
     parent: Option<std::path::PathBuf>,
+    faketime: Option<PathBuf>,
 }
 
 impl TestClusterBuilder {
+    /// Runs every node under libfaketime (`lib`, from
+    /// [`crate::faketime::library`]), so that
+    /// [`TestCluster::set_clock_offset`] can move its wall clock.
+    pub fn faketime(mut self, lib: PathBuf) -> Self {
+        self.faketime = Some(lib);
+        self
+    }
+
     /// Keeps the nodes' data and logs in a new directory under `parent`
     /// (default: the system's temporary directory).
     pub fn dir_in(mut self, parent: impl Into<std::path::PathBuf>) -> Self {
@@ -169,6 +178,10 @@ impl TestClusterBuilder {
                 Some(n) => format!("{}:7401", n.add_node(id)?),
                 None => format!("127.0.0.1:{}", free_port()),
             };
+            let clock_env = match &self.faketime {
+                Some(lib) => crate::faketime::env(lib, &clock_file(dir.path(), id))?,
+                None => Vec::new(),
+            };
             nodes.push(TestNode {
                 id,
                 addr,
@@ -181,6 +194,7 @@ impl TestClusterBuilder {
                     .iter()
                     .filter(|(node, _, _)| *node == id)
                     .map(|(_, k, v)| (k.clone(), v.clone()))
+                    .chain(clock_env)
                     .collect(),
             });
         }
@@ -201,6 +215,11 @@ impl TestClusterBuilder {
         }
         Ok(cluster)
     }
+}
+
+/// The file holding node `id`'s clock offset under libfaketime.
+fn clock_file(dir: &Path, id: u64) -> PathBuf {
+    dir.join(format!("n{id}.faketime"))
 }
 
 /// Set to keep every test cluster's data and node logs when it is dropped
@@ -225,6 +244,7 @@ impl TestCluster {
             netns: false,
             env: Vec::new(),
             parent: None,
+            faketime: None,
         }
     }
 
@@ -379,6 +399,17 @@ impl TestCluster {
 
     pub fn has_network(&self) -> bool {
         self.net.is_some()
+    }
+
+    /// Moves node `id`'s wall clock to real time plus `offset_ms` (the
+    /// cluster must run under [`TestClusterBuilder::faketime`]); it takes
+    /// effect within [`crate::faketime::TAKES_EFFECT`].
+    pub fn set_clock_offset(&self, id: u64, offset_ms: i64) -> Result<()> {
+        let file = clock_file(self.dir(), id);
+        if !file.exists() {
+            bail!("node {id} does not run under libfaketime (start the cluster with .faketime(lib))");
+        }
+        crate::faketime::set_offset(&file, offset_ms)
     }
 
     /// SIGSTOP: the process freezes (like a long GC pause or a stalled VM).

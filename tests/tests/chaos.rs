@@ -22,12 +22,13 @@ async fn chaos_three_nodes() {
     eprintln!("{}", report.summary());
     assert!(report.passed(), "{}", report.summary());
     let kinds: std::collections::BTreeSet<FaultKind> = report.faults.iter().map(|f| f.kind).collect();
-    let expected = if report.skipped.is_empty() {
-        FaultKind::ALL.len()
-    } else {
-        FaultKind::ALL.len() - 1
-    };
+    let expected = FaultKind::ALL.len() - report.skipped.len();
     assert_eq!(kinds.len(), expected, "every fault kind was injected: {kinds:?}");
+    assert!(
+        report.expiry.reads_live > 50 && report.expiry.reads_gone > 50,
+        "enough expiry reads to mean something: {:?}",
+        report.expiry
+    );
     assert!(
         report.checks.acked_adds > 50 && report.checks.register_ops > 200,
         "enough traffic to mean something"

@@ -1,5 +1,6 @@
 //! Faults, injected from outside the nodes: kill -9, SIGSTOP/SIGCONT,
-//! SIGTERM restarts, and network partitions (network namespaces).
+//! SIGTERM restarts, network partitions (network namespaces), and wall
+//! clocks stepped (libfaketime).
 
 use std::time::{Duration, Instant};
 
@@ -9,6 +10,7 @@ use rand::rngs::StdRng;
 use serde::Serialize;
 
 use crate::cluster::TestCluster;
+use crate::faketime::TAKES_EFFECT;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -26,16 +28,20 @@ pub enum FaultKind {
     RollingRestart,
     /// Cut the leader off the network, heal later.
     PartitionLeader,
+    /// Step one node's wall clock (the leader's half the time) forwards or
+    /// backwards by 2 s to an hour, set it right later.
+    ClockJump,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 7] = [
         FaultKind::KillLeader,
         FaultKind::KillFollower,
         FaultKind::KillQuorum,
         FaultKind::PauseLeader,
         FaultKind::RollingRestart,
         FaultKind::PartitionLeader,
+        FaultKind::ClockJump,
     ];
 }
 
@@ -115,6 +121,19 @@ pub async fn inject(cluster: &mut TestCluster, kind: FaultKind, rng: &mut StdRng
             tokio::time::sleep(hold).await;
             cluster.heal(leader)?;
             vec![leader]
+        }
+        FaultKind::ClockJump => {
+            let victim = match followers.get(rng.random_range(0..followers.len().max(1) * 2)) {
+                Some(&f) => f,
+                None => leader,
+            };
+            let step: i64 = rng.random_range(2_000..3_600_000);
+            let offset = if rng.random_bool(0.5) { step } else { -step };
+            cluster.set_clock_offset(victim, offset)?;
+            tokio::time::sleep(hold + TAKES_EFFECT).await;
+            cluster.set_clock_offset(victim, 0)?;
+            tokio::time::sleep(TAKES_EFFECT).await;
+            vec![victim]
         }
     };
     Ok((nodes, started.elapsed()))

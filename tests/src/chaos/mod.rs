@@ -4,6 +4,7 @@
 //! random points, a recorded history, and checkers over it.
 
 pub mod checker;
+pub mod expiry;
 pub mod faults;
 pub mod history;
 pub mod linearizability;
@@ -91,11 +92,12 @@ pub struct Report {
     /// Faults after which writes did not resume within the bound.
     pub slow_recoveries: Vec<String>,
     pub checks: Checks,
+    pub expiry: expiry::ExpiryChecks,
 }
 
 impl Report {
     pub fn passed(&self) -> bool {
-        self.checks.passed() && self.slow_recoveries.is_empty()
+        self.checks.passed() && self.slow_recoveries.is_empty() && self.expiry.violations.is_empty()
     }
 
     /// A human summary; with the details of every violation.
@@ -144,6 +146,15 @@ impl Report {
             c.linearizability_inconclusive.len(),
             self.slow_recoveries.len()
         );
+        let e = &self.expiry;
+        s += &format!(
+            "expiry: {} handles with TTLs, {} reads live and {} gone, {} refused for the clock, violations = {}\n",
+            e.handles,
+            e.reads_live,
+            e.reads_gone,
+            e.refused_for_clock,
+            e.violations.len()
+        );
         s += if self.passed() {
             "RESULT: PASS\n"
         } else {
@@ -157,6 +168,9 @@ impl Report {
             for d in &self.slow_recoveries {
                 s += &format!("SLOW RECOVERY: {d}\n");
             }
+            for d in self.expiry.violations.iter().take(10) {
+                s += &format!("{d}\n");
+            }
         }
         s
     }
@@ -166,6 +180,9 @@ impl Report {
 const REGISTERS: usize = 4;
 /// Final-state reads in flight at once after a run.
 const FINAL_READS_IN_FLIGHT: usize = 32;
+/// How far from its TTL a handle may be seen expiring: the nodes' maximum
+/// clock offset (`--max-clock-offset`, 500 ms by default).
+const EXPIRY_BOUND: Duration = Duration::from_millis(500);
 
 /// Runs one chaos experiment and checks it.
 pub async fn run(cfg: ChaosConfig) -> Result<Report> {
@@ -191,7 +208,16 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
             }
             Err(_) => false,
         };
-        let c = TestCluster::builder(cfg.nodes).netns(netns).start().await?;
+        let mut builder = TestCluster::builder(cfg.nodes).netns(netns);
+        match crate::faketime::library() {
+            Ok(lib) => builder = builder.faketime(lib),
+            Err(why) if faults.contains(&FaultKind::ClockJump) => {
+                faults.retain(|f| *f != FaultKind::ClockJump);
+                skipped.push(format!("clock faults: {why}"));
+            }
+            Err(_) => {}
+        }
+        let c = builder.start().await?;
         for _ in 0..2 {
             servers.push(CartServer::start(&c.endpoints(), log_dir.path()).await?);
         }
@@ -253,6 +279,13 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
             history.clone(),
             stop.clone(),
         )));
+        tasks.extend(expiry::spawn(
+            &c.endpoints(),
+            "chaos",
+            history.clone(),
+            stop.clone(),
+            rng.random(),
+        )?);
         client = Some(cl);
     }
 
@@ -405,6 +438,7 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
         records.len()
     );
     let checks = checker::run(&records, &fin, &json!(0), 2_000_000);
+    let expiry = expiry::check(&records, EXPIRY_BOUND);
 
     let mut ops = OpCounts::default();
     let mut ops_by_kind: BTreeMap<String, OpCounts> = BTreeMap::new();
@@ -449,6 +483,7 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
         recovery,
         slow_recoveries: slow,
         checks,
+        expiry,
     })
 }
 
