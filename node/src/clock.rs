@@ -135,6 +135,8 @@ pub struct Clock {
 }
 
 impl Clock {
+    /// A clock that knows of no member but this node (so it trusts itself)
+    /// until [`Clock::set_members`] is called.
     pub fn new(id: NodeId, max_offset: Duration, sample_ttl: Duration) -> Self {
         Self::with_source(id, max_offset, sample_ttl, Box::new(SystemTime::default()))
     }

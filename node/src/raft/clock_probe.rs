@@ -34,8 +34,10 @@ const LOG_EVERY: Duration = Duration::from_secs(300);
 const WARN_EVERY: Duration = Duration::from_secs(30);
 
 /// Starts probing the members (from the membership, or `initial` before
-/// there is one) and guarding leadership.
+/// there is one) and guarding leadership. The clock knows the members when
+/// this returns, so it is not trusted before they are measured.
 pub fn spawn(raft: Raft, clock: Arc<Clock>, peers: Arc<Peers>, initial: BTreeMap<NodeId, String>) {
+    clock.set_members(members(&raft, &initial).into_keys());
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(PROBE_INTERVAL);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
