@@ -120,6 +120,8 @@ pub struct TestClusterBuilder {
     env: Vec<(u64, String, String)>,
     parent: Option<std::path::PathBuf>,
     faketime: Option<PathBuf>,
+    clock_offsets: Vec<(u64, i64)>,
+    wait_leader: bool,
 }
 
 impl TestClusterBuilder {
@@ -128,6 +130,19 @@ impl TestClusterBuilder {
     /// [`TestCluster::set_clock_offset`] can move its wall clock.
     pub fn faketime(mut self, lib: PathBuf) -> Self {
         self.faketime = Some(lib);
+        self
+    }
+
+    /// Starts node `id` with its wall clock `offset_ms` off (needs
+    /// [`faketime`](Self::faketime)).
+    pub fn clock_offset(mut self, id: u64, offset_ms: i64) -> Self {
+        self.clock_offsets.push((id, offset_ms));
+        self
+    }
+
+    /// Whether [`start`](Self::start) waits for a leader (the default).
+    pub fn wait_leader(mut self, wait: bool) -> Self {
+        self.wait_leader = wait;
         self
     }
 
@@ -179,7 +194,14 @@ impl TestClusterBuilder {
                 None => format!("127.0.0.1:{}", free_port()),
             };
             let clock_env = match &self.faketime {
-                Some(lib) => crate::faketime::env(lib, &clock_file(dir.path(), id))?,
+                Some(lib) => {
+                    let file = clock_file(dir.path(), id);
+                    let env = crate::faketime::env(lib, &file)?;
+                    for (_, offset) in self.clock_offsets.iter().filter(|(n, _)| *n == id) {
+                        crate::faketime::set_offset(&file, *offset)?;
+                    }
+                    env
+                }
                 None => Vec::new(),
             };
             nodes.push(TestNode {
@@ -206,6 +228,9 @@ impl TestClusterBuilder {
         };
         for id in 1..=self.size as u64 {
             cluster.spawn(id)?;
+        }
+        if !self.wait_leader {
+            return Ok(cluster);
         }
         if let Err(e) = cluster.wait_leader(Duration::from_secs(30)).await {
             let logs: Vec<String> = (1..=self.size as u64)
@@ -245,6 +270,8 @@ impl TestCluster {
             env: Vec::new(),
             parent: None,
             faketime: None,
+            clock_offsets: Vec::new(),
+            wait_leader: true,
         }
     }
 

@@ -291,6 +291,48 @@ async fn a_leader_ahead_or_behind_gives_up_leadership_and_no_ttl_moves() {
     }
 }
 
+/// A new cluster whose initializing node (the lowest id) starts with its
+/// clock an hour off waits for it: openraft elects the initializer at once,
+/// so it must not initialize before its clock is measured and trusted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_cluster_is_not_started_by_a_node_whose_clock_is_off() {
+    let Some(lib) = faketime_or_skip("the bootstrap clock test") else {
+        return;
+    };
+    let cluster = TestCluster::builder(3)
+        .faketime(lib)
+        .clock_offset(1, HOUR_MS)
+        .wait_leader(false)
+        .start()
+        .await
+        .expect("cluster");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !wait_trusted(&cluster, 1, false).await.error.contains("ahead") {
+        assert!(Instant::now() < deadline, "node 1 never found its clock ahead");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        for n in 1..=3 {
+            if let Ok(s) = cluster.status(n).await {
+                assert_eq!(s.leader_id, 0, "node {n} knows a leader: node {}", s.leader_id);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    cluster.set_clock_offset(1, 0).expect("set the clock right");
+    let l = cluster
+        .wait_leader(Duration::from_secs(30))
+        .await
+        .expect("a leader once the clock is right");
+    let s: ClusterHandleStore<Value> = cluster.client().handle_store("boot").build();
+    let id = s
+        .mint(json!(l), Ttl::After(Duration::from_secs(60)))
+        .await
+        .expect("mint");
+    assert_eq!(s.get(&id).await.expect("get"), Some(json!(l)));
+}
+
 /// Clocks stepped forwards and backwards, followers and leader, while
 /// handles with TTLs of seconds are minted and read on every node: none is
 /// gone before its TTL or readable after it.
