@@ -1,5 +1,6 @@
-//! Generates the handlestore.v1 gRPC code with a vendored `protoc`, so a fresh
-//! machine needs no protobuf compiler installed.
+//! Generates the gRPC code of both packages with a vendored `protoc`, so a
+//! fresh machine needs no protobuf compiler installed: `handlestore.v1`
+//! (the public API) and `handlestore.internal.v1` (peers, the log, storage).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protoc = protoc_bin_vendored::protoc_bin_path()?;
@@ -13,16 +14,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "handlestore/v1/state.proto",
         "handlestore/v1/writes.proto",
         "handlestore/v1/admin.proto",
-        "handlestore/v1/raft.proto",
+        "handlestore/internal/v1/log.proto",
+        "handlestore/internal/v1/peer.proto",
+        "handlestore/internal/v1/storage.proto",
     ];
     for p in &protos {
         println!("cargo:rerun-if-changed={p}");
     }
     tonic_prost_build::configure()
-        // Raft log payloads must be serde types (openraft's `serde` feature).
-        .type_attribute(".handlestore.v1", "#[derive(serde::Serialize, serde::Deserialize)]")
+        // Raft log payloads must be serde types (openraft's `serde` feature),
+        // and a command carries the public WriteId.
+        .type_attribute(".handlestore", "#[derive(serde::Serialize, serde::Deserialize)]")
         // Shared, not copied, when an entry goes to several followers.
-        .bytes(".handlestore.v1.WireEntry")
+        .bytes(".handlestore.internal.v1.WireEntry")
         .compile_protos(&protos, &["."])?;
     Ok(())
 }

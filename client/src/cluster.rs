@@ -41,10 +41,7 @@ macro_rules! rpc {
 }
 pub(crate) use rpc;
 
-/// Metadata key with the leader's "host:port": on UNAVAILABLE answers, and
-/// on the answer to a write a follower forwarded to the leader. The node
-/// sets it under this name too.
-pub const LEADER_HEADER: &str = "x-handlestore-leader";
+pub use handlestore_proto::meta::LEADER_HEADER;
 
 /// The largest gRPC message the client accepts or sends (values are limited
 /// by the node, 1 MiB by default).
@@ -263,7 +260,7 @@ impl Client {
     {
         ClientBuilder {
             endpoints: endpoints.into_iter().map(Into::into).collect(),
-            namespace: "default".into(),
+            namespace: handlestore_proto::limits::DEFAULT_NAMESPACE.into(),
             deadline: Duration::from_secs(15),
             attempt_timeout: Duration::from_secs(3),
             connect_timeout: Duration::from_secs(1),

@@ -1,74 +1,14 @@
-//! TCP connections for the gRPC channels, on both ends.
-//!
-//! HTTP/2 (the `h2` crate) writes a DATA frame's payload of 256 bytes or
-//! more as a slice of its own when the socket takes vectored writes, and
-//! cannot add another frame behind it until that payload is on the wire:
-//! every message carrying a value of a few hundred bytes went out in a
-//! `writev` of its own, however many were ready. On a connection that
-//! reports no vectored writes, `h2` copies payloads under 1 KiB into its
-//! write buffer instead, so messages that are ready together leave in one
-//! system call (measured in docs/performance.md, "Fewer socket writes").
-//! Larger payloads take two `write` calls instead of one `writev`.
-//!
-//! The node's server accepts its connections as [`Conn`], and the client
-//! connects through it too.
+//! Client connections for the gRPC channels, as [`Conn`]s (see
+//! `handlestore_proto::conn` for why).
 
 use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use http::uri::Authority;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tonic::transport::Uri;
-use tonic::transport::server::{Connected, TcpConnectInfo};
 
-/// A TCP connection that reports no vectored writes, with Nagle's
-/// algorithm off (a reply's last frame must not wait for the peer's ACK).
-pub struct Conn(TcpStream);
-
-impl Conn {
-    /// Wraps a connected stream and sets `TCP_NODELAY` on it.
-    pub fn new(tcp: TcpStream) -> Self {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("TCP_NODELAY: {e}");
-        }
-        Conn(tcp)
-    }
-}
-
-impl AsyncRead for Conn {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Conn {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        false
-    }
-}
-
-impl Connected for Conn {
-    type ConnectInfo = TcpConnectInfo;
-
-    fn connect_info(&self) -> Self::ConnectInfo {
-        self.0.connect_info()
-    }
-}
+pub use handlestore_proto::conn::Conn;
 
 /// Connects a channel to `http://host:port` as a [`Conn`]. The endpoint's
 /// connect timeout still applies (tonic wraps any connector in it).
@@ -104,10 +44,10 @@ mod tests {
                 Err(e) => panic!("{uri}: {e}"),
             };
             let conn = io.into_inner();
-            assert!(conn.0.nodelay().expect("nodelay"), "{uri}: TCP_NODELAY set");
+            assert!(conn.tcp().nodelay().expect("nodelay"), "{uri}: TCP_NODELAY set");
             // h2 picks its chaining threshold from this: false makes it
             // gather frames under 1 KiB into one write.
-            assert!(!conn.is_write_vectored());
+            assert!(!tokio::io::AsyncWrite::is_write_vectored(&conn));
             listener.accept().await.expect("accept");
         }
     }

@@ -27,8 +27,6 @@ pub mod cluster_store;
 pub mod conn;
 pub mod error;
 pub mod handle_store;
-pub mod id;
-pub mod key;
 pub mod keyring;
 pub mod memory;
 pub mod memory_state;
@@ -56,5 +54,10 @@ pub use state_tool::{
 pub use ttl::Ttl;
 pub use writes::WriteStats;
 
-/// Generated wire types, for tools that talk to the services directly.
-pub use handlestore_proto as proto;
+/// Handle ids and state keys: their formats and validation, as the node
+/// checks them (the wire contract, `handlestore-proto`).
+pub use handlestore_proto::{id, key};
+
+/// The public API's generated wire types, for tools that talk to the
+/// services directly. (Nodes' internal messages are not exported.)
+pub use handlestore_proto::v1 as proto;

@@ -34,10 +34,12 @@ use crate::error::{Error, Result};
 /// The most bytes of writes (encoded) one call carries, unless a single
 /// write is larger, which then goes alone. The node accepts calls of this
 /// size plus its largest single write.
-pub const MAX_SUBMIT_BYTES: usize = 4 << 20;
+pub use handlestore_proto::limits::MAX_SUBMIT_BYTES;
 
-/// The most writes in one call (the node accepts 1000).
+/// The most writes in one call: fewer than the node accepts
+/// (`limits::MAX_SUBMIT_WRITES`), so a call stays small while others wait.
 const MAX_SUBMIT_WRITES: usize = 256;
+const _: () = assert!(MAX_SUBMIT_WRITES <= handlestore_proto::limits::MAX_SUBMIT_WRITES);
 
 /// How many writes a client has sent, in how many calls (retries of a call
 /// not counted again).

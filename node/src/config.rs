@@ -29,17 +29,17 @@ pub struct Limits {
     pub max_ttl: Duration,
 }
 
+/// The wire contract's limits (`handlestore_proto::limits`).
 impl Default for Limits {
     fn default() -> Self {
+        use handlestore_proto::limits as wire;
         Self {
-            max_value_bytes: 1 << 20,
-            max_key_bytes: 1024,
-            max_batch_items: 1000,
-            max_batch_bytes: 4 << 20,
-            max_name_len: 64,
-            // Ten years: far beyond any session, short enough to never
-            // overflow unix milliseconds.
-            max_ttl: Duration::from_secs(10 * 365 * 24 * 3600),
+            max_value_bytes: wire::MAX_VALUE_BYTES,
+            max_key_bytes: wire::MAX_KEY_BYTES,
+            max_batch_items: wire::MAX_BATCH_ITEMS,
+            max_batch_bytes: wire::MAX_BATCH_BYTES,
+            max_name_len: wire::MAX_NAME_LEN,
+            max_ttl: wire::MAX_TTL,
         }
     }
 }

@@ -6,7 +6,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use anyhow::Context;
-use handlestore_client::conn::Conn;
+use handlestore_proto::conn::Conn;
+use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::v1 as pb;
 use openraft::{BasicNode, SnapshotPolicy};
 use tokio::net::TcpListener;
@@ -224,12 +225,12 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     // A call of the Writes service carries one write of any allowed size,
     // or several that the client keeps under its own bound together.
     let max_submit = max_msg
-        .max(handlestore_client::writes::MAX_SUBMIT_BYTES)
+        .max(handlestore_proto::limits::MAX_SUBMIT_BYTES)
         .saturating_add(64 << 10);
     let mut routes = tonic::service::RoutesBuilder::default();
     routes
         .add_service(
-            pb::raft_server::RaftServer::new(RaftService::new(
+            ipb::raft_server::RaftServer::new(RaftService::new(
                 raft.clone(),
                 proposer.clone(),
                 snapshots.clone(),

@@ -3,15 +3,15 @@
 
 use std::cell::Cell;
 
+use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
 use prost::Message;
 use tonic::{Code, Status};
 
 /// Metadata key carrying the leader's client address, for clients that
 /// follow the leader instead of being forwarded: on UNAVAILABLE answers,
-/// and on the answer to a write this node forwarded to the leader. The
-/// client crate's name for it, so both sides of the wire agree.
-pub use handlestore_client::cluster::LEADER_HEADER as LEADER_ADDR_HEADER;
+/// and on the answer to a write this node forwarded to the leader.
+pub use handlestore_proto::meta::LEADER_HEADER as LEADER_ADDR_HEADER;
 
 tokio::task_local! {
     /// Where the request being served was forwarded, if it was: set by the
@@ -73,7 +73,7 @@ pub fn with_detail(code: Code, message: impl Into<String>, detail: pb::ErrorDeta
 }
 
 pub fn invalid(message: impl Into<String>) -> Status {
-    status(Code::InvalidArgument, "invalid_argument", message)
+    status(Code::InvalidArgument, reason::INVALID_ARGUMENT, message)
 }
 
 pub fn unavailable(reason: &str, message: impl Into<String>, leader: Option<&LeaderHint>) -> Status {
@@ -91,9 +91,9 @@ pub fn unavailable(reason: &str, message: impl Into<String>, leader: Option<&Lea
 /// This node's clock is not trusted for what was asked (reason
 /// "clock_offset"): the caller should try another node.
 pub fn clock(e: &crate::clock::ClockError) -> Status {
-    unavailable("clock_offset", e.to_string(), None)
+    unavailable(reason::CLOCK_OFFSET, e.to_string(), None)
 }
 
 pub fn internal(message: impl Into<String>) -> Status {
-    status(Code::Internal, "internal", message)
+    status(Code::Internal, reason::INTERNAL, message)
 }

@@ -1,13 +1,36 @@
-//! Generated protobuf and gRPC code for handlestore's wire protocol
-//! (`proto/handlestore/v1/*.proto`). Generated code only: conversions and
-//! logic live in `handlestore-node` and `handlestore-client`.
+//! The wire contract of handlestore, as etcd's `api/` is: the generated
+//! protobuf and gRPC code, and the hand-written rules of the wire that the
+//! node and the client both hold to (id and key formats and their
+//! validation, page tokens, metadata keys, error reasons, protocol limits).
+//! One place, so the two sides cannot drift apart.
+//!
+//! Two packages, by audience:
+//! - [`v1`] (`handlestore.v1`): the public API (handles, state, writes,
+//!   admin), what clients speak;
+//! - [`internal::v1`] (`handlestore.internal.v1`): what only nodes speak
+//!   and store: peer RPCs, the replicated log's commands, storage records.
+//!   Not a stable API; the client crate does not re-export it.
 
 #![allow(clippy::all, clippy::pedantic)]
 
-/// `handlestore.v1`: handles, state, coalesced writes, admin and node-to-node
-/// Raft messages.
+pub mod conn;
+pub mod id;
+pub mod key;
+pub mod limits;
+pub mod meta;
+pub mod reason;
+
+/// `handlestore.v1`: the public API.
 pub mod v1 {
     tonic::include_proto!("handlestore.v1");
+}
+
+/// Nodes only: `handlestore.internal.v1`.
+pub mod internal {
+    /// `handlestore.internal.v1`: peer RPCs, log commands, storage records.
+    pub mod v1 {
+        tonic::include_proto!("handlestore.internal.v1");
+    }
 }
 
 pub use v1::*;

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use handlestore_client::{ClusterHandleStore, Error, HandleStore, Ttl};
+use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::v1 as pb;
 use handlestore_tests::{TestCluster, call};
 use pb::handles_client::HandlesClient;
@@ -266,9 +267,9 @@ async fn the_raft_wire_refuses_what_is_malformed_and_changes_nothing() {
 
     // A well-formed AppendEntries from a leader of an older term: the
     // follower answers that it has seen a higher vote, and takes nothing.
-    let stale = pb::AppendEntriesRequest {
-        vote: Some(pb::Vote {
-            leader_id: Some(pb::LeaderId {
+    let stale = ipb::AppendEntriesRequest {
+        vote: Some(ipb::Vote {
+            leader_id: Some(ipb::LeaderId {
                 term: 0,
                 node_id: leader,
             }),
@@ -278,14 +279,14 @@ async fn the_raft_wire_refuses_what_is_malformed_and_changes_nothing() {
     };
     let (kind, body, closed) = over_the_wire(&addr, &wire_frame(0, &prost::Message::encode_to_vec(&stale))).await;
     assert_eq!(kind, 0, "{}", String::from_utf8_lossy(&body));
-    let answer: pb::AppendEntriesResponse = prost::Message::decode(body.as_slice()).expect("an answer");
+    let answer: ipb::AppendEntriesResponse = prost::Message::decode(body.as_slice()).expect("an answer");
     assert!(
-        matches!(answer.result, Some(pb::append_entries_response::Result::HigherVote(_))),
+        matches!(answer.result, Some(ipb::append_entries_response::Result::HigherVote(_))),
         "{answer:?}"
     );
     assert!(!closed, "a connection stays open after an answer");
     // The same over gRPC, as a leader of an earlier build sends it.
-    let mut grpc = pb::raft_client::RaftClient::connect(cluster.node(follower).endpoint())
+    let mut grpc = ipb::raft_client::RaftClient::connect(cluster.node(follower).endpoint())
         .await
         .expect("connect");
     let answer = grpc
@@ -294,7 +295,7 @@ async fn the_raft_wire_refuses_what_is_malformed_and_changes_nothing() {
         .expect("gRPC AppendEntries")
         .into_inner();
     assert!(
-        matches!(answer.result, Some(pb::append_entries_response::Result::HigherVote(_))),
+        matches!(answer.result, Some(ipb::append_entries_response::Result::HigherVote(_))),
         "{answer:?}"
     );
 

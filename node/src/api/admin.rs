@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use handlestore_proto::internal::v1 as ipb;
+use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
 use openraft::{BasicNode, ServerState};
 use tonic::{Request, Response, Status};
@@ -69,10 +71,10 @@ impl AdminService {
     }
 }
 
-fn ring_key(k: pb::KeyRecord, include_secret: bool) -> pb::RingKey {
+fn ring_key(k: ipb::KeyRecord, include_secret: bool) -> pb::RingKey {
     pb::RingKey {
         id: k.id,
-        state: if k.state == pb::KeyState::KeyPrimary as i32 {
+        state: if k.state == ipb::KeyState::KeyPrimary as i32 {
             "primary"
         } else {
             "active"
@@ -89,7 +91,7 @@ impl AdminService {
         &self,
         ns: String,
         write_id: Option<pb::WriteId>,
-        op: pb::command::Op,
+        op: ipb::command::Op,
         what: &str,
     ) -> Result<Response<pb::KeyringResponse>, Status> {
         let res = self.api.apply(write_id, op).await?;
@@ -249,7 +251,7 @@ impl pb::admin_server::Admin for AdminService {
         // replicated inside the command.
         self.require_leader()?;
         let secret: [u8; 32] = rand::random();
-        let op = pb::command::Op::KeyringRotate(pb::KeyringRotate {
+        let op = ipb::command::Op::KeyringRotate(ipb::KeyringRotate {
             namespace: ns.clone(),
             secret: secret.to_vec(),
             create_only: r.create,
@@ -266,7 +268,7 @@ impl pb::admin_server::Admin for AdminService {
         if r.key_id.is_empty() || r.key_id.len() > 64 {
             return Err(status::invalid("key_id must be 1 to 64 characters"));
         }
-        let op = pb::command::Op::KeyringRetire(pb::KeyringRetire {
+        let op = ipb::command::Op::KeyringRetire(ipb::KeyringRetire {
             namespace: ns.clone(),
             key_id: r.key_id,
         });
@@ -279,17 +281,17 @@ impl pb::admin_server::Admin for AdminService {
         raft.trigger()
             .snapshot()
             .await
-            .map_err(|e| status::unavailable("shutdown", e.to_string(), None))?;
+            .map_err(|e| status::unavailable(reason::SHUTDOWN, e.to_string(), None))?;
         let m = raft
             .wait(Some(Duration::from_secs(60)))
             .metrics(|m| m.snapshot.is_some_and(|s| s.index >= applied), "snapshot built")
             .await
-            .map_err(|e| status::unavailable("timeout", format!("snapshot not built: {e}"), None))?;
+            .map_err(|e| status::unavailable(reason::TIMEOUT, format!("snapshot not built: {e}"), None))?;
         let snapshot_index = m.snapshot.map(|s| s.index).unwrap_or(0);
         raft.trigger()
             .purge_log(snapshot_index)
             .await
-            .map_err(|e| status::unavailable("shutdown", e.to_string(), None))?;
+            .map_err(|e| status::unavailable(reason::SHUTDOWN, e.to_string(), None))?;
         // Openraft delays a purge while a replication stream still reads
         // those entries; report how far it got rather than fail.
         let _ = raft

@@ -2,8 +2,10 @@
 
 use std::sync::Arc;
 
+use handlestore_proto::internal::v1 as ipb;
+use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
-use pb::command::Op;
+use ipb::command::Op;
 use tonic::{Request, Response, Status};
 
 use super::{Api, blocking, point_read, validate};
@@ -28,19 +30,19 @@ impl pb::handles_server::Handles for HandlesService {
         let namespace = validate::namespace(&r.namespace, l)?;
         validate::store(&r.store, l)?;
         let id = if r.id.is_empty() {
-            handlestore_client::id::new_handle_id("")
+            handlestore_proto::id::new_handle_id("")
         } else {
             r.id
         };
         validate::handle_id(&id)?;
         validate::value(&r.value, l)?;
         let ttl_ms = validate::ttl(r.ttl.as_ref(), l)?;
-        let op = Op::HandleWrite(pb::HandleWrite {
+        let op = Op::HandleWrite(ipb::HandleWrite {
             namespace,
             store: r.store,
             id: id.clone(),
             value: r.value,
-            mode: pb::WriteMode::Create as i32,
+            mode: ipb::WriteMode::Create as i32,
             ttl_ms,
             keep_ttl: false,
             expected_revision: None,
@@ -64,12 +66,12 @@ impl pb::handles_server::Handles for HandlesService {
         validate::handle_id(&r.id)?;
         validate::value(&r.value, l)?;
         let ttl_ms = validate::ttl(r.ttl.as_ref(), l)?;
-        let op = Op::HandleWrite(pb::HandleWrite {
+        let op = Op::HandleWrite(ipb::HandleWrite {
             namespace,
             store: r.store,
             id: r.id,
             value: r.value,
-            mode: pb::WriteMode::Upsert as i32,
+            mode: ipb::WriteMode::Upsert as i32,
             ttl_ms,
             keep_ttl: r.ttl.as_ref().is_some_and(|t| t.keep),
             expected_revision: r.expected_revision,
@@ -94,7 +96,7 @@ impl pb::handles_server::Handles for HandlesService {
         let Some(rec) = rec else {
             return Err(status::status(
                 tonic::Code::NotFound,
-                "not_found",
+                reason::NOT_FOUND,
                 format!("unknown handle {}", r.id),
             ));
         };
@@ -114,7 +116,7 @@ impl pb::handles_server::Handles for HandlesService {
         let namespace = validate::namespace(&r.namespace, l)?;
         validate::store(&r.store, l)?;
         validate::handle_id(&r.id)?;
-        let op = Op::HandleDelete(pb::HandleDelete {
+        let op = Op::HandleDelete(ipb::HandleDelete {
             namespace,
             store: r.store,
             id: r.id,

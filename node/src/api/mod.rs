@@ -11,6 +11,8 @@ pub mod writes;
 
 use std::sync::Arc;
 
+use handlestore_proto::internal::v1 as ipb;
+use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
 use tonic::{Code, Status};
 
@@ -29,12 +31,16 @@ pub struct Api {
 
 impl Api {
     /// Proposes one operation under the caller's write id (exactly-once).
-    pub async fn apply(&self, write_id: Option<pb::WriteId>, op: pb::command::Op) -> Result<pb::CommandResult, Status> {
-        self.write(pb::Command { write_id, op: Some(op) }).await
+    pub async fn apply(
+        &self,
+        write_id: Option<pb::WriteId>,
+        op: ipb::command::Op,
+    ) -> Result<ipb::CommandResult, Status> {
+        self.write(ipb::Command { write_id, op: Some(op) }).await
     }
 
     /// Proposes a write and turns a failed result into a status.
-    pub async fn write(&self, cmd: pb::Command) -> Result<pb::CommandResult, Status> {
+    pub async fn write(&self, cmd: ipb::Command) -> Result<ipb::CommandResult, Status> {
         let keys = crate::state::keys::conflict_keys(&cmd);
         let res = self.proposer.write(cmd, keys, false).await.map_err(|e| e.to_status())?;
         result_status(res)
@@ -42,16 +48,16 @@ impl Api {
 }
 
 /// Maps a command's (deterministic) failure to its gRPC status.
-pub fn result_status(r: pb::CommandResult) -> Result<pb::CommandResult, Status> {
-    let (code, reason) = match pb::ResultCode::try_from(r.code) {
-        Ok(pb::ResultCode::ResultOk) => return Ok(r),
-        Ok(pb::ResultCode::ResultNotFound) => (Code::NotFound, "not_found"),
-        Ok(pb::ResultCode::ResultAlreadyExists) => (Code::AlreadyExists, "already_exists"),
-        Ok(pb::ResultCode::ResultRevisionMismatch) => (Code::FailedPrecondition, "revision_mismatch"),
-        Ok(pb::ResultCode::ResultInvalid) => (Code::InvalidArgument, "invalid_argument"),
-        Ok(pb::ResultCode::ResultPrecondition) => (Code::FailedPrecondition, "precondition"),
-        Ok(pb::ResultCode::ResultStaleWrite) => (Code::FailedPrecondition, "stale_write"),
-        Err(_) => (Code::Internal, "internal"),
+pub fn result_status(r: ipb::CommandResult) -> Result<ipb::CommandResult, Status> {
+    let (code, reason) = match ipb::ResultCode::try_from(r.code) {
+        Ok(ipb::ResultCode::ResultOk) => return Ok(r),
+        Ok(ipb::ResultCode::ResultNotFound) => (Code::NotFound, reason::NOT_FOUND),
+        Ok(ipb::ResultCode::ResultAlreadyExists) => (Code::AlreadyExists, reason::ALREADY_EXISTS),
+        Ok(ipb::ResultCode::ResultRevisionMismatch) => (Code::FailedPrecondition, reason::REVISION_MISMATCH),
+        Ok(ipb::ResultCode::ResultInvalid) => (Code::InvalidArgument, reason::INVALID_ARGUMENT),
+        Ok(ipb::ResultCode::ResultPrecondition) => (Code::FailedPrecondition, reason::PRECONDITION),
+        Ok(ipb::ResultCode::ResultStaleWrite) => (Code::FailedPrecondition, reason::STALE_WRITE),
+        Err(_) => (Code::Internal, reason::INTERNAL),
     };
     Err(status::with_detail(
         code,
@@ -86,7 +92,9 @@ pub async fn blocking<T: Send + 'static>(
 /// serve it), anything else as a storage error.
 fn read_error(e: crate::state::StateError) -> Status {
     match e {
-        crate::state::StateError::ExpiryUnknown(why) => status::unavailable("clock_offset", why.to_string(), None),
+        crate::state::StateError::ExpiryUnknown(why) => {
+            status::unavailable(reason::CLOCK_OFFSET, why.to_string(), None)
+        }
         e => status::internal(format!("storage error: {e}")),
     }
 }

@@ -20,6 +20,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use handlestore_proto::internal::v1 as ipb;
+use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
 use openraft::ServerState;
 use tonic::Status;
@@ -94,8 +96,8 @@ impl ReadGate {
         let mut client = self
             .raft_peers
             .raft_client(&leader.addr)
-            .map_err(|e| status::unavailable("leader_unreachable", e.to_string(), Some(&leader)))?;
-        let mut req = tonic::Request::new(pb::ReadIndexRequest {});
+            .map_err(|e| status::unavailable(reason::LEADER_UNREACHABLE, e.to_string(), Some(&leader)))?;
+        let mut req = tonic::Request::new(ipb::ReadIndexRequest {});
         req.set_timeout(self.timeout);
         match client.read_index(req).await {
             Ok(r) => Ok(ReadPoint {
@@ -104,7 +106,7 @@ impl ReadGate {
             }),
             Err(s) if !s.details().is_empty() => Err(s),
             Err(s) => Err(status::unavailable(
-                "leader_unreachable",
+                reason::LEADER_UNREACHABLE,
                 format!(
                     "could not get a read index from the leader (node {} at {}): {}",
                     leader.id,
@@ -122,7 +124,7 @@ impl ReadGate {
             .await
             .map_err(|_| {
                 status::unavailable(
-                    "behind",
+                    reason::BEHIND,
                     format!(
                         "this node has applied revision {} and did not reach {index} within {:?}; try another node",
                         self.state.applied_index(),
@@ -131,13 +133,13 @@ impl ReadGate {
                     None,
                 )
             })?
-            .map_err(|_| status::unavailable("shutdown", "node is shutting down", None))?;
+            .map_err(|_| status::unavailable(reason::SHUTDOWN, "node is shutting down", None))?;
         Ok(*applied)
     }
 
     fn timed_out(&self, what: &str) -> Status {
         status::unavailable(
-            "timeout",
+            reason::TIMEOUT,
             format!("{what} took longer than {:?} (no quorum?)", self.timeout),
             None,
         )

@@ -4,21 +4,17 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use handlestore_client::key::{page_token, parse_page_token};
+use handlestore_proto::internal::v1 as ipb;
+use handlestore_proto::key::{page_token, parse_page_token};
+use handlestore_proto::limits::{DEFAULT_PAGE, DEFAULT_PREFIX_DELETE, MAX_PAGE, MAX_PAGE_BYTES, MAX_PREFIX_DELETE};
+use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
-use pb::command::Op;
+use ipb::command::Op;
 use tonic::{Request, Response, Status};
 
 use super::{Api, blocking, point_read, validate};
-use crate::state::{ListQuery, MAX_PREFIX_DELETE, Record};
+use crate::state::{ListQuery, Record};
 use crate::status::{self, invalid};
-
-/// Default and largest page of a list.
-const DEFAULT_PAGE: u32 = 100;
-const MAX_PAGE: u32 = 1000;
-/// Value bytes after which a list page is cut short.
-const MAX_PAGE_BYTES: usize = 4 << 20;
-const DEFAULT_PREFIX_DELETE: u32 = 1000;
 
 pub struct StateService {
     api: Arc<Api>,
@@ -48,12 +44,12 @@ fn entry(key: String, rec: Record, with_value: bool) -> pb::StateEntry {
 }
 
 impl StateService {
-    fn write_op(&self, namespace: &str, item: pb::StoreItem) -> Result<pb::StateWrite, Status> {
+    fn write_op(&self, namespace: &str, item: pb::StoreItem) -> Result<ipb::StateWrite, Status> {
         let l = &self.api.limits;
         validate::state_key(&item.key, l)?;
         let (value, json) = validate::state_value(item.value, l)?;
         let ttl_ms = validate::ttl(item.ttl.as_ref(), l)?;
-        Ok(pb::StateWrite {
+        Ok(ipb::StateWrite {
             namespace: namespace.to_string(),
             keep_ttl: item.ttl.as_ref().is_some_and(|t| t.keep),
             key: item.key,
@@ -100,7 +96,7 @@ impl pb::state_server::State for StateService {
             })),
             None => Err(status::status(
                 tonic::Code::NotFound,
-                "not_found",
+                reason::NOT_FOUND,
                 format!("unknown key {}", r.key),
             )),
         }
@@ -126,14 +122,14 @@ impl pb::state_server::State for StateService {
                 return Err(invalid(format!("limit {} exceeds {MAX_PREFIX_DELETE}", r.limit)));
             }
             let limit = if r.limit == 0 { DEFAULT_PREFIX_DELETE } else { r.limit };
-            Op::StateDeletePrefix(pb::StateDeletePrefix {
+            Op::StateDeletePrefix(ipb::StateDeletePrefix {
                 namespace,
                 prefix: r.key,
                 limit,
             })
         } else {
             validate::state_key(&r.key, l)?;
-            Op::StateDelete(pb::StateDelete {
+            Op::StateDelete(ipb::StateDelete {
                 namespace,
                 key: r.key,
                 expected_revision: r.expected_revision,
@@ -240,7 +236,7 @@ impl pb::state_server::State for StateService {
                 l.max_batch_bytes
             )));
         }
-        let op = Op::StateBatch(pb::StateBatch { writes });
+        let op = Op::StateBatch(ipb::StateBatch { writes });
         let res = self.api.apply(r.write_id, op).await?;
         Ok(Response::new(pb::BatchStoreResponse { revision: res.revision }))
     }

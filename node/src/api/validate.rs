@@ -1,15 +1,15 @@
 //! Input checks, done before anything reaches Raft: a bad request gets
-//! INVALID_ARGUMENT and changes nothing. The id format itself is defined
-//! once, in the client crate (`handlestore_client::id`).
+//! INVALID_ARGUMENT and changes nothing. The id and key formats themselves
+//! are defined once, in the wire contract (`handlestore_proto::{id, key}`).
 
-use handlestore_client::id::is_name;
+use handlestore_proto::id::is_name;
+use handlestore_proto::limits::DEFAULT_NAMESPACE;
+use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
 use tonic::Status;
 
 use crate::config::Limits;
 use crate::status::invalid;
-
-pub const DEFAULT_NAMESPACE: &str = "default";
 
 /// A namespace; empty means "default".
 pub fn namespace(ns: &str, limits: &Limits) -> Result<String, Status> {
@@ -45,17 +45,17 @@ fn name(what: &str, s: &str, limits: &Limits) -> Result<(), Status> {
 
 /// A handle id: 26 base32 characters, optionally after `<prefix>-`.
 pub fn handle_id(id: &str) -> Result<(), Status> {
-    handlestore_client::id::validate_handle_id(id).map_err(invalid)
+    handlestore_proto::id::validate_handle_id(id).map_err(invalid)
 }
 
 /// A state key (`a/b/c`).
 pub fn state_key(key: &str, limits: &Limits) -> Result<(), Status> {
-    handlestore_client::key::validate_key(key, limits.max_key_bytes).map_err(invalid)
+    handlestore_proto::key::validate_key(key, limits.max_key_bytes).map_err(invalid)
 }
 
 /// A state key prefix ("" = all).
 pub fn state_prefix(prefix: &str, limits: &Limits) -> Result<(), Status> {
-    handlestore_client::key::validate_prefix(prefix, limits.max_key_bytes).map_err(invalid)
+    handlestore_proto::key::validate_prefix(prefix, limits.max_key_bytes).map_err(invalid)
 }
 
 /// A state value: (bytes, is_json). JSON must parse; both are size-checked.
@@ -83,7 +83,7 @@ pub fn value(v: &[u8], limits: &Limits) -> Result<(), Status> {
                 limits.max_value_bytes
             ),
             pb::ErrorDetail {
-                reason: "value_too_large".into(),
+                reason: reason::VALUE_TOO_LARGE.into(),
                 ..Default::default()
             },
         ));

@@ -23,7 +23,7 @@ use super::state::StateService;
 use crate::status::invalid;
 
 /// The most writes one call may carry.
-pub const MAX_WRITES: usize = 1000;
+pub const MAX_WRITES: usize = handlestore_proto::limits::MAX_SUBMIT_WRITES;
 
 pub struct WritesService {
     handles: HandlesService,

@@ -31,7 +31,7 @@ pub struct NodeArgs {
     #[arg(long, value_enum, default_value = "new")]
     pub initial_cluster_state: ClusterState,
     /// Largest value accepted, in bytes.
-    #[arg(long, default_value_t = 1 << 20)]
+    #[arg(long, default_value_t = handlestore_proto::limits::MAX_VALUE_BYTES)]
     pub max_value_bytes: usize,
     /// A write not committed within this is refused with UNAVAILABLE.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]

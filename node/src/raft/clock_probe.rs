@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
 
 use super::network::Peers;
 use super::{NodeId, Raft};
@@ -76,7 +76,7 @@ async fn probe_all(clock: &Arc<Clock>, peers: &Peers, members: &BTreeMap<NodeId,
             let clock = clock.clone();
             async move {
                 let sent = clock.mono_ms();
-                let mut req = tonic::Request::new(pb::ClockProbeRequest { from: clock.id() });
+                let mut req = tonic::Request::new(ipb::ClockProbeRequest { from: clock.id() });
                 req.set_timeout(timeout);
                 match client.clock_probe(req).await {
                     Ok(r) if r.get_ref().node_id == id => clock.record(id, sent, r.get_ref().wall_ms),

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, VoteRequest, VoteResponse};
 use openraft::{BasicNode, EntryPayload, LeaderId};
 
@@ -18,45 +18,45 @@ pub struct Malformed(pub &'static str);
 
 type Res<T> = Result<T, Malformed>;
 
-pub fn leader_id_to_pb(l: &LeaderId<NodeId>) -> pb::LeaderId {
-    pb::LeaderId {
+pub fn leader_id_to_pb(l: &LeaderId<NodeId>) -> ipb::LeaderId {
+    ipb::LeaderId {
         term: l.term,
         node_id: l.node_id,
     }
 }
 
-pub fn leader_id_from_pb(l: Option<&pb::LeaderId>) -> Res<LeaderId<NodeId>> {
+pub fn leader_id_from_pb(l: Option<&ipb::LeaderId>) -> Res<LeaderId<NodeId>> {
     let l = l.ok_or(Malformed("leader_id"))?;
     Ok(LeaderId::new(l.term, l.node_id))
 }
 
-pub fn log_id_to_pb(l: &LogId) -> pb::LogId {
-    pb::LogId {
+pub fn log_id_to_pb(l: &LogId) -> ipb::LogId {
+    ipb::LogId {
         leader_id: Some(leader_id_to_pb(&l.leader_id)),
         index: l.index,
     }
 }
 
-pub fn log_id_from_pb(l: &pb::LogId) -> Res<LogId> {
+pub fn log_id_from_pb(l: &ipb::LogId) -> Res<LogId> {
     Ok(LogId::new(leader_id_from_pb(l.leader_id.as_ref())?, l.index))
 }
 
-pub fn opt_log_id_to_pb(l: &Option<LogId>) -> Option<pb::LogId> {
+pub fn opt_log_id_to_pb(l: &Option<LogId>) -> Option<ipb::LogId> {
     l.as_ref().map(log_id_to_pb)
 }
 
-pub fn opt_log_id_from_pb(l: &Option<pb::LogId>) -> Res<Option<LogId>> {
+pub fn opt_log_id_from_pb(l: &Option<ipb::LogId>) -> Res<Option<LogId>> {
     l.as_ref().map(log_id_from_pb).transpose()
 }
 
-pub fn vote_to_pb(v: &Vote) -> pb::Vote {
-    pb::Vote {
+pub fn vote_to_pb(v: &Vote) -> ipb::Vote {
+    ipb::Vote {
         leader_id: Some(leader_id_to_pb(&v.leader_id)),
         committed: v.committed,
     }
 }
 
-pub fn vote_from_pb(v: Option<&pb::Vote>) -> Res<Vote> {
+pub fn vote_from_pb(v: Option<&ipb::Vote>) -> Res<Vote> {
     let v = v.ok_or(Malformed("vote"))?;
     let leader = leader_id_from_pb(v.leader_id.as_ref())?;
     Ok(if v.committed {
@@ -66,12 +66,12 @@ pub fn vote_from_pb(v: Option<&pb::Vote>) -> Res<Vote> {
     })
 }
 
-pub fn membership_to_pb(m: &Membership) -> pb::Membership {
-    pb::Membership {
+pub fn membership_to_pb(m: &Membership) -> ipb::Membership {
+    ipb::Membership {
         configs: m
             .get_joint_config()
             .iter()
-            .map(|c| pb::NodeSet {
+            .map(|c| ipb::NodeSet {
                 ids: c.iter().copied().collect(),
             })
             .collect(),
@@ -79,20 +79,20 @@ pub fn membership_to_pb(m: &Membership) -> pb::Membership {
     }
 }
 
-pub fn membership_from_pb(m: &pb::Membership) -> Membership {
+pub fn membership_from_pb(m: &ipb::Membership) -> Membership {
     let configs: Vec<BTreeSet<NodeId>> = m.configs.iter().map(|c| c.ids.iter().copied().collect()).collect();
     let nodes: BTreeMap<NodeId, BasicNode> = m.nodes.iter().map(|(id, addr)| (*id, BasicNode::new(addr))).collect();
     Membership::new(configs, nodes)
 }
 
-pub fn stored_membership_to_pb(m: &StoredMembership) -> pb::StoredMembership {
-    pb::StoredMembership {
+pub fn stored_membership_to_pb(m: &StoredMembership) -> ipb::StoredMembership {
+    ipb::StoredMembership {
         log_id: opt_log_id_to_pb(m.log_id()),
         membership: Some(membership_to_pb(m.membership())),
     }
 }
 
-pub fn stored_membership_from_pb(m: &pb::StoredMembership) -> Res<StoredMembership> {
+pub fn stored_membership_from_pb(m: &ipb::StoredMembership) -> Res<StoredMembership> {
     let membership = m.membership.as_ref().ok_or(Malformed("membership"))?;
     Ok(StoredMembership::new(
         opt_log_id_from_pb(&m.log_id)?,
@@ -100,24 +100,24 @@ pub fn stored_membership_from_pb(m: &pb::StoredMembership) -> Res<StoredMembersh
     ))
 }
 
-/// An entry for the wire and the log (`WireEntry` in raft.proto, encoded
+/// An entry for the wire and the log (`WireEntry` in internal/v1/log.proto, encoded
 /// exactly as `Entry`): a normal entry's proposal goes as the bytes it was
 /// encoded to once (see `payload`), shared, not copied.
-pub fn entry_to_wire(e: &Entry) -> pb::WireEntry {
-    use pb::wire_entry::Payload as P;
+pub fn entry_to_wire(e: &Entry) -> ipb::WireEntry {
+    use ipb::wire_entry::Payload as P;
     let payload = match &e.payload {
-        EntryPayload::Blank => P::Blank(pb::Blank {}),
+        EntryPayload::Blank => P::Blank(ipb::Blank {}),
         EntryPayload::Normal(p) => P::Normal(p.encoded().clone()),
         EntryPayload::Membership(m) => P::Membership(membership_to_pb(m)),
     };
-    pb::WireEntry {
+    ipb::WireEntry {
         log_id: Some(log_id_to_pb(&e.log_id)),
         payload: Some(payload),
     }
 }
 
-pub fn entry_from_wire(e: pb::WireEntry) -> Res<Entry> {
-    use pb::wire_entry::Payload as P;
+pub fn entry_from_wire(e: ipb::WireEntry) -> Res<Entry> {
+    use ipb::wire_entry::Payload as P;
     let log_id = log_id_from_pb(e.log_id.as_ref().ok_or(Malformed("entry.log_id"))?)?;
     let payload = match e.payload.ok_or(Malformed("entry.payload"))? {
         P::Blank(_) => EntryPayload::Blank,
@@ -127,8 +127,8 @@ pub fn entry_from_wire(e: pb::WireEntry) -> Res<Entry> {
     Ok(Entry { log_id, payload })
 }
 
-pub fn append_request_to_pb(r: &AppendEntriesRequest<TypeConfig>) -> pb::AppendEntriesRequest {
-    pb::AppendEntriesRequest {
+pub fn append_request_to_pb(r: &AppendEntriesRequest<TypeConfig>) -> ipb::AppendEntriesRequest {
+    ipb::AppendEntriesRequest {
         vote: Some(vote_to_pb(&r.vote)),
         prev_log_id: opt_log_id_to_pb(&r.prev_log_id),
         entries: r.entries.iter().map(entry_to_wire).collect(),
@@ -136,7 +136,7 @@ pub fn append_request_to_pb(r: &AppendEntriesRequest<TypeConfig>) -> pb::AppendE
     }
 }
 
-pub fn append_request_from_pb(r: pb::AppendEntriesRequest) -> Res<AppendEntriesRequest<TypeConfig>> {
+pub fn append_request_from_pb(r: ipb::AppendEntriesRequest) -> Res<AppendEntriesRequest<TypeConfig>> {
     Ok(AppendEntriesRequest {
         vote: vote_from_pb(r.vote.as_ref())?,
         prev_log_id: opt_log_id_from_pb(&r.prev_log_id)?,
@@ -145,21 +145,21 @@ pub fn append_request_from_pb(r: pb::AppendEntriesRequest) -> Res<AppendEntriesR
     })
 }
 
-pub fn append_response_to_pb(r: &AppendEntriesResponse<NodeId>) -> pb::AppendEntriesResponse {
-    use pb::append_entries_response::Result as R;
+pub fn append_response_to_pb(r: &AppendEntriesResponse<NodeId>) -> ipb::AppendEntriesResponse {
+    use ipb::append_entries_response::Result as R;
     let result = match r {
-        AppendEntriesResponse::Success => R::Success(pb::Blank {}),
-        AppendEntriesResponse::PartialSuccess(m) => R::PartialSuccess(pb::PartialSuccess {
+        AppendEntriesResponse::Success => R::Success(ipb::Blank {}),
+        AppendEntriesResponse::PartialSuccess(m) => R::PartialSuccess(ipb::PartialSuccess {
             matching: opt_log_id_to_pb(m),
         }),
-        AppendEntriesResponse::Conflict => R::Conflict(pb::Blank {}),
+        AppendEntriesResponse::Conflict => R::Conflict(ipb::Blank {}),
         AppendEntriesResponse::HigherVote(v) => R::HigherVote(vote_to_pb(v)),
     };
-    pb::AppendEntriesResponse { result: Some(result) }
+    ipb::AppendEntriesResponse { result: Some(result) }
 }
 
-pub fn append_response_from_pb(r: pb::AppendEntriesResponse) -> Res<AppendEntriesResponse<NodeId>> {
-    use pb::append_entries_response::Result as R;
+pub fn append_response_from_pb(r: ipb::AppendEntriesResponse) -> Res<AppendEntriesResponse<NodeId>> {
+    use ipb::append_entries_response::Result as R;
     Ok(match r.result.ok_or(Malformed("append_entries.result"))? {
         R::Success(_) => AppendEntriesResponse::Success,
         R::PartialSuccess(p) => AppendEntriesResponse::PartialSuccess(opt_log_id_from_pb(&p.matching)?),
@@ -168,29 +168,29 @@ pub fn append_response_from_pb(r: pb::AppendEntriesResponse) -> Res<AppendEntrie
     })
 }
 
-pub fn vote_request_to_pb(r: &VoteRequest<NodeId>) -> pb::VoteRequest {
-    pb::VoteRequest {
+pub fn vote_request_to_pb(r: &VoteRequest<NodeId>) -> ipb::VoteRequest {
+    ipb::VoteRequest {
         vote: Some(vote_to_pb(&r.vote)),
         last_log_id: opt_log_id_to_pb(&r.last_log_id),
     }
 }
 
-pub fn vote_request_from_pb(r: pb::VoteRequest) -> Res<VoteRequest<NodeId>> {
+pub fn vote_request_from_pb(r: ipb::VoteRequest) -> Res<VoteRequest<NodeId>> {
     Ok(VoteRequest {
         vote: vote_from_pb(r.vote.as_ref())?,
         last_log_id: opt_log_id_from_pb(&r.last_log_id)?,
     })
 }
 
-pub fn vote_response_to_pb(r: &VoteResponse<NodeId>) -> pb::VoteResponse {
-    pb::VoteResponse {
+pub fn vote_response_to_pb(r: &VoteResponse<NodeId>) -> ipb::VoteResponse {
+    ipb::VoteResponse {
         vote: Some(vote_to_pb(&r.vote)),
         vote_granted: r.vote_granted,
         last_log_id: opt_log_id_to_pb(&r.last_log_id),
     }
 }
 
-pub fn vote_response_from_pb(r: pb::VoteResponse) -> Res<VoteResponse<NodeId>> {
+pub fn vote_response_from_pb(r: ipb::VoteResponse) -> Res<VoteResponse<NodeId>> {
     Ok(VoteResponse {
         vote: vote_from_pb(r.vote.as_ref())?,
         vote_granted: r.vote_granted,
@@ -198,15 +198,15 @@ pub fn vote_response_from_pb(r: pb::VoteResponse) -> Res<VoteResponse<NodeId>> {
     })
 }
 
-pub fn snapshot_meta_to_pb(m: &SnapshotMeta) -> pb::SnapshotMeta {
-    pb::SnapshotMeta {
+pub fn snapshot_meta_to_pb(m: &SnapshotMeta) -> ipb::SnapshotMeta {
+    ipb::SnapshotMeta {
         last_log_id: opt_log_id_to_pb(&m.last_log_id),
         last_membership: Some(stored_membership_to_pb(&m.last_membership)),
         snapshot_id: m.snapshot_id.clone(),
     }
 }
 
-pub fn snapshot_meta_from_pb(m: &pb::SnapshotMeta) -> Res<SnapshotMeta> {
+pub fn snapshot_meta_from_pb(m: &ipb::SnapshotMeta) -> Res<SnapshotMeta> {
     Ok(SnapshotMeta {
         last_log_id: opt_log_id_from_pb(&m.last_log_id)?,
         last_membership: match &m.last_membership {
@@ -220,6 +220,7 @@ pub fn snapshot_meta_from_pb(m: &pb::SnapshotMeta) -> Res<SnapshotMeta> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use handlestore_proto::v1 as pb;
 
     #[test]
     fn entry_round_trip() {
@@ -228,9 +229,9 @@ mod tests {
         let m = Membership::new(vec![[1, 2].into()], nodes);
         for payload in [
             EntryPayload::Blank,
-            EntryPayload::Normal(Payload::new(pb::Proposal {
+            EntryPayload::Normal(Payload::new(ipb::Proposal {
                 stamp_ms: 9,
-                commands: vec![pb::Command::default()],
+                commands: vec![ipb::Command::default()],
             })),
             EntryPayload::Membership(m),
         ] {
@@ -245,9 +246,9 @@ mod tests {
         // Logs written as `Entry` read back as `WireEntry`, and nodes that
         // decode `Entry` read what this one sends.
         use prost::Message;
-        let proposal = pb::Proposal {
+        let proposal = ipb::Proposal {
             stamp_ms: 5,
-            commands: vec![pb::Command {
+            commands: vec![ipb::Command {
                 write_id: Some(pb::WriteId {
                     client_id: 1,
                     seq: 2,
@@ -256,13 +257,13 @@ mod tests {
                 op: None,
             }],
         };
-        let log_id = Some(pb::LogId {
-            leader_id: Some(pb::LeaderId { term: 2, node_id: 1 }),
+        let log_id = Some(ipb::LogId {
+            leader_id: Some(ipb::LeaderId { term: 2, node_id: 1 }),
             index: 40,
         });
-        let old = pb::Entry {
+        let old = ipb::Entry {
             log_id,
-            payload: Some(pb::entry::Payload::Normal(proposal.clone())),
+            payload: Some(ipb::entry::Payload::Normal(proposal.clone())),
         }
         .encode_to_vec();
         let e = Entry {
@@ -270,11 +271,11 @@ mod tests {
             payload: EntryPayload::Normal(Payload::new(proposal.clone())),
         };
         assert_eq!(entry_to_wire(&e).encode_to_vec(), old);
-        let back = entry_from_wire(pb::WireEntry::decode(old.as_slice()).expect("decodes")).expect("entry");
+        let back = entry_from_wire(ipb::WireEntry::decode(old.as_slice()).expect("decodes")).expect("entry");
         assert!(matches!(back.payload, EntryPayload::Normal(p) if p.proposal() == &proposal));
-        let broken = pb::WireEntry {
+        let broken = ipb::WireEntry {
             log_id,
-            payload: Some(pb::wire_entry::Payload::Normal(bytes::Bytes::from_static(&[0xff]))),
+            payload: Some(ipb::wire_entry::Payload::Normal(bytes::Bytes::from_static(&[0xff]))),
         };
         assert!(entry_from_wire(broken).is_err());
     }

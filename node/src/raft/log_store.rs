@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{LogState, OptionalSend, RaftLogReader, StorageIOError};
 use prost::Message;
@@ -256,7 +256,7 @@ fn read_vote(db: &DB) -> Result<Option<Vote>, StorageError> {
     match raw {
         None => Ok(None),
         Some(raw) => {
-            let pb = pb::Vote::decode(raw.as_ref()).map_err(|e| StorageIOError::read_vote(&e))?;
+            let pb = ipb::Vote::decode(raw.as_ref()).map_err(|e| StorageIOError::read_vote(&e))?;
             Ok(Some(
                 vote_from_pb(Some(&pb)).map_err(|e| StorageIOError::read_vote(&e))?,
             ))
@@ -275,7 +275,7 @@ fn read_log_id(db: &DB, key: &[u8]) -> Result<Option<LogId>, StorageError> {
     match raw {
         None => Ok(None),
         Some(raw) => {
-            let pb = pb::LogId::decode(raw.as_ref()).map_err(|e| StorageIOError::read_logs(&e))?;
+            let pb = ipb::LogId::decode(raw.as_ref()).map_err(|e| StorageIOError::read_logs(&e))?;
             Ok(Some(log_id_from_pb(&pb).map_err(|e| StorageIOError::read_logs(&e))?))
         }
     }
@@ -329,7 +329,7 @@ fn index_key(index: u64) -> [u8; 8] {
 }
 
 fn decode_entry(raw: &[u8]) -> Result<Entry, StorageError> {
-    let pb = pb::WireEntry::decode(raw).map_err(|e| StorageIOError::read_logs(&e))?;
+    let pb = ipb::WireEntry::decode(raw).map_err(|e| StorageIOError::read_logs(&e))?;
     entry_from_wire(pb).map_err(|e| StorageIOError::read_logs(&e).into())
 }
 

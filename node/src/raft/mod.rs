@@ -23,7 +23,7 @@ pub mod sweeper;
 
 use std::time::{Duration, Instant};
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
 
 /// A storage step slower than this is logged as a warning: the first place
 /// to look when write latency spikes (etcd warns at the same 100 ms for an
@@ -44,7 +44,7 @@ openraft::declare_raft_types!(
     /// yields one result per command.
     pub TypeConfig:
         D = payload::Payload,
-        R = pb::ProposalResult,
+        R = ipb::ProposalResult,
         NodeId = u64,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,

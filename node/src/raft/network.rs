@@ -10,7 +10,8 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
+use ipb::raft_client::RaftClient;
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError, Unreachable,
 };
@@ -20,7 +21,6 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::{BasicNode, Snapshot};
-use pb::raft_client::RaftClient;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tonic::transport::{Channel, Endpoint};
 
@@ -144,7 +144,7 @@ impl PeerConnection {
     /// exchange is a network error, retried at once.
     async fn append_over_wire(
         &self,
-        request: &pb::AppendEntriesRequest,
+        request: &ipb::AppendEntriesRequest,
         ttl: Duration,
     ) -> Option<Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>>> {
         let (pool, addr) = (&self.wire, &self.addr);
@@ -344,7 +344,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             .peers
             .raft_client(&self.addr)
             .map_err(|e| StreamingError::Unreachable(Unreachable::new(&e)))?;
-        let first = pb::SnapshotChunk {
+        let first = ipb::SnapshotChunk {
             vote: Some(codec::vote_to_pb(&vote)),
             meta: Some(codec::snapshot_meta_to_pb(&snapshot.meta)),
             data: Vec::new(),
@@ -353,7 +353,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         file.seek(io::SeekFrom::Start(0))
             .await
             .map_err(|e| StreamingError::StorageError(openraft::StorageIOError::read_snapshot(None, &e).into()))?;
-        let (tx, rx) = tokio::sync::mpsc::channel::<pb::SnapshotChunk>(4);
+        let (tx, rx) = tokio::sync::mpsc::channel::<ipb::SnapshotChunk>(4);
         let reader = tokio::spawn(async move {
             if tx.send(first).await.is_err() {
                 return Ok(());
@@ -366,7 +366,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
                 }
                 buf.truncate(n);
                 if tx
-                    .send(pb::SnapshotChunk {
+                    .send(ipb::SnapshotChunk {
                         vote: None,
                         meta: None,
                         data: buf,

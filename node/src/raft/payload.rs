@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
 use prost::Message;
 
 /// A proposal and its protobuf encoding. Cheap to clone.
@@ -19,24 +19,24 @@ use prost::Message;
 pub struct Payload(Arc<Inner>);
 
 struct Inner {
-    proposal: pb::Proposal,
+    proposal: ipb::Proposal,
     encoded: Bytes,
 }
 
 impl Payload {
     /// Encodes `proposal` (the leader, proposing it).
-    pub fn new(proposal: pb::Proposal) -> Self {
+    pub fn new(proposal: ipb::Proposal) -> Self {
         let encoded = Bytes::from(proposal.encode_to_vec());
         Self(Arc::new(Inner { proposal, encoded }))
     }
 
     /// Decodes a proposal received or read back, keeping its bytes.
     pub fn decode(encoded: Bytes) -> Result<Self, prost::DecodeError> {
-        let proposal = pb::Proposal::decode(encoded.clone())?;
+        let proposal = ipb::Proposal::decode(encoded.clone())?;
         Ok(Self(Arc::new(Inner { proposal, encoded })))
     }
 
-    pub fn proposal(&self) -> &pb::Proposal {
+    pub fn proposal(&self) -> &ipb::Proposal {
         &self.0.proposal
     }
 
@@ -47,7 +47,7 @@ impl Payload {
 
     /// The proposal itself, to be consumed: taken if this is the last
     /// reference, else copied.
-    pub fn into_proposal(self) -> pb::Proposal {
+    pub fn into_proposal(self) -> ipb::Proposal {
         match Arc::try_unwrap(self.0) {
             Ok(inner) => inner.proposal,
             Err(shared) => shared.proposal.clone(),
@@ -79,19 +79,20 @@ impl serde::Serialize for Payload {
 
 impl<'de> serde::Deserialize<'de> for Payload {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        pb::Proposal::deserialize(d).map(Payload::new)
+        ipb::Proposal::deserialize(d).map(Payload::new)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use handlestore_proto::v1 as pb;
 
     #[test]
     fn a_payload_is_its_proposal_encoded_once_and_decoded_alike() {
-        let proposal = pb::Proposal {
+        let proposal = ipb::Proposal {
             stamp_ms: 42,
-            commands: vec![pb::Command {
+            commands: vec![ipb::Command {
                 write_id: Some(pb::WriteId {
                     client_id: 7,
                     seq: 3,

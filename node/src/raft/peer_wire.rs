@@ -20,8 +20,8 @@
 //! and a follower's read-index requests to the leader stay on gRPC.
 //!
 //! Frames: a 4-byte big-endian length, then that many bytes: a kind byte
-//! and a body. The leader's frames carry a `pb::AppendEntriesRequest`; the
-//! follower answers with kind [`KIND_OK`] and a `pb::AppendEntriesResponse`,
+//! and a body. The leader's frames carry a `ipb::AppendEntriesRequest`; the
+//! follower answers with kind [`KIND_OK`] and a `ipb::AppendEntriesResponse`,
 //! or with [`KIND_INVALID`] / [`KIND_UNAVAILABLE`] and a message, and then
 //! closes the connection.
 
@@ -30,7 +30,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
 use prost::Message;
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -42,7 +42,7 @@ use super::durability::Held;
 /// The first bytes of a Raft wire connection, and the follower's echo.
 /// HTTP/2's preface starts with "PRI", so the first byte tells them apart.
 pub const MAGIC: [u8; 8] = *b"HSRAFT/1";
-/// Kind byte: an answer (`pb::AppendEntriesResponse`).
+/// Kind byte: an answer (`ipb::AppendEntriesResponse`).
 pub const KIND_OK: u8 = 0;
 /// Kind byte: the request was malformed; the connection closes.
 pub const KIND_INVALID: u8 = 1;
@@ -169,8 +169,8 @@ async fn read_frame(r: &mut (impl AsyncBufRead + Unpin), max: usize) -> io::Resu
 /// answer before it is out.
 pub async fn serve<H, F, G>(stream: TcpStream, max_message: usize, hold: G, mut handle: H)
 where
-    H: FnMut(pb::AppendEntriesRequest) -> F,
-    F: Future<Output = Result<pb::AppendEntriesResponse, Refusal>>,
+    H: FnMut(ipb::AppendEntriesRequest) -> F,
+    F: Future<Output = Result<ipb::AppendEntriesResponse, Refusal>>,
     G: Fn(Held) -> Option<Held>,
 {
     if let Err(e) = stream.set_nodelay(true) {
@@ -201,7 +201,7 @@ where
                 return;
             }
             Ok(Some((kind, _))) if kind != KIND_OK => Refusal::Invalid(format!("unknown frame kind {kind}")),
-            Ok(Some((_, body))) => match pb::AppendEntriesRequest::decode(body.as_slice()) {
+            Ok(Some((_, body))) => match ipb::AppendEntriesRequest::decode(body.as_slice()) {
                 Err(e) => Refusal::Invalid(format!("malformed AppendEntries: {e}")),
                 Ok(req) => match handle(req).await {
                     Ok(resp) => {
@@ -329,7 +329,7 @@ impl WireConn {
     }
 
     /// Sends one AppendEntries and waits for its answer.
-    pub async fn call(&mut self, req: &pb::AppendEntriesRequest) -> Result<pb::AppendEntriesResponse, CallError> {
+    pub async fn call(&mut self, req: &ipb::AppendEntriesRequest) -> Result<ipb::AppendEntriesResponse, CallError> {
         let body = req.encode_to_vec();
         if body.len() > self.max_message {
             return Err(CallError::Malformed(format!(
@@ -350,7 +350,7 @@ impl WireConn {
         };
         let text = || String::from_utf8_lossy(&body).into_owned();
         match kind {
-            KIND_OK => pb::AppendEntriesResponse::decode(body.as_slice())
+            KIND_OK => ipb::AppendEntriesResponse::decode(body.as_slice())
                 .map_err(|e| CallError::Malformed(format!("malformed AppendEntries answer: {e}"))),
             KIND_INVALID => Err(CallError::Refused(Refusal::Invalid(text()))),
             KIND_UNAVAILABLE => Err(CallError::Refused(Refusal::Unavailable(text()))),
@@ -517,24 +517,24 @@ mod tests {
 
     const MAX: usize = 1 << 20;
 
-    fn request(term: u64) -> pb::AppendEntriesRequest {
-        pb::AppendEntriesRequest {
-            vote: Some(pb::Vote {
-                leader_id: Some(pb::LeaderId { term, node_id: 1 }),
+    fn request(term: u64) -> ipb::AppendEntriesRequest {
+        ipb::AppendEntriesRequest {
+            vote: Some(ipb::Vote {
+                leader_id: Some(ipb::LeaderId { term, node_id: 1 }),
                 committed: true,
             }),
             ..Default::default()
         }
     }
 
-    fn term_of(vote: Option<&pb::Vote>) -> Option<u64> {
+    fn term_of(vote: Option<&ipb::Vote>) -> Option<u64> {
         vote.and_then(|v| v.leader_id.as_ref()).map(|l| l.term)
     }
 
     /// A listener that sniffs each connection and serves the Raft wire with
     /// `answer`, or says what else arrived.
     async fn server(
-        answer: fn(pb::AppendEntriesRequest) -> Result<pb::AppendEntriesResponse, Refusal>,
+        answer: fn(ipb::AppendEntriesRequest) -> Result<ipb::AppendEntriesResponse, Refusal>,
     ) -> (String, tokio::sync::mpsc::UnboundedReceiver<Protocol>) {
         let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = l.local_addr().expect("addr").to_string();
@@ -552,12 +552,12 @@ mod tests {
     }
 
     /// Answers with the request's own vote, or refuses term 99.
-    fn echo_term(req: pb::AppendEntriesRequest) -> Result<pb::AppendEntriesResponse, Refusal> {
+    fn echo_term(req: ipb::AppendEntriesRequest) -> Result<ipb::AppendEntriesResponse, Refusal> {
         if term_of(req.vote.as_ref()) == Some(99) {
             return Err(Refusal::Unavailable("shutting down".into()));
         }
-        Ok(pb::AppendEntriesResponse {
-            result: req.vote.map(pb::append_entries_response::Result::HigherVote),
+        Ok(ipb::AppendEntriesResponse {
+            result: req.vote.map(ipb::append_entries_response::Result::HigherVote),
         })
     }
 
@@ -567,7 +567,7 @@ mod tests {
         let mut conn = WireConn::connect(&addr, MAX).await.expect("connect");
         for term in 1..=50 {
             let resp = conn.call(&request(term)).await.expect("answer");
-            let Some(pb::append_entries_response::Result::HigherVote(vote)) = resp.result else {
+            let Some(ipb::append_entries_response::Result::HigherVote(vote)) = resp.result else {
                 panic!("{resp:?}");
             };
             assert_eq!(term_of(Some(&vote)), Some(term));
@@ -654,7 +654,7 @@ mod tests {
             // As the log's sync thread does: a thread outside the runtime.
             std::thread::spawn(job).join().expect("job ran");
             let (c, resp) = call.await.expect("call");
-            let Some(pb::append_entries_response::Result::HigherVote(vote)) = resp.expect("answer").result else {
+            let Some(ipb::append_entries_response::Result::HigherVote(vote)) = resp.expect("answer").result else {
                 panic!("no vote");
             };
             assert_eq!(term_of(Some(&vote)), Some(term));

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
+use handlestore_proto::reason;
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::{RaftMetrics, ServerState};
 use prost::Message;
@@ -52,16 +53,16 @@ impl ProposeError {
     pub fn to_status(&self) -> tonic::Status {
         match self {
             ProposeError::NotLeader(hint) => status::unavailable(
-                "not_leader",
+                reason::NOT_LEADER,
                 match hint {
                     Some(h) => format!("not the leader; the leader is node {} at {}", h.id, h.addr),
                     None => "no leader is known right now (election in progress or no quorum)".into(),
                 },
                 hint.as_ref(),
             ),
-            ProposeError::NoQuorum(msg) => status::unavailable("no_quorum", msg.clone(), None),
-            ProposeError::Timeout(_) => status::unavailable("timeout", self.to_string(), None),
-            ProposeError::Shutdown => status::unavailable("shutdown", self.to_string(), None),
+            ProposeError::NoQuorum(msg) => status::unavailable(reason::NO_QUORUM, msg.clone(), None),
+            ProposeError::Timeout(_) => status::unavailable(reason::TIMEOUT, self.to_string(), None),
+            ProposeError::Shutdown => status::unavailable(reason::SHUTDOWN, self.to_string(), None),
             ProposeError::Clock(e) => status::clock(e),
             ProposeError::Remote(s) => s.clone(),
         }
@@ -80,9 +81,9 @@ pub struct ProposerConfig {
 }
 
 struct Pending {
-    cmd: pb::Command,
+    cmd: ipb::Command,
     keys: Vec<Vec<u8>>,
-    done: oneshot::Sender<Result<pb::CommandResult, ProposeError>>,
+    done: oneshot::Sender<Result<ipb::CommandResult, ProposeError>>,
 }
 
 pub struct Proposer {
@@ -155,10 +156,10 @@ impl Proposer {
     /// that already was, so it is never bounced around).
     pub async fn write(
         &self,
-        cmd: pb::Command,
+        cmd: ipb::Command,
         keys: Vec<Vec<u8>>,
         forwarded: bool,
-    ) -> Result<pb::CommandResult, ProposeError> {
+    ) -> Result<ipb::CommandResult, ProposeError> {
         let view = self.leader_view();
         match view.leader {
             Some(hint)
@@ -170,14 +171,14 @@ impl Proposer {
         }
     }
 
-    async fn forward(&self, leader: &LeaderHint, cmd: pb::Command) -> Result<pb::CommandResult, ProposeError> {
+    async fn forward(&self, leader: &LeaderHint, cmd: ipb::Command) -> Result<ipb::CommandResult, ProposeError> {
         let mut client = self.forward_peers.raft_client(&leader.addr).map_err(|e| {
             ProposeError::NotLeader(Some(LeaderHint {
                 addr: format!("{} ({e})", leader.addr),
                 ..leader.clone()
             }))
         })?;
-        let mut req = tonic::Request::new(pb::ForwardRequest { command: Some(cmd) });
+        let mut req = tonic::Request::new(ipb::ForwardRequest { command: Some(cmd) });
         req.set_timeout(self.cfg.write_timeout);
         match client.forward(req).await {
             Ok(resp) => {
@@ -187,7 +188,7 @@ impl Proposer {
             }
             Err(s) if s.code() == Code::Unavailable && !s.details().is_empty() => Err(ProposeError::Remote(s)),
             Err(s) => Err(ProposeError::Remote(status::unavailable(
-                "leader_unreachable",
+                reason::LEADER_UNREACHABLE,
                 format!(
                     "could not reach the leader (node {} at {}): {}",
                     leader.id,
@@ -200,7 +201,11 @@ impl Proposer {
     }
 
     /// Proposes on this node, which must be the leader.
-    pub async fn propose_local(&self, cmd: pb::Command, keys: Vec<Vec<u8>>) -> Result<pb::CommandResult, ProposeError> {
+    pub async fn propose_local(
+        &self,
+        cmd: ipb::Command,
+        keys: Vec<Vec<u8>>,
+    ) -> Result<ipb::CommandResult, ProposeError> {
         let view = self.leader_view();
         if view.state != ServerState::Leader {
             return Err(ProposeError::NotLeader(view.leader));
@@ -301,7 +306,7 @@ async fn batch_loop(raft: Raft, mut rx: mpsc::Receiver<Pending>, clock: Arc<Cloc
                 continue;
             }
         };
-        let proposal = pb::Proposal {
+        let proposal = ipb::Proposal {
             stamp_ms,
             commands: cmds,
         };
@@ -378,7 +383,7 @@ impl Batch {
     }
 }
 
-fn fail_all(dones: Vec<oneshot::Sender<Result<pb::CommandResult, ProposeError>>>, err: ProposeError) {
+fn fail_all(dones: Vec<oneshot::Sender<Result<ipb::CommandResult, ProposeError>>>, err: ProposeError) {
     for d in dones {
         let _ = d.send(Err(err.clone()));
     }
@@ -399,6 +404,6 @@ fn write_error(e: ClientWriteError<NodeId, openraft::BasicNode>) -> ProposeError
 pub fn raft_error<E: std::fmt::Display>(e: RaftError<NodeId, E>) -> ProposeError {
     match e {
         RaftError::Fatal(_) => ProposeError::Shutdown,
-        RaftError::APIError(e) => ProposeError::Remote(status::unavailable("not_leader", e.to_string(), None)),
+        RaftError::APIError(e) => ProposeError::Remote(status::unavailable(reason::NOT_LEADER, e.to_string(), None)),
     }
 }

@@ -23,6 +23,8 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
+use handlestore_proto::reason;
+
 use super::Raft;
 use super::proposer::{ProposeError, raft_error};
 use crate::clock::Clock;
@@ -86,7 +88,7 @@ async fn round(raft: &Raft, timeout: Duration, clock: &Clock) -> Result<ReadPoin
         Ok(Err(e)) => return Err(raft_error(e)),
         Err(_) => {
             return Err(ProposeError::Remote(status::unavailable(
-                "timeout",
+                reason::TIMEOUT,
                 format!("confirming leadership took longer than {timeout:?} (no quorum?)"),
                 None,
             )));

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
+use handlestore_proto::reason;
 use openraft::Snapshot;
 use tokio::io::AsyncWriteExt;
 use tonic::{Request, Response, Status, Streaming};
@@ -40,8 +41,8 @@ impl RaftService {
 pub async fn append_entries(
     raft: &Raft,
     durability: &Durability,
-    request: pb::AppendEntriesRequest,
-) -> Result<pb::AppendEntriesResponse, Refusal> {
+    request: ipb::AppendEntriesRequest,
+) -> Result<ipb::AppendEntriesResponse, Refusal> {
     let resp = append_entries_unsynced(raft, request).await?;
     // The leader may count this answer towards a quorum, so it leaves only
     // when every append made so far is on disk.
@@ -54,8 +55,8 @@ pub async fn append_entries(
 /// raft::durability): the caller holds the answer until they are.
 pub async fn append_entries_unsynced(
     raft: &Raft,
-    request: pb::AppendEntriesRequest,
-) -> Result<pb::AppendEntriesResponse, Refusal> {
+    request: ipb::AppendEntriesRequest,
+) -> Result<ipb::AppendEntriesResponse, Refusal> {
     let req = codec::append_request_from_pb(request).map_err(|e| Refusal::Invalid(e.to_string()))?;
     let resp = raft
         .append_entries(req)
@@ -69,25 +70,25 @@ fn malformed(e: codec::Malformed) -> Status {
 }
 
 fn fatal(e: impl std::fmt::Display) -> Status {
-    status::unavailable("shutdown", format!("raft is not running: {e}"), None)
+    status::unavailable(reason::SHUTDOWN, format!("raft is not running: {e}"), None)
 }
 
 #[tonic::async_trait]
-impl pb::raft_server::Raft for RaftService {
+impl ipb::raft_server::Raft for RaftService {
     async fn append_entries(
         &self,
-        request: Request<pb::AppendEntriesRequest>,
-    ) -> Result<Response<pb::AppendEntriesResponse>, Status> {
+        request: Request<ipb::AppendEntriesRequest>,
+    ) -> Result<Response<ipb::AppendEntriesResponse>, Status> {
         // Leaders send these over the Raft wire (`raft::peer_wire`); this is
         // for nodes of earlier versions, which speak only gRPC.
         match append_entries(&self.raft, &self.durability, request.into_inner()).await {
             Ok(resp) => Ok(Response::new(resp)),
             Err(Refusal::Invalid(m)) => Err(status::invalid(m)),
-            Err(Refusal::Unavailable(m)) => Err(status::unavailable("shutdown", m, None)),
+            Err(Refusal::Unavailable(m)) => Err(status::unavailable(reason::SHUTDOWN, m, None)),
         }
     }
 
-    async fn vote(&self, request: Request<pb::VoteRequest>) -> Result<Response<pb::VoteResponse>, Status> {
+    async fn vote(&self, request: Request<ipb::VoteRequest>) -> Result<Response<ipb::VoteResponse>, Status> {
         let req = codec::vote_request_from_pb(request.into_inner()).map_err(malformed)?;
         let resp = self.raft.vote(req).await.map_err(fatal)?;
         Ok(Response::new(codec::vote_response_to_pb(&resp)))
@@ -95,8 +96,8 @@ impl pb::raft_server::Raft for RaftService {
 
     async fn install_snapshot(
         &self,
-        request: Request<Streaming<pb::SnapshotChunk>>,
-    ) -> Result<Response<pb::InstallSnapshotResponse>, Status> {
+        request: Request<Streaming<ipb::SnapshotChunk>>,
+    ) -> Result<Response<ipb::InstallSnapshotResponse>, Status> {
         let mut stream = request.into_inner();
         let first = stream
             .next()
@@ -122,7 +123,7 @@ impl pb::raft_server::Raft for RaftService {
         if let Err(e) = received {
             let _ = tokio::fs::remove_file(&path).await;
             return Err(status::unavailable(
-                "snapshot_stream",
+                reason::SNAPSHOT_STREAM,
                 format!("receiving snapshot: {e}"),
                 None,
             ));
@@ -138,27 +139,27 @@ impl pb::raft_server::Raft for RaftService {
         // Installed snapshots were renamed into place; anything left over
         // (a stale or refused snapshot) is removed.
         let _ = tokio::fs::remove_file(&path).await;
-        Ok(Response::new(pb::InstallSnapshotResponse {
+        Ok(Response::new(ipb::InstallSnapshotResponse {
             vote: Some(codec::vote_to_pb(&resp?.vote)),
         }))
     }
 
-    async fn forward(&self, request: Request<pb::ForwardRequest>) -> Result<Response<pb::ForwardResponse>, Status> {
+    async fn forward(&self, request: Request<ipb::ForwardRequest>) -> Result<Response<ipb::ForwardResponse>, Status> {
         let cmd = request
             .into_inner()
             .command
             .ok_or_else(|| status::invalid("forward without a command"))?;
         let keys = crate::state::keys::conflict_keys(&cmd);
         let result = self.proposer.write(cmd, keys, true).await.map_err(|e| e.to_status())?;
-        Ok(Response::new(pb::ForwardResponse { result: Some(result) }))
+        Ok(Response::new(ipb::ForwardResponse { result: Some(result) }))
     }
 
     async fn read_index(
         &self,
-        _request: Request<pb::ReadIndexRequest>,
-    ) -> Result<Response<pb::ReadIndexResponse>, Status> {
+        _request: Request<ipb::ReadIndexRequest>,
+    ) -> Result<Response<ipb::ReadIndexResponse>, Status> {
         let point = self.proposer.read_index().await.map_err(|e| e.to_status())?;
-        Ok(Response::new(pb::ReadIndexResponse {
+        Ok(Response::new(ipb::ReadIndexResponse {
             index: point.index,
             leader_time_ms: point.time_ms,
         }))
@@ -166,9 +167,9 @@ impl pb::raft_server::Raft for RaftService {
 
     async fn clock_probe(
         &self,
-        _request: Request<pb::ClockProbeRequest>,
-    ) -> Result<Response<pb::ClockProbeResponse>, Status> {
-        Ok(Response::new(pb::ClockProbeResponse {
+        _request: Request<ipb::ClockProbeRequest>,
+    ) -> Result<Response<ipb::ClockProbeResponse>, Status> {
+        Ok(Response::new(ipb::ClockProbeResponse {
             node_id: self.proposer.clock().id(),
             wall_ms: crate::clock::wall_ms(),
         }))

@@ -5,10 +5,10 @@
 use std::io;
 use std::sync::Arc;
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
+use ipb::command::Op;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
-use pb::command::Op;
 use tokio::io::AsyncSeekExt;
 
 use super::codec::{
@@ -95,7 +95,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 
 async fn open_snapshot(
     path: std::path::PathBuf,
-    meta: &pb::SnapshotMeta,
+    meta: &ipb::SnapshotMeta,
 ) -> Result<Snapshot<TypeConfig>, StorageError> {
     let mut file = tokio::fs::File::open(&path).await.map_err(snap_err)?;
     file.seek(io::SeekFrom::Start(0)).await.map_err(snap_err)?;
@@ -127,7 +127,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Ok((applied, membership))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<pb::ProposalResult>, StorageError>
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<ipb::ProposalResult>, StorageError>
     where
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
@@ -221,7 +221,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         }
         let (state, snapshots) = (self.state.clone(), self.snapshots.clone());
         let meta_pb = snapshot_meta_to_pb(meta);
-        let installed = blocking(move || -> Result<pb::SnapshotMeta, crate::state::StateError> {
+        let installed = blocking(move || -> Result<ipb::SnapshotMeta, crate::state::StateError> {
             snapshot::verify(&incoming)?;
             snapshots.force_current(&incoming)?;
             snapshot::install(&state, &snapshots.current_path())
@@ -252,10 +252,10 @@ mod tests {
     use super::super::payload::Payload;
     use super::*;
 
-    fn mint(value_len: usize) -> pb::Command {
-        pb::Command {
+    fn mint(value_len: usize) -> ipb::Command {
+        ipb::Command {
             write_id: None,
-            op: Some(Op::HandleWrite(pb::HandleWrite {
+            op: Some(Op::HandleWrite(ipb::HandleWrite {
                 namespace: "default".into(),
                 store: "cart".into(),
                 id: "h".into(),
@@ -265,10 +265,10 @@ mod tests {
         }
     }
 
-    fn weight(proposals: Vec<Vec<pb::Command>>) -> Weight {
+    fn weight(proposals: Vec<Vec<ipb::Command>>) -> Weight {
         let mut w = Weight::default();
         for commands in proposals {
-            w.add(&Payload::new(pb::Proposal { stamp_ms: 1, commands }));
+            w.add(&Payload::new(ipb::Proposal { stamp_ms: 1, commands }));
         }
         w
     }
@@ -281,12 +281,12 @@ mod tests {
             "too many commands"
         );
         assert!(!weight(vec![vec![mint(300 << 10)]]).light(), "too many bytes");
-        let prefix = pb::Command {
+        let prefix = ipb::Command {
             write_id: None,
             op: Some(Op::StateDeletePrefix(Default::default())),
         };
         assert!(!weight(vec![vec![mint(256), prefix]]).light(), "may touch many keys");
-        let sweep = pb::Command {
+        let sweep = ipb::Command {
             write_id: None,
             op: Some(Op::Expire(Default::default())),
         };

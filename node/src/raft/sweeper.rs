@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
 use openraft::ServerState;
 
 use super::proposer::Proposer;
@@ -59,9 +59,9 @@ pub fn spawn(state: Arc<StateStore>, proposer: Arc<Proposer>, interval: Duration
                 }
                 let full = items.len() == SWEEP_BATCH;
                 let n = items.len();
-                let cmd = pb::Command {
+                let cmd = ipb::Command {
                     write_id: None,
-                    op: Some(pb::command::Op::Expire(pb::Expire {
+                    op: Some(ipb::command::Op::Expire(ipb::Expire {
                         items,
                         dedup_before_ms: now.saturating_sub(dedup_window.as_millis() as u64),
                     })),

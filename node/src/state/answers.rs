@@ -35,6 +35,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::v1 as pb;
 use prost::Message;
 use rocksdb::{DB, IteratorMode, ReadOptions, WriteBatch};
@@ -55,7 +56,7 @@ pub enum Seen {
     /// Never applied: apply it.
     New,
     /// Applied before; this was its answer.
-    Answered(pb::CommandResult),
+    Answered(ipb::CommandResult),
     /// Below the client's floor: answered or abandoned before, refused.
     Stale { floor: u64 },
 }
@@ -72,7 +73,7 @@ pub struct AnswerHints {
 /// One client's record as this batch sees it.
 struct Loaded {
     /// None: no record (never remembered, or forgotten in this batch).
-    rec: Option<pb::ClientAnswers>,
+    rec: Option<ipb::ClientAnswers>,
     /// The stamp of the record as stored, so its age key can be replaced.
     stored_stamp: Option<u64>,
     dirty: bool,
@@ -105,7 +106,7 @@ impl<'a> Answers<'a> {
 
     fn load(&mut self, client_id: u64) -> Result<&mut Loaded> {
         if !self.clients.contains_key(&client_id) {
-            let rec: Option<pb::ClientAnswers> = self
+            let rec: Option<ipb::ClientAnswers> = self
                 .db
                 .get_pinned_cf(db::cf(self.db, CF_ANSWERS), client_id.to_be_bytes())?
                 .map(|raw| decode(&raw, "answers"))
@@ -139,13 +140,13 @@ impl<'a> Answers<'a> {
 
     /// Remembers the answer to `w` (which `seen` called new), stamped
     /// `clock`, and forgets what the client no longer needs.
-    pub fn remember(&mut self, w: &pb::WriteId, result: &pb::CommandResult, clock: u64) -> Result<()> {
+    pub fn remember(&mut self, w: &pb::WriteId, result: &ipb::CommandResult, clock: u64) -> Result<()> {
         let horizon = self.horizon;
         let loaded = self.load(w.client_id)?;
         loaded.dirty = true;
         let rec = loaded.rec.get_or_insert_with(Default::default);
         let before = rec.answers.len() as u64;
-        let answer = pb::Answer {
+        let answer = ipb::Answer {
             seq: w.seq,
             stamp_ms: clock,
             result: Some(result.clone()),

@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::v1 as pb;
-use pb::command::Op;
+use ipb::command::Op;
 use prost::Message;
 use rocksdb::{DB, Direction, IteratorMode, ReadOptions, WriteBatch};
 
@@ -19,22 +20,20 @@ use super::{Record, Result, StateLimits, decode, decode_u64, is_live, keys, meta
 use crate::db::{self, CF_EXPIRY, CF_KV, CF_SM_META};
 /// Most keys one namespace's key ring holds.
 const MAX_RING_KEYS: usize = 64;
-/// Most keys one prefix delete removes.
-pub const MAX_PREFIX_DELETE: u32 = 10_000;
 
 /// A run of committed entries to apply.
 pub struct ApplyBatch {
     pub entries: Vec<ApplyEntry>,
     /// The log id of the last entry (stored as the applied id).
-    pub last_log_id: pb::LogId,
+    pub last_log_id: ipb::LogId,
     /// The membership to record, if an entry in the batch changed it.
-    pub membership: Option<pb::StoredMembership>,
+    pub membership: Option<ipb::StoredMembership>,
 }
 
 pub struct ApplyEntry {
     pub index: u64,
     /// None for blank and membership entries.
-    pub proposal: Option<pb::Proposal>,
+    pub proposal: Option<ipb::Proposal>,
 }
 
 /// Applies `batch`; answers with each entry's results and the state
@@ -45,7 +44,7 @@ pub(super) fn apply(
     limits: &StateLimits,
     hints: &Mutex<AnswerHints>,
     batch: ApplyBatch,
-) -> Result<(Vec<Option<pb::ProposalResult>>, u64)> {
+) -> Result<(Vec<Option<ipb::ProposalResult>>, u64)> {
     let taken = std::mem::take(&mut *hints.lock().unwrap_or_else(|p| p.into_inner()));
     let mut tx = Tx::new(db, limits, taken)?;
     let mut out = Vec::with_capacity(batch.entries.len());
@@ -59,7 +58,7 @@ pub(super) fn apply(
         for cmd in proposal.commands {
             results.push(tx.apply_command(entry.index, cmd)?);
         }
-        out.push(Some(pb::ProposalResult { results }));
+        out.push(Some(ipb::ProposalResult { results }));
     }
     let clock = tx.clock;
     let kept = tx.commit(&batch.last_log_id, batch.membership.as_ref())?;
@@ -102,21 +101,21 @@ struct Tx<'a> {
     answers: Answers<'a>,
 }
 
-fn ok() -> pb::CommandResult {
-    pb::CommandResult::default()
+fn ok() -> ipb::CommandResult {
+    ipb::CommandResult::default()
 }
 
-fn fail(code: pb::ResultCode, message: impl Into<String>) -> pb::CommandResult {
-    pb::CommandResult {
+fn fail(code: ipb::ResultCode, message: impl Into<String>) -> ipb::CommandResult {
+    ipb::CommandResult {
         code: code as i32,
         message: message.into(),
         ..Default::default()
     }
 }
 
-fn mismatch(label: &str, current: u64, expected: u64) -> pb::CommandResult {
+fn mismatch(label: &str, current: u64, expected: u64) -> ipb::CommandResult {
     let mut res = fail(
-        pb::ResultCode::ResultRevisionMismatch,
+        ipb::ResultCode::ResultRevisionMismatch,
         format!("{label} is at revision {current}, not the expected {expected}"),
     );
     res.current_revision = current;
@@ -124,9 +123,9 @@ fn mismatch(label: &str, current: u64, expected: u64) -> pb::CommandResult {
 }
 
 /// A write below its client's floor: not applied (again).
-fn stale(w: &pb::WriteId, floor: u64) -> pb::CommandResult {
+fn stale(w: &pb::WriteId, floor: u64) -> ipb::CommandResult {
     fail(
-        pb::ResultCode::ResultStaleWrite,
+        ipb::ResultCode::ResultStaleWrite,
         format!(
             "write {} of client {:x} is below the first incomplete write that client reported since ({floor}): \
              it was answered or abandoned before and is not applied again",
@@ -135,9 +134,9 @@ fn stale(w: &pb::WriteId, floor: u64) -> pb::CommandResult {
     )
 }
 
-fn gone(label: &str) -> pb::CommandResult {
+fn gone(label: &str) -> ipb::CommandResult {
     fail(
-        pb::ResultCode::ResultNotFound,
+        ipb::ResultCode::ResultNotFound,
         format!("{label} does not exist (or expired)"),
     )
 }
@@ -157,7 +156,7 @@ impl<'a> Tx<'a> {
         })
     }
 
-    fn apply_command(&mut self, index: u64, cmd: pb::Command) -> Result<pb::CommandResult> {
+    fn apply_command(&mut self, index: u64, cmd: ipb::Command) -> Result<ipb::CommandResult> {
         let write_id = cmd.write_id.filter(|w| w.client_id != 0);
         if let Some(w) = &write_id {
             match self.answers.seen(w)? {
@@ -186,7 +185,7 @@ impl<'a> Tx<'a> {
             Some(Op::Expire(e)) => self.expire(e)?,
             Some(Op::KeyringRotate(r)) => self.keyring_rotate(index, r)?,
             Some(Op::KeyringRetire(r)) => self.keyring_retire(r)?,
-            None => fail(pb::ResultCode::ResultInvalid, "empty command"),
+            None => fail(ipb::ResultCode::ResultInvalid, "empty command"),
         };
         result.revision = index;
         if let Some(w) = write_id {
@@ -195,11 +194,11 @@ impl<'a> Tx<'a> {
         Ok(result)
     }
 
-    fn handle_write(&mut self, index: u64, w: pb::HandleWrite) -> Result<pb::CommandResult> {
+    fn handle_write(&mut self, index: u64, w: ipb::HandleWrite) -> Result<ipb::CommandResult> {
         if w.store.is_empty() || w.id.is_empty() {
-            return Ok(fail(pb::ResultCode::ResultInvalid, "store and id must not be empty"));
+            return Ok(fail(ipb::ResultCode::ResultInvalid, "store and id must not be empty"));
         }
-        let mode = if w.mode == pb::WriteMode::Create as i32 {
+        let mode = if w.mode == ipb::WriteMode::Create as i32 {
             Mode::Create
         } else {
             Mode::Upsert
@@ -217,7 +216,7 @@ impl<'a> Tx<'a> {
                 expected_revision: w.expected_revision,
             },
         )?;
-        if res.code == pb::ResultCode::ResultOk as i32 {
+        if res.code == ipb::ResultCode::ResultOk as i32 {
             res.id = w.id;
         }
         Ok(res)
@@ -225,7 +224,7 @@ impl<'a> Tx<'a> {
 
     /// Checks a write's preconditions against the current entry; None if it
     /// may proceed.
-    fn precondition(&self, live: Option<&Record>, w: &EntryWrite) -> Option<pb::CommandResult> {
+    fn precondition(&self, live: Option<&Record>, w: &EntryWrite) -> Option<ipb::CommandResult> {
         if let Some(expected) = w.expected_revision {
             match live {
                 None => return Some(gone(&w.label)),
@@ -235,14 +234,14 @@ impl<'a> Tx<'a> {
         }
         if w.mode == Mode::Create && live.is_some() {
             return Some(fail(
-                pb::ResultCode::ResultAlreadyExists,
+                ipb::ResultCode::ResultAlreadyExists,
                 format!("{} already exists", w.label),
             ));
         }
         None
     }
 
-    fn write_entry(&mut self, index: u64, w: EntryWrite) -> Result<pb::CommandResult> {
+    fn write_entry(&mut self, index: u64, w: EntryWrite) -> Result<ipb::CommandResult> {
         let old = self.get_record(&w.key)?;
         let live = old.as_ref().filter(|r| is_live(r, self.clock));
         if let Some(failed) = self.precondition(live, &w) {
@@ -252,7 +251,7 @@ impl<'a> Tx<'a> {
     }
 
     /// Writes an entry whose preconditions hold.
-    fn put_checked(&mut self, index: u64, w: EntryWrite, old: Option<Record>) -> pb::CommandResult {
+    fn put_checked(&mut self, index: u64, w: EntryWrite, old: Option<Record>) -> ipb::CommandResult {
         let live = old.as_ref().filter(|r| is_live(r, self.clock));
         let expires_at_ms = match live {
             Some(r) if w.keep_ttl => r.expires_at_ms,
@@ -269,14 +268,19 @@ impl<'a> Tx<'a> {
             json: w.json,
         };
         self.put_record(w.key, rec, old.as_ref());
-        pb::CommandResult {
+        ipb::CommandResult {
             existed,
             expires_at_ms,
             ..ok()
         }
     }
 
-    fn delete_entry(&mut self, key: Vec<u8>, label: &str, expected_revision: Option<u64>) -> Result<pb::CommandResult> {
+    fn delete_entry(
+        &mut self,
+        key: Vec<u8>,
+        label: &str,
+        expected_revision: Option<u64>,
+    ) -> Result<ipb::CommandResult> {
         let Some(old) = self.get_record(&key)? else {
             return Ok(if expected_revision.is_some() { gone(label) } else { ok() });
         };
@@ -291,7 +295,7 @@ impl<'a> Tx<'a> {
         }
         // An expired entry is removed as well, but was not "existing".
         self.delete_record(key, &old);
-        Ok(pb::CommandResult {
+        Ok(ipb::CommandResult {
             existed: live,
             count: live as u64,
             ..ok()
@@ -300,14 +304,14 @@ impl<'a> Tx<'a> {
 
     /// Deletes up to `limit` entries under a prefix, atomically (they are all
     /// in this command's write batch). `count` is how many were live.
-    fn delete_prefix(&mut self, d: pb::StateDeletePrefix) -> Result<pb::CommandResult> {
+    fn delete_prefix(&mut self, d: ipb::StateDeletePrefix) -> Result<ipb::CommandResult> {
         if d.prefix.is_empty() {
             return Ok(fail(
-                pb::ResultCode::ResultInvalid,
+                ipb::ResultCode::ResultInvalid,
                 "a prefix delete needs a non-empty prefix",
             ));
         }
-        let limit = d.limit.clamp(1, MAX_PREFIX_DELETE) as usize;
+        let limit = d.limit.clamp(1, handlestore_proto::limits::MAX_PREFIX_DELETE) as usize;
         let prefix = keys::state_key(&d.namespace, &d.prefix);
         let (entries, more) = self.range(&prefix, limit)?;
         let mut deleted = 0u64;
@@ -315,7 +319,7 @@ impl<'a> Tx<'a> {
             deleted += is_live(&rec, self.clock) as u64;
             self.delete_record(key, &rec);
         }
-        Ok(pb::CommandResult {
+        Ok(ipb::CommandResult {
             count: deleted,
             existed: deleted > 0,
             more,
@@ -325,7 +329,7 @@ impl<'a> Tx<'a> {
 
     /// All or nothing: every precondition is checked before anything is
     /// written. (The api rejects batches that name a key twice.)
-    fn state_batch(&mut self, index: u64, b: pb::StateBatch) -> Result<pb::CommandResult> {
+    fn state_batch(&mut self, index: u64, b: ipb::StateBatch) -> Result<ipb::CommandResult> {
         let writes: Vec<EntryWrite> = b.writes.into_iter().map(state_write).collect();
         let mut olds = Vec::with_capacity(writes.len());
         for w in &writes {
@@ -341,19 +345,19 @@ impl<'a> Tx<'a> {
         for (w, old) in writes.into_iter().zip(olds) {
             self.put_checked(index, w, old);
         }
-        Ok(pb::CommandResult { count: n, ..ok() })
+        Ok(ipb::CommandResult { count: n, ..ok() })
     }
 
     /// The keys of a namespace's ring, as this batch sees them.
-    fn ring(&mut self, ns: &str) -> Result<Vec<(Vec<u8>, pb::KeyRecord)>> {
+    fn ring(&mut self, ns: &str) -> Result<Vec<(Vec<u8>, ipb::KeyRecord)>> {
         let (entries, _) = self.range(&keys::keyring_prefix(ns), MAX_RING_KEYS)?;
         entries
             .into_iter()
-            .map(|(k, rec)| Ok((k, decode::<pb::KeyRecord>(&rec.value, "keyring")?)))
+            .map(|(k, rec)| Ok((k, decode::<ipb::KeyRecord>(&rec.value, "keyring")?)))
             .collect()
     }
 
-    fn put_ring_key(&mut self, index: u64, key: Vec<u8>, k: &pb::KeyRecord, old: Option<&Record>) {
+    fn put_ring_key(&mut self, index: u64, key: Vec<u8>, k: &ipb::KeyRecord, old: Option<&Record>) {
         let rec = Record {
             value: k.encode_to_vec(),
             create_revision: old.map(|r| r.create_revision).unwrap_or(index),
@@ -364,68 +368,68 @@ impl<'a> Tx<'a> {
     }
 
     /// A new primary key; the old primary keeps verifying (state active).
-    fn keyring_rotate(&mut self, index: u64, r: pb::KeyringRotate) -> Result<pb::CommandResult> {
+    fn keyring_rotate(&mut self, index: u64, r: ipb::KeyringRotate) -> Result<ipb::CommandResult> {
         if r.secret.len() < 32 {
-            return Ok(fail(pb::ResultCode::ResultInvalid, "key secrets are 32 bytes"));
+            return Ok(fail(ipb::ResultCode::ResultInvalid, "key secrets are 32 bytes"));
         }
         let ring = self.ring(&r.namespace)?;
         if r.create_only && !ring.is_empty() {
             return Ok(fail(
-                pb::ResultCode::ResultAlreadyExists,
+                ipb::ResultCode::ResultAlreadyExists,
                 format!("namespace {} already has a key ring; use rotate", r.namespace),
             ));
         }
         if ring.len() >= MAX_RING_KEYS {
             return Ok(fail(
-                pb::ResultCode::ResultPrecondition,
+                ipb::ResultCode::ResultPrecondition,
                 format!("the key ring holds {MAX_RING_KEYS} keys; retire old ones first"),
             ));
         }
         for (key, mut k) in ring {
-            if k.state == pb::KeyState::KeyPrimary as i32 {
+            if k.state == ipb::KeyState::KeyPrimary as i32 {
                 let old = self.get_record(&key)?;
-                k.state = pb::KeyState::KeyActive as i32;
+                k.state = ipb::KeyState::KeyActive as i32;
                 self.put_ring_key(index, key, &k, old.as_ref());
             }
         }
         let id = format!("k{index}");
         let mut key = keys::keyring_prefix(&r.namespace);
         key.extend_from_slice(id.as_bytes());
-        let k = pb::KeyRecord {
+        let k = ipb::KeyRecord {
             id: id.clone(),
             secret: r.secret,
             created_ms: self.clock,
-            state: pb::KeyState::KeyPrimary as i32,
+            state: ipb::KeyState::KeyPrimary as i32,
         };
         self.put_ring_key(index, key, &k, None);
-        Ok(pb::CommandResult { id, ..ok() })
+        Ok(ipb::CommandResult { id, ..ok() })
     }
 
-    fn keyring_retire(&mut self, r: pb::KeyringRetire) -> Result<pb::CommandResult> {
+    fn keyring_retire(&mut self, r: ipb::KeyringRetire) -> Result<ipb::CommandResult> {
         let mut key = keys::keyring_prefix(&r.namespace);
         key.extend_from_slice(r.key_id.as_bytes());
         let Some(rec) = self.get_record(&key)? else {
             return Ok(fail(
-                pb::ResultCode::ResultNotFound,
+                ipb::ResultCode::ResultNotFound,
                 format!("no key {} in the ring", r.key_id),
             ));
         };
-        let k: pb::KeyRecord = decode(&rec.value, "keyring")?;
-        if k.state == pb::KeyState::KeyPrimary as i32 {
+        let k: ipb::KeyRecord = decode(&rec.value, "keyring")?;
+        if k.state == ipb::KeyState::KeyPrimary as i32 {
             return Ok(fail(
-                pb::ResultCode::ResultPrecondition,
+                ipb::ResultCode::ResultPrecondition,
                 format!("key {} is the primary; rotate first, then retire it", r.key_id),
             ));
         }
         self.delete_record(key, &rec);
-        Ok(pb::CommandResult {
+        Ok(ipb::CommandResult {
             id: r.key_id,
             existed: true,
             ..ok()
         })
     }
 
-    fn expire(&mut self, e: pb::Expire) -> Result<pb::CommandResult> {
+    fn expire(&mut self, e: ipb::Expire) -> Result<ipb::CommandResult> {
         let mut removed = 0u64;
         for item in e.items {
             let current = self.get_record(&item.key)?;
@@ -449,7 +453,7 @@ impl<'a> Tx<'a> {
             }
         }
         self.answers.age_out(e.dedup_before_ms, self.limits.dedup_max_entries)?;
-        Ok(pb::CommandResult { count: removed, ..ok() })
+        Ok(ipb::CommandResult { count: removed, ..ok() })
     }
 
     // ---- records ----------------------------------------------------------
@@ -535,7 +539,7 @@ impl<'a> Tx<'a> {
     // ---- commit -----------------------------------------------------------
 
     /// Writes the batch; returns the answer hints to keep.
-    fn commit(mut self, last: &pb::LogId, membership: Option<&pb::StoredMembership>) -> Result<AnswerHints> {
+    fn commit(mut self, last: &ipb::LogId, membership: Option<&ipb::StoredMembership>) -> Result<AnswerHints> {
         let meta_cf = db::cf(self.db, CF_SM_META);
         for (scope, delta) in std::mem::take(&mut self.counts) {
             if delta == 0 {
@@ -563,7 +567,7 @@ impl<'a> Tx<'a> {
     }
 }
 
-fn state_write(w: pb::StateWrite) -> EntryWrite {
+fn state_write(w: ipb::StateWrite) -> EntryWrite {
     EntryWrite {
         key: keys::state_key(&w.namespace, &w.key),
         label: format!("key {}", w.key),
@@ -583,32 +587,32 @@ mod tests {
     use crate::state::answers::MAX_CLIENT_ANSWERS;
 
     /// Client `client`'s write `seq` creating handle `id{seq}`.
-    fn write_as(client_id: u64, seq: u64, first_incomplete_seq: u64) -> pb::Command {
-        pb::Command {
+    fn write_as(client_id: u64, seq: u64, first_incomplete_seq: u64) -> ipb::Command {
+        ipb::Command {
             write_id: Some(pb::WriteId {
                 client_id,
                 seq,
                 first_incomplete_seq,
             }),
-            op: Some(Op::HandleWrite(pb::HandleWrite {
+            op: Some(Op::HandleWrite(ipb::HandleWrite {
                 namespace: "ns".into(),
                 store: "s".into(),
                 id: format!("c{client_id}-id{seq}"),
                 value: b"1".to_vec(),
-                mode: pb::WriteMode::Create as i32,
+                mode: ipb::WriteMode::Create as i32,
                 ..Default::default()
             })),
         }
     }
 
-    fn write(seq: u64, first_incomplete_seq: u64) -> pb::Command {
+    fn write(seq: u64, first_incomplete_seq: u64) -> ipb::Command {
         write_as(7, seq, first_incomplete_seq)
     }
 
-    fn expire(dedup_before_ms: u64) -> pb::Command {
-        pb::Command {
+    fn expire(dedup_before_ms: u64) -> ipb::Command {
+        ipb::Command {
             write_id: None,
-            op: Some(Op::Expire(pb::Expire {
+            op: Some(Op::Expire(ipb::Expire {
                 items: Vec::new(),
                 dedup_before_ms,
             })),
@@ -622,13 +626,13 @@ mod tests {
         _dir: tempfile::TempDir,
         db: std::sync::Arc<DB>,
         remembered: Remembered,
-        results: Vec<pb::CommandResult>,
+        results: Vec<ipb::CommandResult>,
     }
 
     /// Applies one command per entry (entry i stamped 1000 + i),
     /// `per_batch` entries per apply call; without `keep_hints` the hints
     /// are dropped before every batch (as after a restart).
-    fn run_with(cmds: &[pb::Command], per_batch: usize, limits: StateLimits, keep_hints: bool) -> Run {
+    fn run_with(cmds: &[ipb::Command], per_batch: usize, limits: StateLimits, keep_hints: bool) -> Run {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = crate::db::open(dir.path(), crate::db::DbMemory::default()).expect("db");
         let hints = Mutex::new(AnswerHints::default());
@@ -644,14 +648,14 @@ mod tests {
                     index += 1;
                     ApplyEntry {
                         index,
-                        proposal: Some(pb::Proposal {
+                        proposal: Some(ipb::Proposal {
                             stamp_ms: 1_000 + index,
                             commands: vec![c.clone()],
                         }),
                     }
                 })
                 .collect();
-            let last_log_id = pb::LogId { leader_id: None, index };
+            let last_log_id = ipb::LogId { leader_id: None, index };
             let out = apply(
                 &db,
                 &limits,
@@ -669,7 +673,7 @@ mod tests {
             .iterator_cf(crate::db::cf(&db, CF_ANSWERS), IteratorMode::Start)
             .map(|item| {
                 let (k, v) = item.expect("read");
-                let rec: pb::ClientAnswers = decode(&v, "answers").expect("decodes");
+                let rec: ipb::ClientAnswers = decode(&v, "answers").expect("decodes");
                 let client = u64::from_be_bytes(k.as_ref().try_into().expect("8-byte key"));
                 (client, rec.floor, rec.answers.iter().map(|a| a.seq).collect())
             })
@@ -694,14 +698,14 @@ mod tests {
         }
     }
 
-    fn run(cmds: &[pb::Command], per_batch: usize) -> Run {
+    fn run(cmds: &[ipb::Command], per_batch: usize) -> Run {
         run_with(cmds, per_batch, StateLimits::default(), true)
     }
 
     /// Runs `cmds` at each of `batchings` entries per apply call, keeping
     /// and dropping the hints; asserts every run remembered the same answers
     /// and answered alike, and returns what was remembered.
-    fn remembered_alike(cmds: &[pb::Command], batchings: [usize; 4], limits: StateLimits) -> Remembered {
+    fn remembered_alike(cmds: &[ipb::Command], batchings: [usize; 4], limits: StateLimits) -> Remembered {
         let mut runs = Vec::new();
         for per_batch in batchings {
             for keep_hints in [true, false] {
@@ -741,7 +745,7 @@ mod tests {
         for per_batch in [1, 4] {
             let r = run(&cmds, per_batch);
             assert_eq!(r.results[3], r.results[1], "per_batch {per_batch}");
-            assert_eq!(r.results[3].code, pb::ResultCode::ResultOk as i32);
+            assert_eq!(r.results[3].code, ipb::ResultCode::ResultOk as i32);
             assert_eq!(r.results[3].revision, 2, "the revision of the first application");
         }
     }
@@ -761,7 +765,7 @@ mod tests {
             let r = run(&cmds, per_batch);
             assert_eq!(
                 r.results[10].code,
-                pb::ResultCode::ResultStaleWrite as i32,
+                ipb::ResultCode::ResultStaleWrite as i32,
                 "{per_batch}"
             );
             assert!(
@@ -797,7 +801,7 @@ mod tests {
         assert_eq!(kept, vec![(7, 33, (33..=41).collect()), (9, 1, (1..=10).collect())]);
         let r = run_with(&cmds, 7, limits, true);
         assert_eq!(r.results[60], r.results[57], "the retry got write 29's answer");
-        assert_eq!(r.results[61].code, pb::ResultCode::ResultStaleWrite as i32);
+        assert_eq!(r.results[61].code, ipb::ResultCode::ResultStaleWrite as i32);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! it) is a contiguous, prefix-scannable range:
 //! `b'h' | len(ns) | ns | len(store) | store | id` for handles.
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
 
 /// Tag of handle keys.
 pub const TAG_HANDLE: u8 = b'h';
@@ -125,8 +125,8 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 /// The data keys a command writes new versions of: the proposer keeps two
 /// commands that write one key out of one log entry, so a revision always
 /// names a single version. (Deletions create no version and need no slot.)
-pub fn conflict_keys(cmd: &pb::Command) -> Vec<Vec<u8>> {
-    use pb::command::Op;
+pub fn conflict_keys(cmd: &ipb::Command) -> Vec<Vec<u8>> {
+    use ipb::command::Op;
     match &cmd.op {
         Some(Op::HandleWrite(w)) => vec![handle_key(&w.namespace, &w.store, &w.id)],
         Some(Op::HandleDelete(d)) => vec![handle_key(&d.namespace, &d.store, &d.id)],

@@ -13,14 +13,14 @@ pub mod snapshot;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
 use prost::Message;
 use rocksdb::{DB, IteratorMode, ReadOptions};
 use tokio::sync::watch;
 
 use crate::db::{self, CF_EXPIRY, CF_KV, CF_SM_META};
 
-pub use apply::{ApplyBatch, ApplyEntry, MAX_PREFIX_DELETE};
+pub use apply::{ApplyBatch, ApplyEntry};
 
 /// Meta keys in `CF_SM_META`.
 pub(crate) mod meta {
@@ -72,7 +72,7 @@ impl Default for StateLimits {
 }
 
 /// A handle as stored, with its revisions.
-pub type Record = pb::Record;
+pub type Record = ipb::Record;
 
 /// The time a read judges expiry at (unix ms), or why this node may not
 /// judge it: then a read that meets an entry with a TTL fails with
@@ -114,7 +114,7 @@ pub struct StateStore {
 
 impl StateStore {
     pub fn open(db: Arc<DB>, limits: StateLimits) -> Result<Arc<Self>> {
-        let applied = read_meta::<pb::LogId>(&db, meta::APPLIED)?
+        let applied = read_meta::<ipb::LogId>(&db, meta::APPLIED)?
             .map(|l| l.index)
             .unwrap_or(0);
         let (applied_tx, _) = watch::channel(applied);
@@ -170,7 +170,7 @@ impl StateStore {
     }
 
     /// The last applied log id and membership, as persisted.
-    pub fn applied_state(&self) -> Result<(Option<pb::LogId>, Option<pb::StoredMembership>)> {
+    pub fn applied_state(&self) -> Result<(Option<ipb::LogId>, Option<ipb::StoredMembership>)> {
         Ok((
             read_meta(&self.db, meta::APPLIED)?,
             read_meta(&self.db, meta::MEMBERSHIP)?,
@@ -261,7 +261,7 @@ impl StateStore {
     }
 
     /// A namespace's key ring, oldest key first.
-    pub fn keyring(&self, ns: &str) -> Result<Vec<pb::KeyRecord>> {
+    pub fn keyring(&self, ns: &str) -> Result<Vec<ipb::KeyRecord>> {
         let prefix = keys::keyring_prefix(ns);
         let mut opts = ReadOptions::default();
         if let Some(end) = keys::prefix_end(&prefix) {
@@ -276,7 +276,7 @@ impl StateStore {
         for item in iter {
             let (_, v) = item?;
             let rec = decode::<Record>(&v, "kv")?;
-            out.push(decode::<pb::KeyRecord>(&rec.value, "keyring")?);
+            out.push(decode::<ipb::KeyRecord>(&rec.value, "keyring")?);
         }
         out.sort_by(|a, b| (a.created_ms, a.id.len(), &a.id).cmp(&(b.created_ms, b.id.len(), &b.id)));
         Ok(out)
@@ -311,7 +311,7 @@ impl StateStore {
 
     /// Entries whose expiry has passed at `now_ms`, oldest first, at most
     /// `limit`: the input of one sweep command.
-    pub fn due_expiries(&self, now_ms: u64, limit: usize) -> Result<Vec<pb::ExpireItem>> {
+    pub fn due_expiries(&self, now_ms: u64, limit: usize) -> Result<Vec<ipb::ExpireItem>> {
         let mut opts = ReadOptions::default();
         opts.set_iterate_upper_bound(keys::expiry_key(now_ms.saturating_add(1), &[]));
         let iter = self
@@ -321,7 +321,7 @@ impl StateStore {
         for item in iter.take(limit) {
             let (k, _) = item?;
             if let Some((ts, key)) = keys::split_expiry_key(&k) {
-                out.push(pb::ExpireItem {
+                out.push(ipb::ExpireItem {
                     key: key.to_vec(),
                     expires_at_ms: ts,
                 });
@@ -331,7 +331,7 @@ impl StateStore {
     }
 
     /// Applies committed entries (blocking: call from a blocking thread).
-    pub fn apply(&self, batch: ApplyBatch) -> Result<Vec<Option<pb::ProposalResult>>> {
+    pub fn apply(&self, batch: ApplyBatch) -> Result<Vec<Option<ipb::ProposalResult>>> {
         let last = batch.last_log_id.index;
         let (out, clock) = apply::apply(&self.db, &self.limits, &self.apply_hints, batch)?;
         self.applied_clock.fetch_max(clock, Ordering::AcqRel);

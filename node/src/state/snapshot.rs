@@ -11,7 +11,7 @@ use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::internal::v1 as ipb;
 use prost::Message;
 use rocksdb::{DB, IteratorMode, WriteBatch};
 
@@ -71,7 +71,7 @@ impl SnapshotDir {
     }
 
     /// The metadata of the current snapshot, if there is one.
-    pub fn current_meta(&self) -> Result<Option<pb::SnapshotMeta>> {
+    pub fn current_meta(&self) -> Result<Option<ipb::SnapshotMeta>> {
         let path = self.current_path();
         if !path.exists() {
             return Ok(None);
@@ -81,15 +81,15 @@ impl SnapshotDir {
     }
 
     /// Builds a snapshot of `state` and makes it current. Returns its meta.
-    pub fn build(&self, state: &StateStore) -> Result<pb::SnapshotMeta> {
+    pub fn build(&self, state: &StateStore) -> Result<ipb::SnapshotMeta> {
         let db = state.db();
         let snap = db.snapshot();
         let meta_cf = db::cf(db, CF_SM_META);
-        let last_log_id: Option<pb::LogId> = snap
+        let last_log_id: Option<ipb::LogId> = snap
             .get_cf(meta_cf, meta::APPLIED)?
             .map(|raw| decode(&raw, "sm_meta"))
             .transpose()?;
-        let last_membership: Option<pb::StoredMembership> = snap
+        let last_membership: Option<ipb::StoredMembership> = snap
             .get_cf(meta_cf, meta::MEMBERSHIP)?
             .map(|raw| decode(&raw, "sm_meta"))
             .transpose()?;
@@ -97,7 +97,7 @@ impl SnapshotDir {
             .as_ref()
             .map(|l| (l.leader_id.as_ref().map(|x| x.term).unwrap_or(0), l.index))
             .unwrap_or((0, 0));
-        let meta = pb::SnapshotMeta {
+        let meta = ipb::SnapshotMeta {
             last_log_id,
             last_membership,
             snapshot_id: format!("{term}-{index}-{}", crate::clock::wall_ms()),
@@ -136,10 +136,10 @@ impl SnapshotDir {
 
     /// Atomically makes `path` the current snapshot, unless the current one
     /// is already newer.
-    pub fn make_current(&self, path: &Path, meta: &pb::SnapshotMeta) -> Result<()> {
+    pub fn make_current(&self, path: &Path, meta: &ipb::SnapshotMeta) -> Result<()> {
         let _guard = self.replace.lock().unwrap_or_else(|p| p.into_inner());
         let newer_exists = self.current_meta()?.is_some_and(|cur| {
-            let idx = |m: &pb::SnapshotMeta| m.last_log_id.as_ref().map(|l| l.index);
+            let idx = |m: &ipb::SnapshotMeta| m.last_log_id.as_ref().map(|l| l.index);
             idx(&cur) > idx(meta)
         });
         if newer_exists {
@@ -176,7 +176,7 @@ impl SnapshotDir {
     }
 }
 
-fn write_header(w: &mut impl Write, meta: &pb::SnapshotMeta) -> std::io::Result<()> {
+fn write_header(w: &mut impl Write, meta: &ipb::SnapshotMeta) -> std::io::Result<()> {
     w.write_all(MAGIC)?;
     write_field(w, &meta.encode_to_vec())
 }
@@ -191,7 +191,7 @@ fn bad(msg: impl Into<String>) -> StateError {
 }
 
 /// Reads and checks the header of a snapshot file.
-pub fn read_header(r: &mut impl Read) -> Result<pb::SnapshotMeta> {
+pub fn read_header(r: &mut impl Read) -> Result<ipb::SnapshotMeta> {
     let mut magic = [0u8; 8];
     r.read_exact(&mut magic).map_err(|_| bad("file too short"))?;
     if &magic == LEGACY_MAGIC {
@@ -221,7 +221,7 @@ fn read_field(r: &mut impl Read) -> Result<Vec<u8>> {
 /// Reads every record of a snapshot file, calling `f(cf_index, key, value)`.
 /// Fails on any malformation, including a missing end marker or a wrong
 /// record count.
-fn for_each_record(path: &Path, mut f: impl FnMut(usize, Vec<u8>, Vec<u8>) -> Result<()>) -> Result<pb::SnapshotMeta> {
+fn for_each_record(path: &Path, mut f: impl FnMut(usize, Vec<u8>, Vec<u8>) -> Result<()>) -> Result<ipb::SnapshotMeta> {
     let mut r = BufReader::with_capacity(1 << 20, File::open(path)?);
     let meta = read_header(&mut r)?;
     let mut records = 0u64;
@@ -248,14 +248,14 @@ fn for_each_record(path: &Path, mut f: impl FnMut(usize, Vec<u8>, Vec<u8>) -> Re
 }
 
 /// Checks that a snapshot file is complete and well-formed.
-pub fn verify(path: &Path) -> Result<pb::SnapshotMeta> {
+pub fn verify(path: &Path) -> Result<ipb::SnapshotMeta> {
     for_each_record(path, |_, _, _| Ok(()))
 }
 
 /// Replaces the state machine's contents with the snapshot at `path`
 /// (which must already be the current snapshot file, so that a crash in the
 /// middle is finished on the next start; see [`resume_install`]).
-pub fn install(state: &StateStore, path: &Path) -> Result<pb::SnapshotMeta> {
+pub fn install(state: &StateStore, path: &Path) -> Result<ipb::SnapshotMeta> {
     let db = state.db();
     let meta = verify(path)?;
     let meta_cf = db::cf(db, CF_SM_META);

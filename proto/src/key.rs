@@ -1,8 +1,9 @@
 //! State-tool keys: `/`-separated paths such as `checkpoints/agent-7/latest`.
-//! One definition, used by the client (before sending) and the node.
+//! One definition, used by the client (before sending) and the node; and the
+//! page tokens of listings.
 
 /// Default longest key, in bytes.
-pub const MAX_KEY_LEN: usize = 1024;
+pub const MAX_KEY_LEN: usize = crate::limits::MAX_KEY_BYTES;
 
 /// Checks a key: non-empty, at most `max_len` bytes, no control characters,
 /// no empty segment (no leading, trailing or doubled `/`).

@@ -5,7 +5,7 @@
 /// Length of the random part.
 pub const ID_LEN: usize = 26;
 /// Longest accepted prefix.
-pub const MAX_PREFIX_LEN: usize = 64;
+pub const MAX_PREFIX_LEN: usize = crate::limits::MAX_NAME_LEN;
 
 /// Draws a new id.
 pub fn new_handle_id(prefix: &str) -> String {

@@ -1,0 +1,6 @@
+//! gRPC metadata keys.
+
+/// The leader's client address ("host:port"): on UNAVAILABLE answers, and
+/// on the answer to a write a follower forwarded to the leader, so a client
+/// sends its next call there.
+pub const LEADER_HEADER: &str = "x-handlestore-leader";
