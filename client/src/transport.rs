@@ -5,10 +5,10 @@
 //! request's body from a task of its own once the connection has opened the
 //! stream: on a multi-threaded runtime each hand-off can wake another
 //! thread, and the body left a scheduler turn after its headers, so the node
-//! woke twice for one request (docs/performance.md, "One mint, step by
-//! step"). Here the calling task queues the headers and the body itself and
-//! the connection's task writes both in one system call; the answer wakes
-//! the calling task directly.
+//! woke twice for one request (docs/dev/performance-notes.md, "One mint,
+//! step by step"). Here the calling task queues the headers and the body
+//! itself and the connection's task writes both in one system call; the
+//! answer wakes the calling task directly.
 //!
 //! One connection per node, dialed on first use and again after it fails;
 //! a ping every [`KEEPALIVE_INTERVAL`] that goes unanswered for

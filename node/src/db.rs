@@ -84,7 +84,7 @@ pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, rocksdb::Error> {
     // once per flush and every reused file is about a full flush's length.
     // Where nothing is free to reuse (the first flushes of a new node, or
     // flushes falling behind), a WAL grows as before. See
-    // docs/performance-notes.md, "Syncs that overwrite".
+    // docs/dev/performance-notes.md, "Syncs that overwrite".
     opts.set_recycle_log_file_num(2);
     opts.set_atomic_flush(true);
     let cache = rocksdb::Cache::new_lru_cache(memory.block_cache_bytes);

@@ -201,8 +201,9 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
             // fewer, larger entries cost less CPU per write; on two shared
             // cores that is also more writes per second. Measured against
             // two in flight (CPU per write, alternated runs): lower at 16
-            // and 64 clients, even at 256 (see docs/performance-notes.md). Before
-            // answers were kept per client, one and two were even.
+            // and 64 clients, even at 256 (see docs/dev/performance-notes.md,
+            // "Less CPU per write"). Before answers were kept per client, one
+            // and two were even.
             max_in_flight: 1,
         },
     );

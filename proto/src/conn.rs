@@ -7,7 +7,8 @@
 //! `writev` of its own, however many were ready. On a connection that
 //! reports no vectored writes, `h2` copies payloads under 1 KiB into its
 //! write buffer instead, so messages that are ready together leave in one
-//! system call (measured in docs/performance.md, "Fewer socket writes").
+//! system call (measured in docs/dev/performance-notes.md, "Fewer socket
+//! writes").
 //! Larger payloads take two `write` calls instead of one `writev`.
 //!
 //! The node's server accepts its connections as [`Conn`], and the client

@@ -96,7 +96,7 @@ pub enum Scheduler {
 /// The scheduler for `--worker-threads requested` on a machine with `cores`
 /// cores. On 2 cores, work stealing between two threads cost more than it
 /// gave: one event loop took 10-30% less CPU per request and served as many
-/// or more (docs/performance-notes.md, "One event loop per node").
+/// or more (docs/dev/performance-notes.md, "One event loop per node").
 pub fn scheduler(requested: u16, cores: usize) -> Scheduler {
     match (requested, cores) {
         (1, _) => Scheduler::EventLoop,

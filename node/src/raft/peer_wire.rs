@@ -7,7 +7,7 @@
 //! answer one write, one at a time per connection, which is all openraft
 //! needs: a replication stream sends one AppendEntries at a time. Measured
 //! at one client: 29% less server CPU per mint and 22% less latency, 48%
-//! and 36% for a linearizable get (docs/performance-notes.md, "The Raft wire").
+//! and 36% for a linearizable get (docs/dev/performance-notes.md, "The Raft wire").
 //!
 //! A connection opens with [`MAGIC`] from the leader, echoed by the
 //! follower; the node's listener peeks at the first bytes of every

@@ -348,7 +348,7 @@ const TAKE_IN_TURNS: usize = 4;
 /// (`--worker-threads`), the apply and the answers of that entry run before
 /// the loop looks at its sockets again, so without this the next entry
 /// leaves with only the writes already queued, and the rest wait a whole
-/// round (measured: docs/performance-notes.md, "Requests that arrived join the
+/// round (measured: docs/dev/performance-notes.md, "Requests that arrived join the
 /// next entry"). Each turn lets the runtime poll for I/O and run what became
 /// ready. Only after a wait: a lone writer's entry leaves at once.
 async fn take_in_arrived_requests() {

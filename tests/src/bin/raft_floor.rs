@@ -21,7 +21,7 @@
 //! first: the yardstick of the single-client target (docs/performance.md).
 //!
 //! Prints p50/p90/p99 in µs and writes them to `--out`/results.json. What
-//! these numbers say, against a single client's mint: docs/performance-notes.md,
+//! these numbers say, against a single client's mint: docs/dev/performance-notes.md,
 //! "openraft's own floor, and where a single client's mint goes".
 
 use std::collections::BTreeMap;
