@@ -1,4 +1,4 @@
-//! handlestore node: a Raft-replicated store (openraft + RocksDB) for the
+//! handlestore node: a Raft-replicated store (Raft + RocksDB) for the
 //! state stateless MCP servers need, served over gRPC.
 //!
 //! Data flows one way: `api` -> `raft` (writes) / `state` (reads);
@@ -11,6 +11,7 @@ pub mod clock;
 pub mod config;
 pub mod db;
 pub mod health;
+pub mod memory;
 pub mod node;
 pub mod raft;
 pub mod state;

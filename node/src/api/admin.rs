@@ -3,18 +3,16 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use handlestore_proto::internal::v1 as ipb;
-use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
-use openraft::{BasicNode, ServerState};
 use tonic::{Request, Response, Status};
 
 use super::Api;
 use crate::clock::ClockReport;
-use crate::raft::proposer::{ProposeError, raft_error};
-use crate::raft::{NodeId, Raft};
+use crate::raft::NodeId;
+use crate::raft::admin::RaftAdmin;
+use crate::raft::error::ProposeError;
 use crate::status;
 
 /// Reads where the node's memory is (the node assembles it from the
@@ -23,6 +21,7 @@ pub type MemoryProbe = Arc<dyn Fn() -> pb::Memory + Send + Sync>;
 
 pub struct AdminService {
     api: Arc<Api>,
+    raft: RaftAdmin,
     id: NodeId,
     addr: String,
     log_syncs: Arc<AtomicU64>,
@@ -30,9 +29,17 @@ pub struct AdminService {
 }
 
 impl AdminService {
-    pub fn new(api: Arc<Api>, id: NodeId, addr: String, log_syncs: Arc<AtomicU64>, memory: MemoryProbe) -> Self {
+    pub fn new(
+        api: Arc<Api>,
+        raft: RaftAdmin,
+        id: NodeId,
+        addr: String,
+        log_syncs: Arc<AtomicU64>,
+        memory: MemoryProbe,
+    ) -> Self {
         Self {
             api,
+            raft,
             id,
             addr,
             log_syncs,
@@ -40,34 +47,15 @@ impl AdminService {
         }
     }
 
-    fn raft(&self) -> &Raft {
-        self.api.proposer.raft()
-    }
-
     /// Membership changes must run on the leader; elsewhere answer with the
     /// leader's address so the caller can go there.
     fn require_leader(&self) -> Result<(), Status> {
         let view = self.api.proposer.leader_view();
-        if view.state == ServerState::Leader {
+        if view.is_leader() {
             Ok(())
         } else {
             Err(ProposeError::NotLeader(view.leader).to_status())
         }
-    }
-
-    fn members(&self) -> Vec<pb::Member> {
-        let metrics = self.raft().metrics();
-        let m = metrics.borrow();
-        let membership = m.membership_config.membership();
-        let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
-        membership
-            .nodes()
-            .map(|(id, node)| pb::Member {
-                id: *id,
-                addr: node.addr.clone(),
-                voter: voters.contains(id),
-            })
-            .collect()
     }
 }
 
@@ -130,50 +118,30 @@ fn clock_status(r: &ClockReport) -> pb::ClockStatus {
     }
 }
 
-fn state_name(s: ServerState) -> &'static str {
-    match s {
-        ServerState::Leader => "leader",
-        ServerState::Follower => "follower",
-        ServerState::Candidate => "candidate",
-        ServerState::Learner => "learner",
-        ServerState::Shutdown => "shutdown",
-    }
-}
-
 #[tonic::async_trait]
 impl pb::admin_server::Admin for AdminService {
     async fn status(&self, _request: Request<pb::StatusRequest>) -> Result<Response<pb::StatusResponse>, Status> {
         let view = self.api.proposer.leader_view();
-        let members = self.members();
-        let metrics = self.raft().metrics();
-        let memory = (self.memory)();
-        let resp = {
-            let m = metrics.borrow();
-            pb::StatusResponse {
-                node_id: self.id,
-                addr: self.addr.clone(),
-                state: state_name(m.state).into(),
-                leader_id: view.leader.as_ref().map(|l| l.id).unwrap_or(0),
-                leader_addr: view.leader.as_ref().map(|l| l.addr.clone()).unwrap_or_default(),
-                term: m.current_term,
-                last_log_index: m.last_log_index.unwrap_or(0),
-                applied_index: m.last_applied.map(|l| l.index).unwrap_or(0),
-                snapshot_index: m.snapshot.map(|l| l.index).unwrap_or(0),
-                purged_index: m.purged.map(|l| l.index).unwrap_or(0),
-                members,
-                millis_since_quorum_ack: if m.state == ServerState::Leader {
-                    m.millis_since_quorum_ack
-                } else {
-                    None
-                },
-                version: env!("CARGO_PKG_VERSION").into(),
-                log_syncs: self.log_syncs.load(Ordering::Relaxed),
-                memory: Some(memory),
-                forwarded_writes: self.api.proposer.forwarded_writes(),
-                clock: Some(clock_status(&self.api.proposer.clock().report())),
-            }
-        };
-        Ok(Response::new(resp))
+        let r = self.raft.status();
+        Ok(Response::new(pb::StatusResponse {
+            node_id: self.id,
+            addr: self.addr.clone(),
+            state: r.state.into(),
+            leader_id: view.leader.as_ref().map(|l| l.id).unwrap_or(0),
+            leader_addr: view.leader.as_ref().map(|l| l.addr.clone()).unwrap_or_default(),
+            term: r.term,
+            last_log_index: r.last_log_index,
+            applied_index: r.applied_index,
+            snapshot_index: r.snapshot_index,
+            purged_index: r.purged_index,
+            members: self.raft.members(),
+            millis_since_quorum_ack: r.millis_since_quorum_ack,
+            version: env!("CARGO_PKG_VERSION").into(),
+            log_syncs: self.log_syncs.load(Ordering::Relaxed),
+            memory: Some((self.memory)()),
+            forwarded_writes: self.api.proposer.forwarded_writes(),
+            clock: Some(clock_status(&self.api.proposer.clock().report())),
+        }))
     }
 
     async fn add_learner(
@@ -186,15 +154,15 @@ impl pb::admin_server::Admin for AdminService {
         }
         crate::config::parse_initial_cluster(&format!("{}={}", r.id, r.addr)).map_err(status::invalid)?;
         self.require_leader()?;
-        let resp = self
-            .raft()
-            .add_learner(r.id, BasicNode::new(&r.addr), r.blocking)
+        let log_index = self
+            .raft
+            .add_learner(r.id, &r.addr, r.blocking)
             .await
-            .map_err(|e| raft_error(e).to_status())?;
+            .map_err(|e| e.to_status())?;
         tracing::info!(node = r.id, addr = %r.addr, "added learner");
         Ok(Response::new(pb::MembershipResponse {
-            members: self.members(),
-            log_index: resp.log_id.index,
+            members: self.raft.members(),
+            log_index,
         }))
     }
 
@@ -206,7 +174,7 @@ impl pb::admin_server::Admin for AdminService {
         if r.voters.is_empty() {
             return Err(status::invalid("a cluster needs at least one voter"));
         }
-        let known: BTreeSet<NodeId> = self.members().iter().map(|m| m.id).collect();
+        let known: BTreeSet<NodeId> = self.raft.members().iter().map(|m| m.id).collect();
         if let Some(unknown) = r.voters.iter().find(|v| !known.contains(v)) {
             return Err(status::invalid(format!(
                 "node {unknown} is not a member; add it as a learner first"
@@ -214,15 +182,15 @@ impl pb::admin_server::Admin for AdminService {
         }
         self.require_leader()?;
         let voters: BTreeSet<NodeId> = r.voters.into_iter().collect();
-        let resp = self
-            .raft()
+        let log_index = self
+            .raft
             .change_membership(voters.clone(), r.retain)
             .await
-            .map_err(|e| raft_error(e).to_status())?;
+            .map_err(|e| e.to_status())?;
         tracing::info!(?voters, "changed membership");
         Ok(Response::new(pb::MembershipResponse {
-            members: self.members(),
-            log_index: resp.log_id.index,
+            members: self.raft.members(),
+            log_index,
         }))
     }
 
@@ -276,29 +244,7 @@ impl pb::admin_server::Admin for AdminService {
     }
 
     async fn snapshot(&self, _request: Request<pb::SnapshotRequest>) -> Result<Response<pb::SnapshotResponse>, Status> {
-        let raft = self.raft();
-        let applied = self.api.state.applied_index();
-        raft.trigger()
-            .snapshot()
-            .await
-            .map_err(|e| status::unavailable(reason::SHUTDOWN, e.to_string(), None))?;
-        let m = raft
-            .wait(Some(Duration::from_secs(60)))
-            .metrics(|m| m.snapshot.is_some_and(|s| s.index >= applied), "snapshot built")
-            .await
-            .map_err(|e| status::unavailable(reason::TIMEOUT, format!("snapshot not built: {e}"), None))?;
-        let snapshot_index = m.snapshot.map(|s| s.index).unwrap_or(0);
-        raft.trigger()
-            .purge_log(snapshot_index)
-            .await
-            .map_err(|e| status::unavailable(reason::SHUTDOWN, e.to_string(), None))?;
-        // Openraft delays a purge while a replication stream still reads
-        // those entries; report how far it got rather than fail.
-        let _ = raft
-            .wait(Some(Duration::from_secs(10)))
-            .metrics(|m| m.purged.is_some_and(|p| p.index >= snapshot_index), "log purged")
-            .await;
-        let purged_index = raft.metrics().borrow().purged.map(|p| p.index).unwrap_or(0);
+        let (snapshot_index, purged_index) = self.raft.snapshot(self.api.state.applied_index()).await?;
         Ok(Response::new(pb::SnapshotResponse {
             snapshot_index,
             purged_index,

@@ -1,9 +1,10 @@
 //! The read gate: before a read is served from local state, make sure this
 //! node has applied enough for the consistency the caller asked for.
 //!
-//! - Linearizable: ask the leader for a read index (the leader confirms it is
-//!   still leader with a quorum round, so a deposed or paused leader cannot
-//!   answer), then wait until this node has applied it.
+//! - Linearizable: ask the leader for a read index through the proposer,
+//!   as writes go (the leader confirms it is still leader with a quorum
+//!   round, so a deposed or paused leader cannot answer), then wait until
+//!   this node has applied it.
 //! - AtLeast(revision): wait until this node has applied `revision`.
 //! - Stale: serve what is applied now.
 //!
@@ -20,15 +21,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
-use openraft::ServerState;
 use tonic::Status;
 
-use crate::raft::network::Peers;
-use crate::raft::proposer::{ProposeError, Proposer};
-use crate::raft::read_index::ReadPoint;
+use crate::raft::proposer::Proposer;
 use crate::state::{ExpiryTime, StateStore};
 use crate::status;
 
@@ -43,9 +40,8 @@ pub struct ReadAt {
 pub struct ReadGate {
     pub proposer: Arc<Proposer>,
     pub state: Arc<StateStore>,
-    pub raft_peers: Arc<Peers>,
+    /// Longest a read waits for this node to apply what it must.
     pub timeout: Duration,
-    pub quorum_silence: Duration,
 }
 
 impl ReadGate {
@@ -62,7 +58,7 @@ impl ReadGate {
             }
             Ok(pb::Consistency::AtLeast) => (self.wait_applied(opts.min_revision).await?, 0),
             Ok(pb::Consistency::Linearizable) => {
-                let point = self.read_index().await?;
+                let point = self.proposer.read_point().await.map_err(|e| e.to_status())?;
                 (self.wait_applied(point.index).await?, point.time_ms)
             }
             Err(_) => return Err(status::invalid(format!("unknown consistency {}", opts.consistency))),
@@ -72,50 +68,6 @@ impl ReadGate {
             Err(e) => ExpiryTime::Unknown(e.to_string().into()),
         };
         Ok(ReadAt { revision, time })
-    }
-
-    async fn read_index(&self) -> Result<ReadPoint, Status> {
-        let view = self.proposer.leader_view();
-        if view.state == ServerState::Leader {
-            if let Some(ms) = view.millis_since_quorum_ack
-                && ms > self.quorum_silence.as_millis() as u64
-            {
-                return Err(ProposeError::NoQuorum(format!(
-                    "no quorum: the leader has not heard from a majority for {ms} ms; cannot serve a linearizable read"
-                ))
-                .to_status());
-            }
-            return tokio::time::timeout(self.timeout, self.proposer.read_index())
-                .await
-                .map_err(|_| self.timed_out("confirming leadership"))?
-                .map_err(|e| e.to_status());
-        }
-        let Some(leader) = view.leader.filter(|l| !l.addr.is_empty()) else {
-            return Err(ProposeError::NotLeader(None).to_status());
-        };
-        let mut client = self
-            .raft_peers
-            .raft_client(&leader.addr)
-            .map_err(|e| status::unavailable(reason::LEADER_UNREACHABLE, e.to_string(), Some(&leader)))?;
-        let mut req = tonic::Request::new(ipb::ReadIndexRequest {});
-        req.set_timeout(self.timeout);
-        match client.read_index(req).await {
-            Ok(r) => Ok(ReadPoint {
-                index: r.get_ref().index,
-                time_ms: r.get_ref().leader_time_ms,
-            }),
-            Err(s) if !s.details().is_empty() => Err(s),
-            Err(s) => Err(status::unavailable(
-                reason::LEADER_UNREACHABLE,
-                format!(
-                    "could not get a read index from the leader (node {} at {}): {}",
-                    leader.id,
-                    leader.addr,
-                    s.message()
-                ),
-                Some(&leader),
-            )),
-        }
     }
 
     async fn wait_applied(&self, index: u64) -> Result<u64, Status> {
@@ -135,13 +87,5 @@ impl ReadGate {
             })?
             .map_err(|_| status::unavailable(reason::SHUTDOWN, "node is shutting down", None))?;
         Ok(*applied)
-    }
-
-    fn timed_out(&self, what: &str) -> Status {
-        status::unavailable(
-            reason::TIMEOUT,
-            format!("{what} took longer than {:?} (no quorum?)", self.timeout),
-            None,
-        )
     }
 }

@@ -147,8 +147,10 @@ fn init_tracing(default: &str) {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let server = matches!(cli.command, Command::Node(_) | Command::Dev(_) | Command::Mcp { .. });
-    // openraft's own info lines are internal detail; ours say what matters.
-    init_tracing(if server { "info,openraft=warn" } else { "warn" });
+    // The Raft library's own info lines are internal detail; ours say what
+    // matters.
+    let node_logs = format!("info,{}", crate::raft::LIBRARY_LOG_FILTER);
+    init_tracing(if server { &node_logs } else { "warn" });
     // A node's runtime is its own choice (--worker-threads); the other
     // commands take tokio's default.
     let built = match &cli.command {

@@ -7,10 +7,14 @@
 // is fixed by its traits; boxing them here would only add conversions.
 #![allow(clippy::result_large_err)]
 
+pub mod admin;
+pub mod batch;
+pub mod boot;
 pub mod clock_probe;
 pub mod codec;
 pub mod commit_notice;
 pub mod durability;
+pub mod error;
 pub mod log_store;
 pub mod network;
 pub mod payload;
@@ -24,6 +28,10 @@ pub mod sweeper;
 use std::time::{Duration, Instant};
 
 use handlestore_proto::internal::v1 as ipb;
+
+/// Log filter directive for the Raft library's own lines: its info lines
+/// are internal detail.
+pub const LIBRARY_LOG_FILTER: &str = "openraft=warn";
 
 /// A storage step slower than this is logged as a warning: the first place
 /// to look when write latency spikes (etcd warns at the same 100 ms for an

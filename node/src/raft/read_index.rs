@@ -1,4 +1,5 @@
-//! Read index on the leader, one quorum round for many reads.
+//! Read index on the leader, one quorum round for many reads; and a
+//! follower's request for one.
 //!
 //! A linearizable read needs the leader to confirm, after the read arrived,
 //! that it is still leader (a heartbeat round answered by a quorum), and the
@@ -18,17 +19,19 @@
 //! whichever node serves it (`api::read`). A leader whose clock is not
 //! trusted (`crate::clock`) answers no round.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use handlestore_proto::internal::v1 as ipb;
+use handlestore_proto::reason;
 use tokio::sync::{mpsc, oneshot};
 
-use handlestore_proto::reason;
-
 use super::Raft;
-use super::proposer::{ProposeError, raft_error};
+use super::error::{ProposeError, raft_error};
+use super::network::Peers;
 use crate::clock::Clock;
-use crate::status;
+use crate::status::{self, LeaderHint};
 
 /// Where a linearizable read stands: the index to wait for, and the
 /// leader's clock (unix ms) once leadership was confirmed.
@@ -38,7 +41,8 @@ pub struct ReadPoint {
     pub time_ms: u64,
 }
 
-type Waiter = oneshot::Sender<Result<ReadPoint, ProposeError>>;
+type Answer = Result<ReadPoint, ProposeError>;
+type Waiter = oneshot::Sender<Answer>;
 
 /// Queue of readers waiting for the next round. Cheap to clone.
 #[derive(Clone)]
@@ -50,8 +54,20 @@ impl ReadIndex {
     /// Starts the round task. A round that takes longer than `timeout`
     /// fails every reader in it.
     pub fn start(raft: Raft, timeout: Duration, clock: Arc<Clock>) -> Self {
+        Self::with_rounds(move || {
+            let (raft, clock) = (raft.clone(), clock.clone());
+            async move { round(&raft, timeout, &clock).await }
+        })
+    }
+
+    /// Starts the task over any round (a seam for tests).
+    fn with_rounds<R, F>(round: R) -> Self
+    where
+        R: FnMut() -> F + Send + 'static,
+        F: Future<Output = Answer> + Send + 'static,
+    {
         let (tx, rx) = mpsc::channel(4096);
-        tokio::spawn(rounds(raft, rx, timeout, clock));
+        tokio::spawn(rounds(round, rx));
         Self { tx }
     }
 
@@ -59,20 +75,25 @@ impl ReadIndex {
     /// round that began after this call, with the leader's clock. Errors if
     /// this node is not the leader (or stops being it), or its clock is not
     /// trusted.
-    pub async fn get(&self) -> Result<ReadPoint, ProposeError> {
+    pub async fn get(&self) -> Answer {
         let (tx, rx) = oneshot::channel();
         self.tx.send(tx).await.map_err(|_| ProposeError::Shutdown)?;
         rx.await.map_err(|_| ProposeError::Shutdown)?
     }
 }
 
-async fn rounds(raft: Raft, mut rx: mpsc::Receiver<Waiter>, timeout: Duration, clock: Arc<Clock>) {
+/// Runs one round for every reader that has queued, then the next.
+async fn rounds<R, F>(mut round: R, mut rx: mpsc::Receiver<Waiter>)
+where
+    R: FnMut() -> F,
+    F: Future<Output = Answer>,
+{
     while let Some(first) = rx.recv().await {
         let mut waiters = vec![first];
         while let Ok(w) = rx.try_recv() {
             waiters.push(w);
         }
-        let res = round(&raft, timeout, &clock).await;
+        let res = round().await;
         for w in waiters {
             let _ = w.send(res.clone());
         }
@@ -81,19 +102,121 @@ async fn rounds(raft: Raft, mut rx: mpsc::Receiver<Waiter>, timeout: Duration, c
 
 /// One quorum round, refused before it starts if the clock is not
 /// trusted (so an untrusted leader sends no heartbeats for reads).
-async fn round(raft: &Raft, timeout: Duration, clock: &Clock) -> Result<ReadPoint, ProposeError> {
+async fn round(raft: &Raft, timeout: Duration, clock: &Clock) -> Answer {
     clock.check().map_err(ProposeError::Clock)?;
     let index = match tokio::time::timeout(timeout, raft.get_read_log_id()).await {
         Ok(Ok((log_id, _applied))) => log_id.map(|l| l.index).unwrap_or(0),
         Ok(Err(e)) => return Err(raft_error(e)),
-        Err(_) => {
-            return Err(ProposeError::Remote(status::unavailable(
-                reason::TIMEOUT,
-                format!("confirming leadership took longer than {timeout:?} (no quorum?)"),
-                None,
-            )));
-        }
+        Err(_) => return Err(timed_out(timeout)),
     };
     let time_ms = clock.now().map_err(ProposeError::Clock)?;
     Ok(ReadPoint { index, time_ms })
+}
+
+/// Confirming leadership took longer than `timeout`.
+pub(super) fn timed_out(timeout: Duration) -> ProposeError {
+    ProposeError::Remote(status::unavailable(
+        reason::TIMEOUT,
+        format!("confirming leadership took longer than {timeout:?} (no quorum?)"),
+        None,
+    ))
+}
+
+/// Asks the leader for a read point (its `ReadIndex` RPC), for a read
+/// served on this follower.
+pub(super) async fn from_leader(peers: &Peers, leader: &LeaderHint, timeout: Duration) -> Answer {
+    let unreachable =
+        |why: String| ProposeError::Remote(status::unavailable(reason::LEADER_UNREACHABLE, why, Some(leader)));
+    let mut client = peers
+        .raft_client(&leader.addr)
+        .map_err(|e| unreachable(e.to_string()))?;
+    let mut req = tonic::Request::new(ipb::ReadIndexRequest {});
+    req.set_timeout(timeout);
+    match client.read_index(req).await {
+        Ok(r) => Ok(ReadPoint {
+            index: r.get_ref().index,
+            time_ms: r.get_ref().leader_time_ms,
+        }),
+        Err(s) if !s.details().is_empty() => Err(ProposeError::Remote(s)),
+        Err(s) => Err(unreachable(format!(
+            "could not get a read index from the leader (node {} at {}): {}",
+            leader.id,
+            leader.addr,
+            s.message()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use tokio::sync::Semaphore;
+
+    use super::*;
+
+    /// Rounds that each wait for a permit, numbered from 1: the answer's
+    /// index is the round that answered.
+    fn gated() -> (ReadIndex, Arc<Semaphore>, Arc<AtomicU64>) {
+        let gate = Arc::new(Semaphore::new(0));
+        let started = Arc::new(AtomicU64::new(0));
+        let (g, s) = (gate.clone(), started.clone());
+        let ri = ReadIndex::with_rounds(move || {
+            let (g, s) = (g.clone(), s.clone());
+            async move {
+                let n = s.fetch_add(1, Ordering::SeqCst) + 1;
+                g.acquire().await.expect("gate").forget();
+                Ok(ReadPoint { index: n, time_ms: 0 })
+            }
+        });
+        (ri, gate, started)
+    }
+
+    async fn until(started: &AtomicU64, n: u64) {
+        while started.load(Ordering::SeqCst) < n {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Readers queued together share a round; one that arrives while a
+    /// round is in flight is answered only by the next round, which began
+    /// after it.
+    #[tokio::test]
+    async fn readers_share_a_round_but_never_one_that_began_before_them() {
+        let (ri, gate, started) = gated();
+        let first = tokio::spawn({
+            let ri = ri.clone();
+            async move { ri.get().await }
+        });
+        until(&started, 1).await;
+        let late: Vec<_> = (0..5)
+            .map(|_| {
+                let ri = ri.clone();
+                tokio::spawn(async move { ri.get().await })
+            })
+            .collect();
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        gate.add_permits(1);
+        assert_eq!(first.await.expect("task").expect("answer").index, 1);
+        until(&started, 2).await;
+        gate.add_permits(1);
+        for r in late {
+            assert_eq!(
+                r.await.expect("task").expect("answer").index,
+                2,
+                "one round for all five"
+            );
+        }
+        assert_eq!(started.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_failed_round_fails_every_reader_in_it() {
+        let ri = ReadIndex::with_rounds(|| async { Err(ProposeError::NotLeader(None)) });
+        let (a, b) = tokio::join!(ri.get(), ri.get());
+        assert!(matches!(a, Err(ProposeError::NotLeader(None))));
+        assert!(matches!(b, Err(ProposeError::NotLeader(None))));
+    }
 }

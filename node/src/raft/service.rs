@@ -158,7 +158,7 @@ impl ipb::raft_server::Raft for RaftService {
         &self,
         _request: Request<ipb::ReadIndexRequest>,
     ) -> Result<Response<ipb::ReadIndexResponse>, Status> {
-        let point = self.proposer.read_index().await.map_err(|e| e.to_status())?;
+        let point = self.proposer.leader_read_point().await.map_err(|e| e.to_status())?;
         Ok(Response::new(ipb::ReadIndexResponse {
             index: point.index,
             leader_time_ms: point.time_ms,

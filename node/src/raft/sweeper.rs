@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use handlestore_proto::internal::v1 as ipb;
-use openraft::ServerState;
 
 use super::proposer::Proposer;
 use crate::state::StateStore;
@@ -30,7 +29,7 @@ pub fn spawn(state: Arc<StateStore>, proposer: Arc<Proposer>, interval: Duration
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticker.tick().await;
-            if proposer.leader_view().state != ServerState::Leader {
+            if !proposer.leader_view().is_leader() {
                 continue;
             }
             loop {

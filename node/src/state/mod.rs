@@ -1,6 +1,6 @@
 //! The replicated state machine: keyspace, expiry, revisions, exactly-once
 //! answers. It knows RocksDB and the prost command types, nothing of gRPC or
-//! of openraft (the `raft` module adapts it to openraft's traits).
+//! of the Raft library (the `raft` module adapts it to the library's traits).
 //!
 //! Reads here are local: callers (the api layer) decide beforehand whether
 //! this node has applied enough for the consistency they promised.

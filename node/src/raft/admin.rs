@@ -1,0 +1,152 @@
+//! Cluster administration through Raft: the status view, membership
+//! changes, snapshots. The Admin service (`api::admin`) calls these and
+//! never openraft itself.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use handlestore_proto::reason;
+use handlestore_proto::v1 as pb;
+use openraft::{BasicNode, ServerState};
+
+use super::error::{ProposeError, raft_error};
+use super::{NodeId, Raft};
+use crate::status;
+
+/// What Raft says of this node, for `Admin.Status`.
+#[derive(Debug, Clone)]
+pub struct RaftStatus {
+    /// "leader", "follower", "candidate", "learner", "shutdown".
+    pub state: &'static str,
+    pub term: u64,
+    pub last_log_index: u64,
+    pub applied_index: u64,
+    pub snapshot_index: u64,
+    pub purged_index: u64,
+    /// Since the leader last heard from a quorum (leader only).
+    pub millis_since_quorum_ack: Option<u64>,
+}
+
+/// Membership, snapshots and status over one node's Raft.
+#[derive(Clone)]
+pub struct RaftAdmin {
+    raft: Raft,
+}
+
+impl RaftAdmin {
+    pub fn new(raft: Raft) -> Self {
+        Self { raft }
+    }
+
+    /// Every member, voters and learners, with its address.
+    pub fn members(&self) -> Vec<pb::Member> {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        let membership = m.membership_config.membership();
+        let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
+        membership
+            .nodes()
+            .map(|(id, node)| pb::Member {
+                id: *id,
+                addr: node.addr.clone(),
+                voter: voters.contains(id),
+            })
+            .collect()
+    }
+
+    pub fn status(&self) -> RaftStatus {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        RaftStatus {
+            state: state_name(m.state),
+            term: m.current_term,
+            last_log_index: m.last_log_index.unwrap_or(0),
+            applied_index: m.last_applied.map(|l| l.index).unwrap_or(0),
+            snapshot_index: m.snapshot.map(|l| l.index).unwrap_or(0),
+            purged_index: m.purged.map(|l| l.index).unwrap_or(0),
+            millis_since_quorum_ack: if m.state == ServerState::Leader {
+                m.millis_since_quorum_ack
+            } else {
+                None
+            },
+        }
+    }
+
+    /// Adds a learner (on the leader); answers with the membership's log
+    /// index.
+    pub async fn add_learner(&self, id: NodeId, addr: &str, blocking: bool) -> Result<u64, ProposeError> {
+        let resp = self
+            .raft
+            .add_learner(id, BasicNode::new(addr), blocking)
+            .await
+            .map_err(raft_error)?;
+        Ok(resp.log_id.index)
+    }
+
+    /// Replaces the voters (on the leader); `retain` keeps removed voters
+    /// as learners.
+    pub async fn change_membership(&self, voters: BTreeSet<NodeId>, retain: bool) -> Result<u64, ProposeError> {
+        let resp = self.raft.change_membership(voters, retain).await.map_err(raft_error)?;
+        Ok(resp.log_id.index)
+    }
+
+    /// Builds a snapshot covering at least `applied` and purges the log
+    /// behind it; answers with the snapshot's index and how far the purge
+    /// got (openraft delays a purge while a replication stream still reads
+    /// those entries).
+    pub async fn snapshot(&self, applied: u64) -> Result<(u64, u64), tonic::Status> {
+        let snapshot_index = self.build_snapshot(applied).await?;
+        self.raft
+            .trigger()
+            .purge_log(snapshot_index)
+            .await
+            .map_err(|e| status::unavailable(reason::SHUTDOWN, e.to_string(), None))?;
+        let _ = self
+            .raft
+            .wait(Some(Duration::from_secs(10)))
+            .metrics(|m| m.purged.is_some_and(|p| p.index >= snapshot_index), "log purged")
+            .await;
+        let purged_index = self.raft.metrics().borrow().purged.map(|p| p.index).unwrap_or(0);
+        Ok((snapshot_index, purged_index))
+    }
+
+    /// Triggers snapshots until one covers `applied`. openraft ignores a
+    /// trigger while a snapshot is being built (one the log's policy
+    /// started, say), and that one may end below `applied`: trigger again.
+    async fn build_snapshot(&self, applied: u64) -> Result<u64, tonic::Status> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            self.raft
+                .trigger()
+                .snapshot()
+                .await
+                .map_err(|e| status::unavailable(reason::SHUTDOWN, e.to_string(), None))?;
+            let built = self
+                .raft
+                .wait(Some(Duration::from_secs(2)))
+                .metrics(|m| m.snapshot.is_some_and(|s| s.index >= applied), "snapshot built")
+                .await;
+            if let Ok(m) = built {
+                return Ok(m.snapshot.map(|s| s.index).unwrap_or(0));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let at = self.raft.metrics().borrow().snapshot.map(|s| s.index).unwrap_or(0);
+                return Err(status::unavailable(
+                    reason::TIMEOUT,
+                    format!("snapshot not built: none covers revision {applied} after 60s (the latest is at {at})"),
+                    None,
+                ));
+            }
+        }
+    }
+}
+
+fn state_name(s: ServerState) -> &'static str {
+    match s {
+        ServerState::Leader => "leader",
+        ServerState::Follower => "follower",
+        ServerState::Candidate => "candidate",
+        ServerState::Learner => "learner",
+        ServerState::Shutdown => "shutdown",
+    }
+}

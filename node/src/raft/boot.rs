@@ -1,0 +1,190 @@
+//! Starts this node's Raft: openraft's configuration, the log store and
+//! state machine plugged in, the clock probe, the proposer and the sweep,
+//! and the static bootstrap of a new cluster. The rest of the node gets a
+//! [`RaftNode`] and never sees openraft's types.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::Context;
+use openraft::{BasicNode, SnapshotPolicy};
+
+use super::admin::RaftAdmin;
+use super::durability::Durability;
+use super::log_store::LogStore;
+use super::network::{Network, Peers};
+use super::proposer::{Proposer, ProposerConfig};
+use super::state_machine::StateMachine;
+use super::{Raft, clock_probe, sweeper};
+use crate::clock::Clock;
+use crate::config::{ClusterState, NodeConfig};
+use crate::state::StateStore;
+use crate::state::snapshot::SnapshotDir;
+
+/// What the rest of the node uses of its Raft.
+pub struct RaftNode {
+    pub raft: Raft,
+    pub proposer: Arc<Proposer>,
+    pub admin: RaftAdmin,
+    pub durability: Arc<Durability>,
+}
+
+/// Starts Raft over the opened storage, and everything that drives it.
+pub async fn start(
+    cfg: &NodeConfig,
+    state: Arc<StateStore>,
+    snapshots: Arc<SnapshotDir>,
+    log_store: LogStore,
+) -> anyhow::Result<RaftNode> {
+    let durability = log_store.durability();
+    let sm = StateMachine::new(state.clone(), snapshots, durability.clone());
+    let raft_peers = Arc::new(Peers::default());
+    let network = Network::new(raft_peers.clone(), durability.clone());
+    let raft = Raft::new(cfg.id, Arc::new(config(cfg)?), network, log_store, sm)
+        .await
+        .context("starting raft")?;
+    let clock = Arc::new(Clock::new(cfg.id, cfg.max_clock_offset, clock_probe::SAMPLE_TTL));
+    clock_probe::spawn(raft.clone(), clock.clone(), raft_peers, cfg.initial_cluster.clone());
+    if let Some(members) = initial_members(&raft, cfg).await? {
+        tokio::spawn(initialize_when_trusted(raft.clone(), clock.clone(), members));
+    }
+    // Client traffic to the leader (forwarded writes, read indexes) goes on
+    // channels of its own, apart from replication's.
+    let forward_peers = Arc::new(Peers::default());
+    let proposer = Proposer::start(cfg.id, raft.clone(), forward_peers, clock, proposer_config(cfg));
+    sweeper::spawn(state, proposer.clone(), cfg.sweep_interval, cfg.dedup_window);
+    spawn_leader_log(&raft);
+    Ok(RaftNode {
+        admin: RaftAdmin::new(raft.clone()),
+        raft,
+        proposer,
+        durability,
+    })
+}
+
+fn config(cfg: &NodeConfig) -> anyhow::Result<openraft::Config> {
+    openraft::Config {
+        cluster_name: "handlestore".into(),
+        heartbeat_interval: cfg.raft.heartbeat.as_millis() as u64,
+        election_timeout_min: cfg.raft.election_min.as_millis() as u64,
+        election_timeout_max: cfg.raft.election_max.as_millis() as u64,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.raft.snapshot_logs),
+        max_in_snapshot_log_to_keep: cfg.raft.keep_logs,
+        // Our snapshot transport streams and is bounded by replication
+        // cancellation, not by this per-chunk timeout.
+        install_snapshot_timeout: 60_000,
+        max_payload_entries: 256,
+        // Elections start once the clock is trusted (raft::clock_probe).
+        enable_elect: false,
+        ..Default::default()
+    }
+    .validate()
+    .context("raft configuration")
+}
+
+fn proposer_config(cfg: &NodeConfig) -> ProposerConfig {
+    ProposerConfig {
+        write_timeout: cfg.write_timeout,
+        read_timeout: cfg.read_timeout,
+        quorum_silence: cfg.raft.election_max,
+        max_batch_commands: cfg.max_batch_commands,
+        max_batch_bytes: 4 << 20,
+        // One entry in flight: while it commits, the next batch grows.
+        // Much of a write's cost is per entry (a replication round per
+        // follower, a sync on every node, openraft's bookkeeping, one
+        // read and write of each client's exactly-once record), so
+        // fewer, larger entries cost less CPU per write; on two shared
+        // cores that is also more writes per second. Measured against
+        // two in flight (CPU per write, alternated runs): lower at 16
+        // and 64 clients, even at 256 (see docs/dev/performance-notes.md,
+        // "Less CPU per write"). Before answers were kept per client, one
+        // and two were even.
+        max_in_flight: 1,
+    }
+}
+
+/// Static bootstrap (like etcd): with `--initial-cluster`, the lowest id
+/// initializes a new cluster when its log is empty; a restart never does.
+/// Without it, the node is a one-node cluster. Returns the members to
+/// initialize with, if this node is to.
+async fn initial_members(raft: &Raft, cfg: &NodeConfig) -> anyhow::Result<Option<BTreeMap<u64, BasicNode>>> {
+    if raft.is_initialized().await? {
+        return Ok(None);
+    }
+    let members: BTreeMap<u64, BasicNode> = if cfg.initial_cluster.is_empty() {
+        [(cfg.id, BasicNode::new(&cfg.advertise))].into()
+    } else {
+        if cfg.cluster_state == ClusterState::Existing {
+            tracing::info!("empty log; waiting to be added to the existing cluster");
+            return Ok(None);
+        }
+        let lowest = cfg.initial_cluster.keys().next().copied();
+        if lowest != Some(cfg.id) {
+            tracing::info!("empty log; node {} initializes the cluster", lowest.unwrap_or(0));
+            return Ok(None);
+        }
+        cfg.initial_cluster
+            .iter()
+            .map(|(id, addr)| (*id, BasicNode::new(addr)))
+            .collect()
+    };
+    Ok(Some(members))
+}
+
+/// Initializes the cluster once this node's clock is trusted: openraft
+/// starts an election right away, and a node whose clock is off must not
+/// lead (raft::clock_probe). Its peers answer clock probes only once they
+/// serve, so this waits on a task of its own.
+async fn initialize_when_trusted(raft: Raft, clock: Arc<Clock>, members: BTreeMap<u64, BasicNode>) {
+    let mut waited = std::time::Instant::now();
+    while let Err(e) = clock.check() {
+        if waited.elapsed() >= std::time::Duration::from_secs(10) {
+            tracing::warn!("not initializing the cluster yet: {e}");
+            waited = std::time::Instant::now();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    tracing::info!(members = ?members.keys().collect::<Vec<_>>(), "initializing a new cluster");
+    if let Err(e) = raft.initialize(members).await {
+        tracing::error!("initializing the cluster failed: {e}");
+    }
+}
+
+/// One info line per leader change and per membership change.
+///
+/// Watches openraft's server metrics, which change only with the vote, the
+/// role, the leader or the membership; its full metrics are sent again
+/// after every turn of its core (several times per write on every node),
+/// and a task watching those would be woken, on the event loop that
+/// serves the writes, as often.
+fn spawn_leader_log(raft: &Raft) {
+    let mut rx = raft.server_metrics();
+    tokio::spawn(async move {
+        let mut last_leader = None;
+        let mut last_membership = None;
+        while rx.changed().await.is_ok() {
+            let (leader, term, membership_log, voters, learners) = {
+                let m = rx.borrow_and_update();
+                let mem = m.membership_config.membership();
+                (
+                    m.current_leader,
+                    m.vote.leader_id().term,
+                    m.membership_config.log_id().map(|l| l.index),
+                    mem.voter_ids().collect::<Vec<_>>(),
+                    mem.learner_ids().collect::<Vec<_>>(),
+                )
+            };
+            if leader != last_leader {
+                match leader {
+                    Some(l) => tracing::info!(leader = l, term, "leader changed"),
+                    None => tracing::info!(term, "no leader"),
+                }
+                last_leader = leader;
+            }
+            if membership_log != last_membership {
+                tracing::info!(?voters, ?learners, at = ?membership_log, "membership changed");
+                last_membership = membership_log;
+            }
+        }
+    });
+}
