@@ -5,14 +5,15 @@
 //! `raft` -> `state` (apply). `state` knows nothing of gRPC, `api` never
 //! touches RocksDB.
 
-pub mod api;
+pub(crate) mod api;
 pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod db;
-pub mod health;
-pub mod memory;
-pub mod node;
-pub mod raft;
-pub mod state;
-pub mod status;
+pub(crate) mod clock;
+pub(crate) mod config;
+pub(crate) mod db;
+pub mod failpoints;
+pub(crate) mod health;
+pub(crate) mod memory;
+pub(crate) mod node;
+pub(crate) mod raft;
+pub(crate) mod state;
+pub(crate) mod status;

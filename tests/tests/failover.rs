@@ -9,8 +9,7 @@ use std::time::Duration;
 use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
 use handlestore_tests::TestCluster;
 
-/// `handlestore_node::raft::log_store::FAILPOINT_SYNC_DELAY_MS`.
-const FAILPOINT_SYNC_DELAY_MS: &str = "HANDLESTORE_FAILPOINT_LOG_SYNC_DELAY_MS";
+use handlestore_node::failpoints::LOG_SYNC_DELAY_MS as FAILPOINT_SYNC_DELAY_MS;
 use serde_json::{Value, json};
 
 /// Clients minting handles in a loop until stopped, remembering every

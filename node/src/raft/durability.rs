@@ -179,6 +179,7 @@ impl Durability {
     }
 
     /// Every entry up to this index is on disk.
+    #[cfg(test)]
     pub fn durable_index(&self) -> u64 {
         *self.durable_index.borrow()
     }

@@ -44,10 +44,6 @@ const KEY_VOTE: &[u8] = b"vote";
 const KEY_COMMITTED: &[u8] = b"committed";
 const KEY_PURGED: &[u8] = b"last_purged";
 
-/// Failpoint for crash tests: makes every log sync this many milliseconds
-/// slower, as a slow disk would. Never set in production.
-pub const FAILPOINT_SYNC_DELAY_MS: &str = "HANDLESTORE_FAILPOINT_LOG_SYNC_DELAY_MS";
-
 /// The Raft log store. Cheap to clone; clones share the database, the sync
 /// thread and the durability tracker.
 #[derive(Clone)]
@@ -155,13 +151,7 @@ impl LogStore {
         let (sync_tx, sync_rx) = std_mpsc::channel::<u64>();
         let syncs = Arc::new(AtomicU64::new(0));
         let (sync_db, counter, sync_durability) = (db.clone(), syncs.clone(), durability.clone());
-        let delay = std::env::var(FAILPOINT_SYNC_DELAY_MS)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map(std::time::Duration::from_millis);
-        if let Some(d) = delay {
-            tracing::warn!("failpoint {FAILPOINT_SYNC_DELAY_MS}: every log sync is {d:?} slower");
-        }
+        let delay = crate::failpoints::log_sync_delay();
         std::thread::Builder::new()
             .name("raft-log-sync".into())
             .spawn(move || sync_loop(&sync_db, &sync_rx, &counter, &sync_durability, delay))

@@ -40,7 +40,7 @@ use handlestore_proto::v1 as pb;
 use prost::Message;
 use rocksdb::{DB, IteratorMode, ReadOptions, WriteBatch};
 
-use super::{Result, decode, decode_u64, keys, meta};
+use super::{Result, decode, decode_opt_u64, keys, meta};
 use crate::db::{self, CF_ANSWERS, CF_ANSWERS_AGE, CF_SM_META};
 
 /// Most answers remembered per client. A client reporting its first
@@ -94,7 +94,7 @@ pub struct Answers<'a> {
 impl<'a> Answers<'a> {
     pub fn new(db: &'a DB, hints: AnswerHints) -> Result<Self> {
         let meta_cf = db::cf(db, CF_SM_META);
-        let read = |k: &[u8]| -> Result<u64> { Ok(db.get_cf(meta_cf, k)?.map(|v| decode_u64(&v)).unwrap_or(0)) };
+        let read = |k: &[u8]| -> Result<u64> { decode_opt_u64(db.get_cf(meta_cf, k)?, "answer meta") };
         Ok(Self {
             db,
             clients: HashMap::new(),

@@ -16,7 +16,7 @@ use prost::Message;
 use rocksdb::{DB, Direction, IteratorMode, ReadOptions, WriteBatch};
 
 use super::answers::{AnswerHints, Answers, Seen};
-use super::{Record, Result, StateLimits, decode, decode_u64, is_live, keys, meta};
+use super::{Record, Result, StateLimits, decode, decode_opt_u64, is_live, keys, meta};
 use crate::db::{self, CF_EXPIRY, CF_KV, CF_SM_META};
 /// Most keys one namespace's key ring holds.
 const MAX_RING_KEYS: usize = 64;
@@ -144,7 +144,7 @@ fn gone(label: &str) -> ipb::CommandResult {
 impl<'a> Tx<'a> {
     fn new(db: &'a DB, limits: &'a StateLimits, hints: AnswerHints) -> Result<Self> {
         let meta_cf = db::cf(db, CF_SM_META);
-        let clock = db.get_cf(meta_cf, meta::CLOCK)?.map(|v| decode_u64(&v)).unwrap_or(0);
+        let clock = decode_opt_u64(db.get_cf(meta_cf, meta::CLOCK)?, "clock")?;
         Ok(Self {
             db,
             limits,
@@ -546,7 +546,7 @@ impl<'a> Tx<'a> {
                 continue;
             }
             let ck = keys::count_key(&scope);
-            let cur = self.db.get_cf(meta_cf, &ck)?.map(|v| decode_u64(&v)).unwrap_or(0);
+            let cur = decode_opt_u64(self.db.get_cf(meta_cf, &ck)?, "store count")?;
             let new = (cur as i64).saturating_add(delta).max(0) as u64;
             if new == 0 {
                 self.wb.delete_cf(meta_cf, ck);
@@ -678,11 +678,12 @@ mod tests {
                 (client, rec.floor, rec.answers.iter().map(|a| a.seq).collect())
             })
             .collect();
-        let count = db
-            .get_cf(crate::db::cf(&db, CF_SM_META), meta::ANSWER_COUNT)
-            .expect("read")
-            .map(|v| decode_u64(&v))
-            .unwrap_or(0);
+        let count = decode_opt_u64(
+            db.get_cf(crate::db::cf(&db, CF_SM_META), meta::ANSWER_COUNT)
+                .expect("read"),
+            "count",
+        )
+        .expect("a u64");
         let total: usize = remembered.iter().map(|(_, _, seqs)| seqs.len()).sum();
         assert_eq!(count, total as u64, "the answer count matches the table");
         let ages: Vec<(u64, u64)> = db

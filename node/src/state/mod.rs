@@ -290,10 +290,10 @@ impl StateStore {
         let now_ms = now.at()?;
         let scope = keys::handle_store_prefix(ns, store);
         let snap = self.db.snapshot();
-        let count = snap
-            .get_cf(db::cf(&self.db, CF_SM_META), keys::count_key(&scope))?
-            .map(|v| decode_u64(&v))
-            .unwrap_or(0);
+        let count = decode_opt_u64(
+            snap.get_cf(db::cf(&self.db, CF_SM_META), keys::count_key(&scope))?,
+            "store count",
+        )?;
         let mut due = 0u64;
         let mut opts = ReadOptions::default();
         opts.set_iterate_upper_bound(keys::expiry_key(now_ms.saturating_add(1), &[]));
@@ -376,12 +376,33 @@ pub(crate) fn decode<M: Message + Default>(raw: &[u8], what: &'static str) -> Re
 }
 
 fn read_clock(db: &DB) -> Result<u64> {
-    Ok(db
-        .get_pinned_cf(db::cf(db, CF_SM_META), meta::CLOCK)?
-        .map(|v| decode_u64(&v))
-        .unwrap_or(0))
+    decode_opt_u64(db.get_cf(db::cf(db, CF_SM_META), meta::CLOCK)?, "clock")
 }
 
-pub(crate) fn decode_u64(raw: &[u8]) -> u64 {
-    raw.try_into().map(u64::from_be_bytes).unwrap_or(0)
+/// A stored big-endian u64 (counters, the clock); a value of any other
+/// length is corrupt, never taken as 0.
+pub(crate) fn decode_u64(raw: &[u8], what: &'static str) -> Result<u64> {
+    raw.try_into().map(u64::from_be_bytes).map_err(|_| StateError::Decode {
+        what,
+        err: format!("{} bytes where a u64 (8 bytes) was stored", raw.len()),
+    })
+}
+
+/// [`decode_u64`] of a value that may be absent (then 0).
+pub(crate) fn decode_opt_u64(raw: Option<impl AsRef<[u8]>>, what: &'static str) -> Result<u64> {
+    raw.map_or(Ok(0), |v| decode_u64(v.as_ref(), what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_stored_u64_is_an_error_not_zero() {
+        assert_eq!(decode_u64(&7u64.to_be_bytes(), "x").expect("8 bytes"), 7);
+        let err = decode_u64(&[1, 2, 3], "store count").expect_err("3 bytes");
+        assert!(err.to_string().contains("store count"), "{err}");
+        assert_eq!(decode_opt_u64(None::<Vec<u8>>, "x").expect("absent"), 0);
+        assert!(decode_opt_u64(Some(vec![0u8; 9]), "x").is_err());
+    }
 }
