@@ -15,24 +15,20 @@ fn detail(s: &tonic::Status) -> pb::ErrorDetail {
     prost::Message::decode(s.details()).expect("every error carries an ErrorDetail")
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn bad_requests_get_their_code_and_change_nothing() {
-    let cluster = TestCluster::start(3).await.expect("cluster");
-    let store: ClusterHandleStore<Value> = cluster.client().handle_store("bad").build();
-    let id = store.mint(json!("original"), Ttl::Default).await.expect("mint");
-    let mut raw = HandlesClient::connect(cluster.node(2).endpoint())
-        .await
-        .expect("connect")
-        .max_encoding_message_size(64 << 20);
-    let good_id = handlestore_client::id::new_handle_id("");
-
-    let put = |store: &str, id: &str, value: Vec<u8>| pb::PutRequest {
+fn put(store: &str, id: &str, value: Vec<u8>) -> pb::PutRequest {
+    pb::PutRequest {
         store: store.into(),
         id: id.into(),
         value,
         ..Default::default()
-    };
-    let cases: Vec<(&str, pb::PutRequest, Code)> = vec![
+    }
+}
+
+/// Puts the node must refuse, each with what is wrong with it and the code
+/// it must get: `id` names an existing handle, `good_id` a well-formed
+/// unknown one.
+fn bad_puts(id: &str, good_id: &str) -> Vec<(&'static str, pb::PutRequest, Code)> {
+    vec![
         (
             "malformed id",
             put("bad", "not-a-handle", b"1".to_vec()),
@@ -44,27 +40,27 @@ async fn bad_requests_get_their_code_and_change_nothing() {
             Code::InvalidArgument,
         ),
         ("empty id", put("bad", "", b"1".to_vec()), Code::InvalidArgument),
-        ("empty store", put("", &id, b"1".to_vec()), Code::InvalidArgument),
+        ("empty store", put("", id, b"1".to_vec()), Code::InvalidArgument),
         (
             "store with a slash",
-            put("a/b", &id, b"1".to_vec()),
+            put("a/b", id, b"1".to_vec()),
             Code::InvalidArgument,
         ),
         (
             "long store name",
-            put(&"s".repeat(65), &id, b"1".to_vec()),
+            put(&"s".repeat(65), id, b"1".to_vec()),
             Code::InvalidArgument,
         ),
         (
             "value over 1 MiB",
-            put("bad", &id, vec![b'x'; (1 << 20) + 1]),
+            put("bad", id, vec![b'x'; (1 << 20) + 1]),
             Code::InvalidArgument,
         ),
         (
             "bad namespace",
             pb::PutRequest {
                 namespace: "a b".into(),
-                ..put("bad", &id, b"1".to_vec())
+                ..put("bad", id, b"1".to_vec())
             },
             Code::InvalidArgument,
         ),
@@ -75,7 +71,7 @@ async fn bad_requests_get_their_code_and_change_nothing() {
                     ttl_ms: i64::MAX,
                     ..Default::default()
                 }),
-                ..put("bad", &id, b"1".to_vec())
+                ..put("bad", id, b"1".to_vec())
             },
             Code::InvalidArgument,
         ),
@@ -83,7 +79,7 @@ async fn bad_requests_get_their_code_and_change_nothing() {
             "wrong revision",
             pb::PutRequest {
                 expected_revision: Some(1),
-                ..put("bad", &id, b"1".to_vec())
+                ..put("bad", id, b"1".to_vec())
             },
             Code::FailedPrecondition,
         ),
@@ -91,11 +87,25 @@ async fn bad_requests_get_their_code_and_change_nothing() {
             "compare-and-set on an unknown handle",
             pb::PutRequest {
                 expected_revision: Some(1),
-                ..put("bad", &good_id, b"1".to_vec())
+                ..put("bad", good_id, b"1".to_vec())
             },
             Code::NotFound,
         ),
-    ];
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_requests_get_their_code_and_change_nothing() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let store: ClusterHandleStore<Value> = cluster.client().handle_store("bad").build();
+    let id = store.mint(json!("original"), Ttl::Default).await.expect("mint");
+    let mut raw = HandlesClient::connect(cluster.node(2).endpoint())
+        .await
+        .expect("connect")
+        .max_encoding_message_size(64 << 20);
+    let good_id = handlestore_client::id::new_handle_id("");
+
+    let cases = bad_puts(&id, &good_id);
     for (what, req, code) in cases {
         let err = call!(raw.put(req)).expect_err(what);
         assert_eq!(err.code(), code, "{what}: {err:?}");

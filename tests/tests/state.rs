@@ -63,71 +63,87 @@ async fn a_batch_interrupted_by_a_leader_crash_is_all_or_nothing() {
     let mut cluster = TestCluster::start(3).await.expect("cluster");
     let mut outcomes = Vec::new();
     for round in 0..4u64 {
-        let leader = cluster.wait_leader(Duration::from_secs(20)).await.expect("leader");
-        let mut raw = StateClient::connect(cluster.node(leader).endpoint())
-            .await
-            .expect("connect");
-        let items: Vec<pb::StoreItem> = (0..300)
-            .map(|i| pb::StoreItem {
-                key: format!("round-{round}/{i:04}"),
-                value: Some(pb::StateValue {
-                    kind: Some(pb::state_value::Kind::Json(format!("{{\"i\":{i}}}"))),
-                }),
-                ..Default::default()
-            })
-            .collect();
-        let send = tokio::spawn(async move {
-            raw.batch_store(pb::BatchStoreRequest {
-                namespace: "crash".into(),
-                items,
-                write_id: None,
-            })
-            .await
-        });
-        // Kill at a different point each round: before, during, after.
-        tokio::time::sleep(Duration::from_millis(round * 3)).await;
-        cluster.kill(leader);
-        let answer = send.await.expect("task");
-        cluster.restart(leader).expect("restart");
-        cluster
-            .wait_leader(Duration::from_secs(20))
-            .await
-            .expect("leader after restart");
-        let tool = cluster.client().with_namespace("crash").expect("ns").state_tool();
-        let mut present = 0;
-        let mut token = None;
-        loop {
-            let page = tool
-                .list(
-                    &format!("round-{round}/"),
-                    ListOptions {
-                        limit: 1000,
-                        page_token: token,
-                        with_values: false,
-                    },
-                )
-                .await
-                .expect("list");
-            present += page.entries.len();
-            token = page.next_page_token;
-            if token.is_none() {
-                break;
-            }
-        }
-        assert!(
-            present == 0 || present == 300,
-            "round {round}: {present} of 300 keys: a partial batch"
-        );
-        if answer.is_ok() {
-            assert_eq!(present, 300, "round {round}: an acknowledged batch is entirely there");
-        }
-        outcomes.push((answer.is_ok(), present));
+        outcomes.push(kill_the_leader_during_a_batch(&mut cluster, round).await);
     }
     eprintln!("(acknowledged, keys present) per round: {outcomes:?}");
+    a_batch_only_the_leader_had_is_dropped(&mut cluster).await;
+}
 
-    // A batch that reached only the leader's log: the followers are down, the
-    // leader appends it and is killed before anyone else has it. The cluster
-    // recovers without it, and the old leader drops it from its log.
+/// A batch of 300 JSON values, keys `{prefix}0000` on, each value `value(i)`.
+fn batch_items(prefix: &str, value: impl Fn(usize) -> String) -> Vec<pb::StoreItem> {
+    (0..300)
+        .map(|i| pb::StoreItem {
+            key: format!("{prefix}{i:04}"),
+            value: Some(pb::StateValue {
+                kind: Some(pb::state_value::Kind::Json(value(i))),
+            }),
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// One round: a 300-key batch sent to the leader, the leader killed `round`
+/// × 3 ms after (before, during, after), then restarted. The batch must be
+/// entirely there or entirely absent, and there if it was acknowledged.
+/// Returns whether it was acknowledged and how many of its keys are there.
+async fn kill_the_leader_during_a_batch(cluster: &mut TestCluster, round: u64) -> (bool, usize) {
+    let leader = cluster.wait_leader(Duration::from_secs(20)).await.expect("leader");
+    let mut raw = StateClient::connect(cluster.node(leader).endpoint())
+        .await
+        .expect("connect");
+    let items = batch_items(&format!("round-{round}/"), |i| format!("{{\"i\":{i}}}"));
+    let send = tokio::spawn(async move {
+        raw.batch_store(pb::BatchStoreRequest {
+            namespace: "crash".into(),
+            items,
+            write_id: None,
+        })
+        .await
+    });
+    // Kill at a different point each round: before, during, after.
+    tokio::time::sleep(Duration::from_millis(round * 3)).await;
+    cluster.kill(leader);
+    let answer = send.await.expect("task");
+    cluster.restart(leader).expect("restart");
+    cluster
+        .wait_leader(Duration::from_secs(20))
+        .await
+        .expect("leader after restart");
+    let tool = cluster.client().with_namespace("crash").expect("ns").state_tool();
+    let mut present = 0;
+    let mut token = None;
+    loop {
+        let page = tool
+            .list(
+                &format!("round-{round}/"),
+                ListOptions {
+                    limit: 1000,
+                    page_token: token,
+                    with_values: false,
+                },
+            )
+            .await
+            .expect("list");
+        present += page.entries.len();
+        token = page.next_page_token;
+        if token.is_none() {
+            break;
+        }
+    }
+    assert!(
+        present == 0 || present == 300,
+        "round {round}: {present} of 300 keys: a partial batch"
+    );
+    if answer.is_ok() {
+        assert_eq!(present, 300, "round {round}: an acknowledged batch is entirely there");
+    }
+    (answer.is_ok(), present)
+}
+
+/// A batch that reached only the leader's log: the followers are down, the
+/// leader appends it and is killed before anyone else has it. The cluster
+/// recovers without it, and the old leader drops it from its log.
+async fn a_batch_only_the_leader_had_is_dropped(cluster: &mut TestCluster) {
     let leader = cluster.wait_leader(Duration::from_secs(20)).await.expect("leader");
     let followers: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
     for f in &followers {
@@ -136,15 +152,7 @@ async fn a_batch_interrupted_by_a_leader_crash_is_all_or_nothing() {
     let mut raw = StateClient::connect(cluster.node(leader).endpoint())
         .await
         .expect("connect");
-    let items: Vec<pb::StoreItem> = (0..300)
-        .map(|i| pb::StoreItem {
-            key: format!("lost/{i:04}"),
-            value: Some(pb::StateValue {
-                kind: Some(pb::state_value::Kind::Json("1".into())),
-            }),
-            ..Default::default()
-        })
-        .collect();
+    let items = batch_items("lost/", |_| "1".into());
     let send = tokio::spawn(async move {
         raw.batch_store(pb::BatchStoreRequest {
             namespace: "crash".into(),

@@ -43,25 +43,12 @@ fn failure(r: &pb::WriteResult) -> (Code, pb::ErrorDetail) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn each_write_of_a_call_is_answered_as_its_own_method_would_and_only_once() {
-    let cluster = TestCluster::start(3).await.expect("cluster");
-    let client = cluster.client();
-    let store: ClusterHandleStore<Value> = client.handle_store("w").build();
-    let existing = store.mint(json!("first"), Ttl::Default).await.expect("mint");
-    let rev = store
-        .get_versioned(&existing)
-        .await
-        .expect("get")
-        .expect("present")
-        .mod_revision;
-    // To a follower: every write is forwarded to the leader on its own.
-    let leader = cluster.wait_leader(Duration::from_secs(20)).await.expect("leader");
-    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
-    let raw = WritesClient::connect(cluster.node(follower).endpoint())
-        .await
-        .expect("connect");
-    let client_id = rand::random::<u64>() | 1;
+/// One write of each kind, for `client_id` with seqs 1 to 8, in this order:
+/// a mint of `fresh` (succeeds), a mint of a malformed id, a mint of
+/// `existing` (exists), a put on `existing` at the wrong revision (`rev` is
+/// its own), a write without an operation, a store, a batch of two stores,
+/// a delete of an unknown handle, a state delete of an unknown key.
+fn one_write_of_each_kind(client_id: u64, existing: &str, rev: u64, fresh: &str) -> Vec<pb::Write> {
     let wid = |seq| {
         Some(pb::WriteId {
             client_id,
@@ -69,15 +56,14 @@ async fn each_write_of_a_call_is_answered_as_its_own_method_would_and_only_once(
             first_incomplete_seq: 1,
         })
     };
-    let fresh = handlestore_client::id::new_handle_id("");
-    let writes = vec![
-        mint(&fresh, "\"new\"", wid(1)),
+    vec![
+        mint(fresh, "\"new\"", wid(1)),
         mint("not-a-handle", "1", wid(2)),
-        mint(&existing, "\"again\"", wid(3)),
+        mint(existing, "\"again\"", wid(3)),
         pb::Write {
             op: Some(Op::Put(pb::PutRequest {
                 store: "w".into(),
-                id: existing.clone(),
+                id: existing.into(),
                 value: b"\"lost\"".to_vec(),
                 expected_revision: Some(rev + 1000),
                 write_id: wid(4),
@@ -122,10 +108,12 @@ async fn each_write_of_a_call_is_answered_as_its_own_method_would_and_only_once(
                 ..Default::default()
             })),
         },
-    ];
-    let request = pb::SubmitRequest { writes };
-    let first = call!(raw.submit(request.clone())).expect("submit");
-    let r = &first.results;
+    ]
+}
+
+/// Each answer of [`one_write_of_each_kind`] is what its own method would
+/// have answered.
+fn answered_as_their_own_methods(r: &[pb::WriteResult], fresh: &str, rev: u64) {
     assert_eq!(r.len(), 9, "{r:?}");
     assert!(
         matches!(&r[0].result, Some(Res::Mint(m)) if m.id == fresh && m.revision > rev),
@@ -149,6 +137,32 @@ async fn each_write_of_a_call_is_answered_as_its_own_method_would_and_only_once(
         "{:?}",
         r[8]
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_write_of_a_call_is_answered_as_its_own_method_would_and_only_once() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let client = cluster.client();
+    let store: ClusterHandleStore<Value> = client.handle_store("w").build();
+    let existing = store.mint(json!("first"), Ttl::Default).await.expect("mint");
+    let rev = store
+        .get_versioned(&existing)
+        .await
+        .expect("get")
+        .expect("present")
+        .mod_revision;
+    // To a follower: every write is forwarded to the leader on its own.
+    let leader = cluster.wait_leader(Duration::from_secs(20)).await.expect("leader");
+    let follower = (1..=3).find(|id| *id != leader).expect("a follower");
+    let raw = WritesClient::connect(cluster.node(follower).endpoint())
+        .await
+        .expect("connect");
+    let client_id = rand::random::<u64>() | 1;
+    let fresh = handlestore_client::id::new_handle_id("");
+    let writes = one_write_of_each_kind(client_id, &existing, rev, &fresh);
+    let request = pb::SubmitRequest { writes };
+    let first = call!(raw.submit(request.clone())).expect("submit");
+    answered_as_their_own_methods(&first.results, &fresh, rev);
 
     // The failed writes changed nothing; the others are there.
     assert_eq!(store.get(&existing).await.expect("get"), Some(json!("first")));

@@ -270,80 +270,22 @@ async fn main() -> Result<()> {
     let loaded = sample(&cluster, count).await;
     println!("{}", describe(&loaded));
 
-    // Compact every node: each builds a snapshot and purges its log, so a
-    // new member can only catch up by snapshot.
-    let mut snapshot_seconds = Vec::new();
-    let mut snapshot_bytes = 0;
-    for id in 1..=3 {
-        let mut adm = pb::admin_client::AdminClient::connect(cluster.node(id).endpoint()).await?;
-        let t = Instant::now();
-        let r = adm.snapshot(pb::SnapshotRequest {}).await?.into_inner();
-        snapshot_seconds.push(t.elapsed().as_secs_f64());
-        snapshot_bytes = snapshot_bytes.max(disk_bytes(&cluster.node(id).data.join("snapshots")));
-        println!(
-            "node {id}: snapshot at index {} in {:.1}s (log purged to {})",
-            r.snapshot_index,
-            t.elapsed().as_secs_f64(),
-            r.purged_index
-        );
-    }
+    let (snapshot_seconds, snapshot_bytes) = compact_every_node(&cluster).await?;
     let compacted = sample(&cluster, count).await;
     println!("{}", describe(&compacted));
 
-    // Restart: a follower killed with SIGKILL, until it has applied what
-    // the leader had when it died.
     let leader = cluster.wait_leader(Duration::from_secs(30)).await?;
-    let follower = (1..=3).find(|id| *id != leader).context("a follower")?;
-    cluster.kill(follower);
-    let target = cluster.status(leader).await?.applied_index;
-    let t = Instant::now();
-    cluster.restart(follower)?;
-    cluster.wait_applied(follower, target, Duration::from_secs(600)).await?;
-    let restart_seconds = t.elapsed().as_secs_f64();
+    let (follower, restart_seconds) = restart_a_follower(&mut cluster, leader).await?;
     let restarted = sample(&cluster, count).await;
     println!("follower {follower} restarted and caught up in {restart_seconds:.2}s");
     println!("{}", describe(&restarted));
 
-    // A new member: added as a learner, caught up by snapshot.
-    let new = cluster.spawn_extra()?;
-    let add = pb::AddLearnerRequest {
-        id: new,
-        addr: cluster.node(new).addr.clone(),
-        blocking: false,
-    };
-    let target = cluster.status(leader).await?.applied_index;
-    let t = Instant::now();
-    retry_unavailable(|| {
-        let (c, req) = (&cluster, add.clone());
-        async move { c.leader_admin().await?.add_learner(req).await }
-    })
-    .await?;
-    cluster.wait_applied(new, target, Duration::from_secs(1800)).await?;
-    let catch_up_seconds = t.elapsed().as_secs_f64();
-    let by_snapshot = cluster.log(new).contains("installed snapshot");
-    if !by_snapshot {
-        bail!("node {new} caught up without a snapshot; the log was not purged");
-    }
+    let (new, catch_up_seconds, by_snapshot) = add_a_member(&mut cluster, leader).await?;
     println!("new member {new} caught up by snapshot in {catch_up_seconds:.1}s");
     let joined = sample(&cluster, count).await;
     println!("{}", describe(&joined));
 
-    // The new member holds every handle, and the sampled ones as written.
-    let on_new: ClusterHandleStore<Value> = handlestore_client::Client::builder([cluster.node(new).endpoint()])
-        .namespace("scale")
-        .build()?
-        .handle_store("scale")
-        .build();
-    let held = on_new.len_with(Consistency::Stale).await?;
-    if held != count {
-        bail!("node {new} holds {held} handles, expected {count}");
-    }
-    for (id, v) in &kept {
-        let got = on_new.get_with(id, Consistency::Stale).await?;
-        if got.as_ref() != Some(v) {
-            bail!("node {new}: handle {id} is {got:?}, expected {v}");
-        }
-    }
+    let held = check_the_new_member(&cluster, new, count, &kept).await?;
     println!("node {new} holds all {held} handles; {} sampled ones match", kept.len());
 
     let report = json!({
@@ -364,4 +306,85 @@ async fn main() -> Result<()> {
     std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
     println!("wrote {}", path.display());
     Ok(())
+}
+
+/// Compacts every node: each builds a snapshot and purges its log, so a new
+/// member can only catch up by snapshot. Returns how long each took, and
+/// the largest snapshot's size in bytes.
+async fn compact_every_node(cluster: &TestCluster) -> Result<(Vec<f64>, u64)> {
+    let mut snapshot_seconds = Vec::new();
+    let mut snapshot_bytes = 0;
+    for id in 1..=3 {
+        let mut adm = pb::admin_client::AdminClient::connect(cluster.node(id).endpoint()).await?;
+        let t = Instant::now();
+        let r = adm.snapshot(pb::SnapshotRequest {}).await?.into_inner();
+        snapshot_seconds.push(t.elapsed().as_secs_f64());
+        snapshot_bytes = snapshot_bytes.max(disk_bytes(&cluster.node(id).data.join("snapshots")));
+        println!(
+            "node {id}: snapshot at index {} in {:.1}s (log purged to {})",
+            r.snapshot_index,
+            t.elapsed().as_secs_f64(),
+            r.purged_index
+        );
+    }
+    Ok((snapshot_seconds, snapshot_bytes))
+}
+
+/// Kills a follower with SIGKILL and restarts it; returns which, and the
+/// seconds until it had applied what the leader had when it died.
+async fn restart_a_follower(cluster: &mut TestCluster, leader: u64) -> Result<(u64, f64)> {
+    let follower = (1..=3).find(|id| *id != leader).context("a follower")?;
+    cluster.kill(follower);
+    let target = cluster.status(leader).await?.applied_index;
+    let t = Instant::now();
+    cluster.restart(follower)?;
+    cluster.wait_applied(follower, target, Duration::from_secs(600)).await?;
+    Ok((follower, t.elapsed().as_secs_f64()))
+}
+
+/// Adds a new member as a learner; returns its id, the seconds until it had
+/// applied what the leader had, and that it caught up by snapshot (an error
+/// if it did not).
+async fn add_a_member(cluster: &mut TestCluster, leader: u64) -> Result<(u64, f64, bool)> {
+    let new = cluster.spawn_extra()?;
+    let add = pb::AddLearnerRequest {
+        id: new,
+        addr: cluster.node(new).addr.clone(),
+        blocking: false,
+    };
+    let target = cluster.status(leader).await?.applied_index;
+    let t = Instant::now();
+    retry_unavailable(|| {
+        let (c, req) = (&*cluster, add.clone());
+        async move { c.leader_admin().await?.add_learner(req).await }
+    })
+    .await?;
+    cluster.wait_applied(new, target, Duration::from_secs(1800)).await?;
+    let catch_up_seconds = t.elapsed().as_secs_f64();
+    let by_snapshot = cluster.log(new).contains("installed snapshot");
+    if !by_snapshot {
+        bail!("node {new} caught up without a snapshot; the log was not purged");
+    }
+    Ok((new, catch_up_seconds, by_snapshot))
+}
+
+/// Checks that node `new` holds all `count` handles, and the sampled ones
+/// as they were written; returns how many it holds.
+async fn check_the_new_member(cluster: &TestCluster, new: u64, count: u64, kept: &[(String, Value)]) -> Result<u64> {
+    let on_new: ClusterHandleStore<Value> = handlestore_client::Client::builder([cluster.node(new).endpoint()])
+        .namespace("scale")
+        .build()?
+        .handle_store("scale")
+        .build();
+    let held = on_new.len_with(Consistency::Stale).await?;
+    if held != count {
+        bail!("node {new} holds {held} handles, expected {count}");
+    }
+    for (id, v) in kept {
+        let got = on_new.get_with(id, Consistency::Stale).await?;
+        if got.as_ref() != Some(v) {
+            bail!("node {new}: handle {id} is {got:?}, expected {v}");
+        }
+    }
+    Ok(held)
 }

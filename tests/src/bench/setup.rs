@@ -1,0 +1,165 @@
+//! Each system started for a round, with the keys its reads pick among
+//! written beforehand, and the operations it runs.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Result;
+use handlestore_client::{Client, ClusterHandleStore, Consistency, HandleStore, Ttl};
+use serde_json::{Value, json};
+
+use super::systems::{Etcd, Redis, RedisMode};
+use super::workload::Op;
+use super::{SYSTEMS, VALUE_BYTES};
+use crate::cluster::TestCluster;
+use crate::mcp::CartServer;
+
+/// Keys written before a read workload, read at random.
+const PRELOAD: usize = 1000;
+
+/// The operations each system runs, in order.
+pub(super) fn plan(system: &str) -> Vec<&'static str> {
+    match system {
+        "handlestore" => vec!["mint", "get", "get_stale", "update", "batch_store", "cart_flow"],
+        "cart-memory" => vec!["cart_flow"],
+        "etcd" => vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"],
+        "redis" | "redis-fsync" => vec!["set_ex", "get", "multi_set10"],
+        "fsync" => vec!["fdatasync"],
+        _ => vec![],
+    }
+}
+
+/// What keeps a system running until its rows are measured (dropping it
+/// stops the system).
+pub(super) type Running = Box<dyn std::any::Any + Send>;
+
+/// Starts `system`, returns its operations, and records the pids of its
+/// server processes in `pids`.
+pub(super) async fn start(
+    system: &str,
+    dir: &Path,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    match system {
+        "handlestore" => start_handlestore(dir, keep, pids).await,
+        "cart-memory" => start_cart_memory(dir, keep, pids).await,
+        "etcd" => start_etcd(dir, keep, pids).await,
+        "redis" => start_redis(dir, RedisMode::Shipped, keep, pids).await,
+        "redis-fsync" => start_redis(dir, RedisMode::FsyncAlways, keep, pids).await,
+        "fsync" => start_fsync(dir, keep),
+        other => anyhow::bail!("unknown system {other:?}; known: {}", SYSTEMS.join(", ")),
+    }
+}
+
+/// Three nodes, and two stateless MCP replicas over them.
+async fn start_handlestore(
+    dir: &Path,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    let value = "v".repeat(VALUE_BYTES);
+    let cluster = TestCluster::builder(3).dir_in(dir).start().await?;
+    let client = Client::builder(cluster.endpoints()).namespace("bench").build()?;
+    let mut carts = Vec::new();
+    for _ in 0..2 {
+        carts.push(CartServer::start(&cluster.endpoints(), dir).await?);
+    }
+    let cart_urls: Vec<String> = carts.iter().map(|c| format!("{}/mcp", c.url())).collect();
+    pids.extend((1..=3).filter_map(|id| cluster.node(id).pid()));
+    pids.extend(carts.iter().filter_map(CartServer::pid));
+    keep.push(Box::new(carts));
+    keep.push(Box::new(cluster));
+    let store: Arc<ClusterHandleStore<Value>> = Arc::new(client.handle_store("bench").build());
+    let mut keys = Vec::new();
+    for _ in 0..PRELOAD {
+        keys.push(store.mint(json!(value), Ttl::Never).await?);
+    }
+    let keys = Arc::new(keys);
+    let stale = Arc::new(client.handle_store("bench").consistency(Consistency::Stale).build());
+    Ok(vec![
+        ("mint", Op::HsMint(store.clone())),
+        ("get", Op::HsGet(store.clone(), keys.clone())),
+        ("get_stale", Op::HsGet(stale, keys.clone())),
+        ("update", Op::HsUpdate(store, keys)),
+        ("batch_store", Op::HsBatch(client.state_tool())),
+        ("cart_flow", Op::Cart(Arc::new(cart_urls), Vec::new())),
+    ])
+}
+
+/// The baseline MCP servers use today: one replica, carts in its own memory
+/// (gone on restart, invisible to other replicas).
+async fn start_cart_memory(
+    dir: &Path,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    let server = CartServer::start_memory(dir).await?;
+    let url = format!("{}/mcp", server.url());
+    pids.extend(server.pid());
+    keep.push(Box::new(server));
+    Ok(vec![("cart_flow", Op::Cart(Arc::new(vec![url]), Vec::new()))])
+}
+
+async fn start_etcd(dir: &Path, keep: &mut Vec<Running>, pids: &mut Vec<u32>) -> Result<Vec<(&'static str, Op)>> {
+    let value = "v".repeat(VALUE_BYTES);
+    let etcd = Etcd::start(dir).await?;
+    let mut c = etcd.client().await?;
+    pids.extend(etcd.pids());
+    keep.push(Box::new(etcd));
+    let mut keys = Vec::new();
+    for i in 0..PRELOAD {
+        let k = format!("bench/read/{i}");
+        c.put(k.clone(), value.clone(), None).await?;
+        keys.push(k);
+    }
+    let keys = Arc::new(keys);
+    let lease = c.lease_grant(3600, None).await?.id();
+    Ok(vec![
+        ("put", Op::EtcdPut(c.clone(), None)),
+        ("put_lease", Op::EtcdPut(c.clone(), Some(lease))),
+        ("range", Op::EtcdRange(c.clone(), keys.clone(), false)),
+        ("range_serializable", Op::EtcdRange(c.clone(), keys.clone(), true)),
+        ("update", Op::EtcdUpdate(c.clone(), keys)),
+        ("txn_put10", Op::EtcdTxn(c)),
+    ])
+}
+
+async fn start_redis(
+    dir: &Path,
+    mode: RedisMode,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    let value = "v".repeat(VALUE_BYTES);
+    let redis = Redis::start(dir, mode).await?;
+    let mut conn = redis.connection().await?;
+    pids.extend(redis.pids());
+    keep.push(Box::new(redis));
+    let mut keys = Vec::new();
+    for i in 0..PRELOAD {
+        let k = format!("bench:read:{i}");
+        redis::cmd("SET")
+            .arg(&k)
+            .arg(&value)
+            .query_async::<()>(&mut conn)
+            .await?;
+        keys.push(k);
+    }
+    Ok(vec![
+        ("set_ex", Op::RedisSetEx(conn.clone())),
+        ("get", Op::RedisGet(conn.clone(), Arc::new(keys))),
+        ("multi_set10", Op::RedisMulti(conn)),
+    ])
+}
+
+/// A file of its own to append to and sync.
+fn start_fsync(dir: &Path, keep: &mut Vec<Running>) -> Result<Vec<(&'static str, Op)>> {
+    let tmp = tempfile::tempdir_in(dir)?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(tmp.path().join("floor"))?;
+    keep.push(Box::new(tmp));
+    Ok(vec![("fdatasync", Op::Fdatasync(Arc::new(f)))])
+}
