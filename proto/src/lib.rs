@@ -11,8 +11,6 @@
 //!   and store: peer RPCs, the replicated log's commands, storage records.
 //!   Not a stable API; the client crate does not re-export it.
 
-#![allow(clippy::all, clippy::pedantic)]
-
 pub mod conn;
 pub mod id;
 pub mod key;
@@ -21,6 +19,7 @@ pub mod meta;
 pub mod reason;
 
 /// `handlestore.v1`: the public API.
+#[allow(clippy::all, clippy::pedantic)]
 pub mod v1 {
     tonic::include_proto!("handlestore.v1");
 }
@@ -28,6 +27,7 @@ pub mod v1 {
 /// Nodes only: `handlestore.internal.v1`.
 pub mod internal {
     /// `handlestore.internal.v1`: peer RPCs, log commands, storage records.
+    #[allow(clippy::all, clippy::pedantic)]
     pub mod v1 {
         tonic::include_proto!("handlestore.internal.v1");
     }

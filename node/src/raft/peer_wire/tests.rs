@@ -1,0 +1,251 @@
+//! The Raft wire end to end on loopback: frames, the handshake, refusals,
+//! held answers, the pool.
+
+use handlestore_proto::internal::v1 as ipb;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+use super::codec::read_frame;
+use super::*;
+use crate::raft::durability::Held;
+
+const MAX: usize = 1 << 20;
+
+fn request(term: u64) -> ipb::AppendEntriesRequest {
+    ipb::AppendEntriesRequest {
+        vote: Some(ipb::Vote {
+            leader_id: Some(ipb::LeaderId { term, node_id: 1 }),
+            committed: true,
+        }),
+        ..Default::default()
+    }
+}
+
+fn term_of(vote: Option<&ipb::Vote>) -> Option<u64> {
+    vote.and_then(|v| v.leader_id.as_ref()).map(|l| l.term)
+}
+
+/// A listener that sniffs each connection and serves the Raft wire with
+/// `answer`, or says what else arrived.
+async fn server(
+    answer: fn(ipb::AppendEntriesRequest) -> Result<ipb::AppendEntriesResponse, Refusal>,
+) -> (String, tokio::sync::mpsc::UnboundedReceiver<Protocol>) {
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = l.local_addr().expect("addr").to_string();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            let p = sniff(&s).await;
+            let _ = tx.send(p);
+            if p == Protocol::RaftWire {
+                tokio::spawn(serve(s, MAX, Some, move |req| async move { answer(req) }));
+            }
+        }
+    });
+    (addr, rx)
+}
+
+/// Answers with the request's own vote, or refuses term 99.
+fn echo_term(req: ipb::AppendEntriesRequest) -> Result<ipb::AppendEntriesResponse, Refusal> {
+    if term_of(req.vote.as_ref()) == Some(99) {
+        return Err(Refusal::Unavailable("shutting down".into()));
+    }
+    Ok(ipb::AppendEntriesResponse {
+        result: req.vote.map(ipb::append_entries_response::Result::HigherVote),
+    })
+}
+
+#[tokio::test]
+async fn requests_and_answers_cross_one_connection_in_turn() {
+    let (addr, mut seen) = server(echo_term).await;
+    let mut conn = WireConn::connect(&addr, MAX).await.expect("connect");
+    for term in 1..=50 {
+        let resp = conn.call(&request(term)).await.expect("answer");
+        let Some(ipb::append_entries_response::Result::HigherVote(vote)) = resp.result else {
+            panic!("{resp:?}");
+        };
+        assert_eq!(term_of(Some(&vote)), Some(term));
+    }
+    assert_eq!(seen.recv().await, Some(Protocol::RaftWire));
+    assert!(seen.try_recv().is_err(), "one connection for all calls");
+}
+
+#[tokio::test]
+async fn the_pool_lends_one_connection_at_a_time_and_lets_one_caller_connect() {
+    let (addr, mut seen) = server(echo_term).await;
+    let pool = WirePool::default();
+    let Taken::Connect(slot) = pool.take(&addr) else {
+        panic!("nothing open yet: connect");
+    };
+    assert!(matches!(pool.take(&addr), Taken::Grpc), "one caller connects at a time");
+    let conn = WireConn::connect(&addr, MAX).await.expect("connect");
+    assert!(!slot.finish(Connected::Yes));
+    pool.give_back(&addr, conn);
+    for term in 1..=3 {
+        let Taken::Idle(mut conn) = pool.take(&addr) else {
+            panic!("the connection given back");
+        };
+        conn.call(&request(term)).await.expect("answer");
+        pool.give_back(&addr, conn);
+    }
+    assert_eq!(seen.recv().await, Some(Protocol::RaftWire));
+    assert!(seen.try_recv().is_err(), "one connection for every call");
+
+    // A failed attempt sends calls to gRPC for a moment; a cancelled one
+    // frees the slot at once.
+    let Taken::Connect(slot) = pool.reconnect("down:7401") else {
+        panic!("connect");
+    };
+    assert!(!slot.finish(Connected::Failed));
+    assert!(matches!(pool.take("down:7401"), Taken::Grpc));
+    let Taken::Connect(slot) = pool.take("gone:7401") else {
+        panic!("connect");
+    };
+    drop(slot);
+    assert!(matches!(pool.take("gone:7401"), Taken::Connect(_)));
+    // A peer of an earlier build is news once.
+    let Taken::Connect(slot) = pool.take("old:7401") else {
+        panic!("connect");
+    };
+    assert!(slot.finish(Connected::Unsupported));
+    assert!(matches!(pool.take("old:7401"), Taken::Grpc));
+}
+
+#[tokio::test]
+async fn a_refusal_is_answered_and_closes_the_connection() {
+    let (addr, _seen) = server(echo_term).await;
+    let mut conn = WireConn::connect(&addr, MAX).await.expect("connect");
+    match conn.call(&request(99)).await {
+        Err(CallError::Refused(Refusal::Unavailable(m))) => assert_eq!(m, "shutting down"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(conn.call(&request(1)).await, Err(CallError::Io(_))));
+}
+
+#[tokio::test]
+async fn an_answer_leaves_when_the_job_holding_it_runs_on_another_thread() {
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = l.local_addr().expect("addr").to_string();
+    let (held_tx, mut held_rx) = tokio::sync::mpsc::unbounded_channel::<Held>();
+    tokio::spawn(async move {
+        let (s, _) = l.accept().await.expect("accept");
+        assert_eq!(sniff(&s).await, Protocol::RaftWire);
+        let hold = move |job| {
+            assert!(held_tx.send(job).is_ok(), "held");
+            None
+        };
+        serve(s, MAX, hold, |req| async move { echo_term(req) }).await;
+    });
+    let mut conn = WireConn::connect(&addr, MAX).await.expect("connect");
+    for term in 1..=3 {
+        let call = tokio::spawn(async move {
+            let resp = conn.call(&request(term)).await;
+            (conn, resp)
+        });
+        let job = held_rx.recv().await.expect("a job");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!call.is_finished(), "the answer is held until its job runs");
+        // As the log's sync thread does: a thread outside the runtime.
+        std::thread::spawn(job).join().expect("job ran");
+        let (c, resp) = call.await.expect("call");
+        let Some(ipb::append_entries_response::Result::HigherVote(vote)) = resp.expect("answer").result else {
+            panic!("no vote");
+        };
+        assert_eq!(term_of(Some(&vote)), Some(term));
+        conn = c;
+    }
+}
+
+#[tokio::test]
+async fn an_http2_connection_goes_to_grpc() {
+    let (addr, mut seen) = server(echo_term).await;
+    let mut s = TcpStream::connect(&addr).await.expect("connect");
+    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.expect("write");
+    assert_eq!(seen.recv().await, Some(Protocol::Other));
+    // A magic sent in pieces is still the magic.
+    let mut s = TcpStream::connect(&addr).await.expect("connect");
+    s.write_all(&MAGIC[..3]).await.expect("write");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    s.write_all(&MAGIC[3..]).await.expect("write");
+    assert_eq!(seen.recv().await, Some(Protocol::RaftWire));
+}
+
+/// Sends raw bytes after the handshake and returns what the server
+/// answered before closing.
+async fn raw(addr: &str, bytes: &[u8]) -> (u8, String) {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    s.write_all(&MAGIC).await.expect("write");
+    let mut echo = [0u8; 8];
+    s.read_exact(&mut echo).await.expect("echo");
+    s.write_all(bytes).await.expect("write");
+    let mut r = BufReader::new(s);
+    let (kind, body) = read_frame(&mut r, MAX).await.expect("frame").expect("an answer");
+    let mut rest = Vec::new();
+    r.read_to_end(&mut rest).await.expect("closed");
+    assert!(rest.is_empty());
+    (kind, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test]
+async fn malformed_and_oversized_frames_are_refused_as_invalid() {
+    let (addr, _seen) = server(echo_term).await;
+    // A body that is not an AppendEntriesRequest.
+    let (kind, msg) = raw(&addr, &[0, 0, 0, 4, KIND_OK, 0xff, 0xff, 0xff]).await;
+    assert_eq!(kind, KIND_INVALID, "{msg}");
+    assert!(msg.contains("malformed"), "{msg}");
+    // A length over the limit, refused before any body is read.
+    let (kind, msg) = raw(&addr, &(u32::MAX).to_be_bytes()).await;
+    assert_eq!(kind, KIND_INVALID);
+    assert!(msg.contains("over the limit"), "{msg}");
+    // An empty frame, and an unknown kind.
+    assert_eq!(raw(&addr, &[0, 0, 0, 0]).await.0, KIND_INVALID);
+    assert_eq!(raw(&addr, &[0, 0, 0, 1, 7]).await.0, KIND_INVALID);
+    // The server still takes new connections.
+    let mut conn = WireConn::connect(&addr, MAX).await.expect("connect");
+    assert!(conn.call(&request(3)).await.is_ok());
+}
+
+/// A server that writes `greeting` to each connection and then keeps it
+/// open for a while (or closes it at once, if `close`).
+async fn greeter(greeting: &'static [u8], close: bool) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = l.local_addr().expect("addr").to_string();
+    tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.expect("accept");
+        s.write_all(greeting).await.expect("write");
+        if !close {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_peer_that_answers_the_magic_with_other_bytes_is_unsupported() {
+    // What a node of an earlier build answers (its HTTP/1.1 server), and
+    // an HTTP/2-only server's SETTINGS frame.
+    for greeting in [
+        &b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n"[..],
+        &[0u8, 0, 0, 4, 0, 0, 0, 0, 0][..],
+    ] {
+        let addr = greeter(greeting, false).await;
+        assert!(matches!(
+            WireConn::connect(&addr, MAX).await,
+            Err(CallError::Unsupported)
+        ));
+    }
+}
+
+#[tokio::test]
+async fn a_silent_closed_or_absent_peer_is_unreachable_not_unsupported() {
+    // Silence (a paused node), a close during the handshake, nobody
+    // listening: all tried again later over the wire.
+    for (greeting, close) in [(&b""[..], false), (&b"HSR"[..], true)] {
+        let addr = greeter(greeting, close).await;
+        assert!(matches!(WireConn::connect(&addr, MAX).await, Err(CallError::Io(_))));
+    }
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = l.local_addr().expect("addr").to_string();
+    drop(l);
+    assert!(matches!(WireConn::connect(&addr, MAX).await, Err(CallError::Io(_))));
+}
