@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use handlestore_proto::limits;
 
 use crate::error::{Error, Result};
 use crate::key::{MAX_KEY_LEN, page_token, parse_page_token, validate_key, validate_prefix};
@@ -171,10 +172,18 @@ impl StateTool for MemoryStateTool {
                 "expected_revision applies to single-key deletes only".into(),
             ));
         }
-        if opts.limit > 10_000 {
-            return Err(Error::InvalidArgument(format!("limit {} exceeds 10000", opts.limit)));
+        if opts.limit > limits::MAX_PREFIX_DELETE {
+            return Err(Error::InvalidArgument(format!(
+                "limit {} exceeds {}",
+                opts.limit,
+                limits::MAX_PREFIX_DELETE
+            )));
         }
-        let limit = if opts.limit == 0 { 1000 } else { opts.limit as usize };
+        let limit = if opts.limit == 0 {
+            limits::DEFAULT_PREFIX_DELETE
+        } else {
+            opts.limit
+        } as usize;
         let under: Vec<String> = s
             .map
             .range(key.to_string()..)
@@ -197,13 +206,18 @@ impl StateTool for MemoryStateTool {
 
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListPage> {
         validate_prefix(prefix, MAX_KEY_LEN).map_err(Error::InvalidArgument)?;
-        if opts.limit > 1000 {
+        if opts.limit > limits::MAX_PAGE {
             return Err(Error::InvalidArgument(format!(
-                "limit {} exceeds 1000 keys per page",
-                opts.limit
+                "limit {} exceeds {} keys per page",
+                opts.limit,
+                limits::MAX_PAGE
             )));
         }
-        let limit = if opts.limit == 0 { 100 } else { opts.limit as usize };
+        let limit = if opts.limit == 0 {
+            limits::DEFAULT_PAGE
+        } else {
+            opts.limit
+        } as usize;
         let after = opts
             .page_token
             .as_deref()

@@ -32,7 +32,7 @@ pub enum KvCmd {
         #[arg(long)]
         prefix: bool,
         /// Most keys a prefix delete removes.
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = handlestore_proto::limits::DEFAULT_PREFIX_DELETE)]
         limit: u32,
     },
     /// List keys in order, following pages.
@@ -110,7 +110,7 @@ pub async fn run(conn: &Conn, cmd: KvCmd) -> Result<(), CliError> {
             let mut token = None;
             let mut printed = 0usize;
             while printed < limit {
-                let page_size = (limit - printed).min(1000) as u32;
+                let page_size = (limit - printed).min(handlestore_proto::limits::MAX_PAGE as usize) as u32;
                 let page = tool
                     .list(
                         &prefix,
