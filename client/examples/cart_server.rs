@@ -27,7 +27,7 @@ use std::time::Duration;
 use axum::serve::ListenerExt;
 use handlestore_client::request_state::Mode;
 use handlestore_client::{
-    Client, Error, HandleStore, MemoryHandleStore, MemoryOptions, RequestStateCodec, RingKey, Ttl,
+    Client, ClientTls, Error, HandleStore, MemoryHandleStore, MemoryOptions, RequestStateCodec, RingKey, Ttl,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses, RequestState};
@@ -78,6 +78,24 @@ struct Args {
     /// Idle carts expire after this long.
     #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
     cart_ttl: Duration,
+    /// The CA that signed the nodes' certificates (PEM): talk TLS to them.
+    #[arg(long, env = "HANDLESTORE_CACERT")]
+    cacert: Option<std::path::PathBuf>,
+    /// A client certificate (PEM), for nodes that require one.
+    #[arg(long, env = "HANDLESTORE_CERT", requires = "key")]
+    cert: Option<std::path::PathBuf>,
+    /// The private key of --cert (PEM).
+    #[arg(long, env = "HANDLESTORE_KEY", requires = "cert")]
+    key: Option<std::path::PathBuf>,
+}
+
+/// A client of the cluster, as the flags say (TLS with --cacert).
+fn cluster_client(args: &Args) -> anyhow::Result<Client> {
+    let mut builder = Client::builder(args.endpoints.clone()).namespace(args.namespace.clone());
+    if let Some(ca) = &args.cacert {
+        builder = builder.tls(ClientTls::from_files(ca, args.cert.as_deref(), args.key.as_deref())?);
+    }
+    Ok(builder.build()?)
 }
 
 /// One `add_item` call's line in the cart.
@@ -373,9 +391,7 @@ async fn main() -> anyhow::Result<()> {
         if args.endpoints.is_empty() {
             anyhow::bail!("give --endpoints (or HANDLESTORE_ENDPOINTS), or --memory");
         }
-        let client = Client::builder(args.endpoints.clone())
-            .namespace(args.namespace.clone())
-            .build()?;
+        let client = cluster_client(&args)?;
         (
             Arc::new(
                 client
@@ -441,9 +457,7 @@ async fn confirm_codec(args: &Args) -> anyhow::Result<RequestStateCodec> {
         };
         return Ok(RequestStateCodec::with_keys(&[key], Mode::Signed)?);
     }
-    let client = Client::builder(args.endpoints.clone())
-        .namespace(args.namespace.clone())
-        .build()?;
+    let client = cluster_client(args)?;
     match client.keyring_rotate(true).await {
         Ok(id) => tracing::info!(key = %id, "created the namespace's key ring"),
         Err(Error::AlreadyExists(_)) => {}

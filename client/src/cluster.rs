@@ -90,9 +90,17 @@ pub struct ClientBuilder {
     backoff_base: Duration,
     backoff_max: Duration,
     max_write_calls: usize,
+    tls: Option<crate::tls::ClientTls>,
 }
 
 impl ClientBuilder {
+    /// TLS to the nodes: their CA, and a client certificate where they
+    /// require one. Endpoints without a scheme then use `https://`.
+    pub fn tls(mut self, tls: crate::tls::ClientTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// The namespace (tenant) every call of this client uses. Default:
     /// "default".
     pub fn namespace(mut self, ns: impl Into<String>) -> Self {
@@ -147,28 +155,11 @@ impl ClientBuilder {
                 self.namespace
             )));
         }
-        let mut nodes = Vec::new();
-        for raw in &self.endpoints {
-            let url = if raw.contains("://") {
-                raw.clone()
-            } else {
-                format!("http://{raw}")
-            };
-            let endpoint = Endpoint::from_shared(url.clone())
-                .map_err(|e| Error::InvalidArgument(format!("endpoint {raw:?}: {e}")))?
-                .connect_timeout(self.connect_timeout)
-                .http2_keep_alive_interval(Duration::from_secs(10))
-                .keep_alive_timeout(Duration::from_secs(5));
-            let authority = endpoint.uri().authority().map(|a| a.to_string()).unwrap_or_default();
-            let calls = NodeChannel::new(&url, self.connect_timeout)
-                .map_err(|e| Error::InvalidArgument(format!("endpoint {raw:?}: {e}")))?;
-            nodes.push(Node {
-                url,
-                authority,
-                calls,
-                channel: endpoint.connect_with_connector_lazy(tower::service_fn(crate::conn::connect)),
-            });
-        }
+        let nodes = self
+            .endpoints
+            .iter()
+            .map(|raw| self.node(raw))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Client {
             inner: Arc::new(Inner {
                 nodes,
@@ -185,6 +176,34 @@ impl ClientBuilder {
                 writes: Mutex::default(),
                 write_stats: Default::default(),
             }),
+        })
+    }
+}
+
+impl ClientBuilder {
+    /// One endpoint's channels (dialed on first use).
+    fn node(&self, raw: &str) -> Result<Node> {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let url = if raw.contains("://") {
+            raw.to_string()
+        } else {
+            format!("{scheme}://{raw}")
+        };
+        let endpoint = Endpoint::from_shared(url.clone())
+            .map_err(|e| Error::InvalidArgument(format!("endpoint {raw:?}: {e}")))?
+            .connect_timeout(self.connect_timeout)
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .keep_alive_timeout(Duration::from_secs(5));
+        let authority = endpoint.uri().authority().map(|a| a.to_string()).unwrap_or_default();
+        let calls = NodeChannel::new(&url, self.connect_timeout, self.tls.clone())
+            .map_err(|e| Error::InvalidArgument(format!("endpoint {raw:?}: {e}")))?;
+        let tls = calls.tls();
+        let connector = tower::service_fn(move |uri| crate::conn::connect(uri, tls.clone()));
+        Ok(Node {
+            url,
+            authority,
+            calls,
+            channel: endpoint.connect_with_connector_lazy(connector),
         })
     }
 }
@@ -267,6 +286,7 @@ impl Client {
             backoff_base: Duration::from_millis(25),
             backoff_max: Duration::from_secs(1),
             max_write_calls: 8,
+            tls: None,
         }
     }
 

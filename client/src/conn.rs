@@ -8,15 +8,30 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tonic::transport::Uri;
 
-pub use handlestore_proto::conn::Conn;
+pub use handlestore_proto::conn::{ClientConn, Conn};
 
-/// Connects a channel to `http://host:port` as a [`Conn`]. The endpoint's
-/// connect timeout still applies (tonic wraps any connector in it).
-pub(crate) async fn connect(uri: Uri) -> io::Result<TokioIo<Conn>> {
+use crate::tls::ClientTls;
+
+/// Connects a channel to `http://host:port` (or `https://`, with `tls`).
+/// The endpoint's connect timeout still applies (tonic wraps any connector
+/// in it).
+pub(crate) async fn connect(uri: Uri, tls: Option<ClientTls>) -> io::Result<TokioIo<ClientConn>> {
     let authority = uri
         .authority()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("no host in {uri}")))?;
-    Ok(TokioIo::new(connect_tcp(authority).await?))
+    Ok(TokioIo::new(dial(authority, tls.as_ref()).await?))
+}
+
+/// Connects to an endpoint's `host:port`, in the clear or, with `tls`,
+/// through a TLS handshake that checks the node's certificate.
+pub(crate) async fn dial(authority: &Authority, tls: Option<&ClientTls>) -> io::Result<ClientConn> {
+    let conn = connect_tcp(authority).await?;
+    let Some(tls) = tls else {
+        return Ok(ClientConn::Plain(conn));
+    };
+    let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+    let stream = tls.connector().connect(crate::tls::server_name(host)?, conn).await?;
+    Ok(ClientConn::Tls(Box::new(stream)))
 }
 
 /// Connects to an endpoint's `host:port` (port 80 if none) as a [`Conn`].
@@ -36,14 +51,16 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("addr").port();
         for uri in [format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}")] {
-            let io = match connect(uri.parse().expect("uri")).await {
+            let io = match connect(uri.parse().expect("uri"), None).await {
                 Ok(io) => io,
                 // "localhost" may resolve to ::1 first where nothing listens;
                 // only the name lookup itself is under test there.
                 Err(e) if uri.contains("localhost") && e.kind() == io::ErrorKind::ConnectionRefused => continue,
                 Err(e) => panic!("{uri}: {e}"),
             };
-            let conn = io.into_inner();
+            let ClientConn::Plain(conn) = io.into_inner() else {
+                panic!("{uri}: a connection in the clear")
+            };
             assert!(conn.tcp().nodelay().expect("nodelay"), "{uri}: TCP_NODELAY set");
             // h2 picks its chaining threshold from this: false makes it
             // gather frames under 1 KiB into one write.
@@ -58,12 +75,15 @@ mod tests {
             let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
             l.local_addr().expect("addr").port()
         };
-        let err = connect(format!("http://127.0.0.1:{free}").parse().expect("uri"))
+        let err = connect(format!("http://127.0.0.1:{free}").parse().expect("uri"), None)
             .await
             .err()
             .expect("nothing listens");
         assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);
-        let err = connect("/no/host".parse().expect("uri")).await.err().expect("no host");
+        let err = connect("/no/host".parse().expect("uri"), None)
+            .await
+            .err()
+            .expect("no host");
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     }
 }

@@ -34,6 +34,7 @@ pub mod request_state;
 pub mod state_tool;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+pub mod tls;
 mod transport;
 pub mod ttl;
 pub mod writes;
@@ -51,6 +52,7 @@ pub use request_state::RequestStateCodec;
 pub use state_tool::{
     DeleteOptions, Deleted, ListOptions, ListPage, StateEntry, StateTool, StateValue, StoreItem, StoreOptions,
 };
+pub use tls::ClientTls;
 pub use ttl::Ttl;
 pub use writes::WriteStats;
 

@@ -62,6 +62,8 @@ struct Shared {
     scheme: Scheme,
     authority: Authority,
     connect_timeout: Duration,
+    /// For `https` endpoints.
+    tls: Option<crate::tls::ClientTls>,
     /// The open connection, if any, and the number it was dialed under.
     live: Mutex<Option<(u64, SendRequest<Bytes>)>>,
     /// Held while dialing, so concurrent calls share one dial.
@@ -72,13 +74,21 @@ struct Shared {
 }
 
 impl NodeChannel {
-    /// A channel to `url` ("http://host:port"); nothing is dialed yet.
-    pub(crate) fn new(url: &str, connect_timeout: Duration) -> Result<Self, String> {
+    /// A channel to `url` ("http://host:port", or "https://host:port"
+    /// with `tls`); nothing is dialed yet.
+    pub(crate) fn new(
+        url: &str,
+        connect_timeout: Duration,
+        tls: Option<crate::tls::ClientTls>,
+    ) -> Result<Self, String> {
         let uri: Uri = url.parse().map_err(|e| format!("{e}"))?;
         let scheme = uri.scheme().cloned().ok_or("no scheme")?;
-        if scheme != Scheme::HTTP {
-            return Err(format!("scheme {scheme} is not supported (http only)"));
-        }
+        let tls = match (scheme.as_str(), tls) {
+            ("http", _) => None,
+            ("https", Some(tls)) => Some(tls),
+            ("https", None) => return Err("an https endpoint needs the cluster's CA (ClientBuilder::tls)".into()),
+            _ => return Err(format!("scheme {scheme} is not supported (http or https)")),
+        };
         let authority = uri.authority().cloned().ok_or("no host")?;
         Ok(NodeChannel {
             shared: Arc::new(Shared {
@@ -86,11 +96,17 @@ impl NodeChannel {
                 scheme,
                 authority,
                 connect_timeout,
+                tls,
                 live: Mutex::new(None),
                 dialing: tokio::sync::Mutex::new(Dials::default()),
                 dials_finished: AtomicU64::new(0),
             }),
         })
+    }
+
+    /// The TLS this channel dials with (https), if any.
+    pub(crate) fn tls(&self) -> Option<crate::tls::ClientTls> {
+        self.shared.tls.clone()
     }
 
     fn live(&self) -> Option<(u64, SendRequest<Bytes>)> {
@@ -141,10 +157,9 @@ impl NodeChannel {
     }
 
     async fn dial(&self, id: u64) -> Result<SendRequest<Bytes>, Status> {
-        let unavailable = |e: &dyn std::fmt::Display| Status::unavailable(format!("{}: {e}", self.shared.url));
-        let io = crate::conn::connect_tcp(&self.shared.authority)
+        let io = crate::conn::dial(&self.shared.authority, self.shared.tls.as_ref())
             .await
-            .map_err(|e| unavailable(&e))?;
+            .map_err(|e| dial_error(&self.shared.url, e))?;
         let (send, mut connection) = h2::client::Builder::new()
             .enable_push(false)
             .initial_window_size(STREAM_WINDOW)
@@ -153,7 +168,7 @@ impl NodeChannel {
             .max_header_list_size(MAX_HEADER_LIST)
             .handshake::<_, Bytes>(io)
             .await
-            .map_err(|e| unavailable(&e))?;
+            .map_err(|e| status_of(&self.shared.url, e))?;
         let ping = connection.ping_pong();
         // Holds only a weak reference: a client that is dropped closes its
         // connections.
@@ -211,6 +226,19 @@ impl NodeChannel {
     }
 }
 
+/// Why a dial failed. A TLS handshake that fails (the node's certificate
+/// is not from the trusted CA, or it refused ours) will fail again, so it
+/// is not worth retrying: `UNAUTHENTICATED`. Anything else is the node
+/// being unreachable: `UNAVAILABLE`.
+fn dial_error(url: &str, e: std::io::Error) -> Status {
+    let tls = e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>());
+    if tls {
+        Status::unauthenticated(format!("{url}: TLS: {e}"))
+    } else {
+        Status::unavailable(format!("{url}: {e}"))
+    }
+}
+
 /// Forgets connection `id` if it is still the one in use.
 fn forget(shared: &Shared, id: u64) {
     let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
@@ -235,6 +263,17 @@ async fn keepalive(mut ping: h2::PingPong) -> String {
 /// made, or a stream the node refused, is `Unavailable` (worth retrying
 /// elsewhere); a stream reset for another reason keeps gRPC's mapping.
 fn status_of(url: &str, e: h2::Error) -> Status {
+    // A node that requires a client certificate refuses one it does not
+    // accept after the handshake (TLS 1.3), with an alert the client reads
+    // on its first read; h2 keeps only the text of that error, which is
+    // rustls's ("received fatal alert: CertificateRequired"). Retrying would
+    // only be refused again.
+    if e.get_io()
+        .is_some_and(|io| io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()))
+        || e.to_string().contains("received fatal alert")
+    {
+        return Status::unauthenticated(format!("{url}: TLS: {e}"));
+    }
     if e.is_io() || e.is_go_away() || e.reason() == Some(h2::Reason::REFUSED_STREAM) {
         return Status::unavailable(format!("{url}: {e}"));
     }
@@ -348,7 +387,7 @@ mod tests {
     }
 
     fn channel(url: &str) -> NodeChannel {
-        NodeChannel::new(url, Duration::from_secs(5)).expect("channel")
+        NodeChannel::new(url, Duration::from_secs(5), None).expect("channel")
     }
 
     async fn len(ch: &NodeChannel) -> Result<u64, Status> {
@@ -501,10 +540,13 @@ mod tests {
     }
 
     #[test]
-    fn only_plain_http_endpoints_with_a_host() {
-        assert!(NodeChannel::new("http://127.0.0.1:2379", Duration::from_secs(1)).is_ok());
-        let err = NodeChannel::new("https://127.0.0.1:2379", Duration::from_secs(1)).err();
-        assert!(err.expect("https").contains("http only"));
-        assert!(NodeChannel::new("/no/host", Duration::from_secs(1)).is_err());
+    fn http_or_https_with_a_ca_and_a_host() {
+        let t = Duration::from_secs(1);
+        assert!(NodeChannel::new("http://127.0.0.1:2379", t, None).is_ok());
+        let err = NodeChannel::new("https://127.0.0.1:2379", t, None).err();
+        assert!(err.expect("https without a CA").contains("CA"));
+        let err = NodeChannel::new("ftp://127.0.0.1:2379", t, None).err();
+        assert!(err.expect("ftp").contains("http or https"));
+        assert!(NodeChannel::new("/no/host", t, None).is_err());
     }
 }

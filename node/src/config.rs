@@ -71,10 +71,16 @@ impl Default for RaftTuning {
 pub struct NodeConfig {
     pub id: u64,
     pub listen: SocketAddr,
-    /// The address peers and clients reach this node at ("host:port").
+    /// The address clients (and peers, without a peer port) reach this
+    /// node at ("host:port").
     pub advertise: String,
+    /// A port of its own for node-to-node traffic (the Raft wire and the
+    /// Raft gRPC service); the client port then serves clients only.
+    pub peer_listen: Option<SocketAddr>,
+    /// The address peers reach this node's peer port at.
+    pub peer_advertise: String,
     pub data_dir: PathBuf,
-    pub initial_cluster: BTreeMap<u64, String>,
+    pub initial_cluster: BTreeMap<u64, Member>,
     pub cluster_state: ClusterState,
     pub raft: RaftTuning,
     pub limits: Limits,
@@ -95,14 +101,72 @@ pub struct NodeConfig {
     /// Farthest this node's clock may be from the cluster's (the members'
     /// median) for it to lead and to serve reads that depend on expiry.
     pub max_clock_offset: Duration,
+    /// TLS on the client port (`crate::tls`).
+    pub tls: Option<crate::tls::TlsFiles>,
+    /// Mutual TLS on the peer port, both ways (`crate::tls::peer`).
+    pub peer_tls: Option<crate::tls::TlsFiles>,
+    /// Serve non-loopback addresses in the clear (`--insecure`).
+    pub insecure: bool,
 }
 
 impl NodeConfig {
+    /// Protected mode, as Redis has it: in the clear, a node serves
+    /// loopback only unless told `--insecure`, on either port. With TLS,
+    /// peers need a port of their own: the client port never serves Raft.
+    pub fn check_exposure(&self) -> Result<(), String> {
+        let members = self.initial_cluster.len();
+        if self.peer_tls.is_some() && self.peer_listen.is_none() {
+            return Err("--peer-tls-cert needs --peer-listen: peer TLS is for the peer port".into());
+        }
+        if self.tls.is_some() && self.peer_listen.is_none() && members > 1 {
+            return Err(
+                "with TLS on the client port (--tls-cert), peers need a port of their own: \
+                 add --peer-listen (and peer addresses to --initial-cluster)"
+                    .into(),
+            );
+        }
+        if self.insecure {
+            return Ok(());
+        }
+        if self.tls.is_none() && !self.listen.ip().is_loopback() {
+            return Err(format!(
+                "--listen {} is not a loopback address, and the client port has no TLS: anyone who reaches it \
+                 could read and write everything. Add --tls-cert/--tls-key (see `handlestore certs`), or \
+                 --insecure to serve in the clear anyway",
+                self.listen
+            ));
+        }
+        if let Some(peer) = self.peer_listen
+            && self.peer_tls.is_none()
+            && !peer.ip().is_loopback()
+        {
+            return Err(format!(
+                "--peer-listen {peer} is not a loopback address, and the peer port has no TLS: anyone who \
+                 reaches it could speak Raft to this node. Add --peer-tls-cert/--peer-tls-key/--peer-tls-ca \
+                 (see `handlestore certs`), or --insecure to serve peers in the clear anyway"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether this node serves only loopback in the clear (protected
+    /// mode), to say so when it starts.
+    pub fn protected_mode(&self) -> bool {
+        self.tls.is_none() && !self.insecure
+    }
+
+    /// How this node is reached, as the membership records it.
+    pub fn member(&self) -> Member {
+        Member::new(&self.advertise, &self.peer_advertise)
+    }
+
     pub fn new(id: u64, listen: SocketAddr, data_dir: PathBuf) -> Self {
         Self {
             id,
             listen,
             advertise: listen.to_string(),
+            peer_listen: None,
+            peer_advertise: String::new(),
             data_dir,
             initial_cluster: BTreeMap::new(),
             cluster_state: ClusterState::New,
@@ -117,17 +181,86 @@ impl NodeConfig {
             db_memory: crate::db::DbMemory::default(),
             malloc_trim_interval: Duration::from_secs(10),
             max_clock_offset: Duration::from_millis(500),
+            tls: None,
+            peer_tls: None,
+            insecure: false,
         }
     }
 }
 
-/// Parses `1=host:port,2=host:port`.
-pub fn parse_initial_cluster(s: &str) -> Result<BTreeMap<u64, String>, String> {
+/// How a member is reached: clients at `addr`; other nodes at `peer_addr`,
+/// or at `addr` too when the member has no peer port of its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Member {
+    pub addr: String,
+    #[serde(default)]
+    pub peer_addr: String,
+}
+
+impl Member {
+    pub fn new(addr: impl Into<String>, peer_addr: impl Into<String>) -> Self {
+        Self {
+            addr: addr.into(),
+            peer_addr: peer_addr.into(),
+        }
+    }
+
+    /// Where other nodes reach this member.
+    pub fn peer(&self) -> &str {
+        if self.peer_addr.is_empty() {
+            &self.addr
+        } else {
+            &self.peer_addr
+        }
+    }
+}
+
+impl std::fmt::Display for Member {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.peer_addr.is_empty() {
+            write!(f, "{}", self.addr)
+        } else {
+            write!(f, "{}/{}", self.addr, self.peer_addr)
+        }
+    }
+}
+
+/// Checks a "HOST:PORT" address.
+pub fn check_addr(addr: &str) -> Result<(), String> {
+    let valid = addr
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    if valid {
+        Ok(())
+    } else {
+        Err(format!("'{addr}' is not HOST:PORT"))
+    }
+}
+
+/// Parses one member's addresses: `HOST:PORT` (clients and peers alike) or
+/// `HOST:PORT/PEER_HOST:PEER_PORT` (peers on a port of their own).
+pub fn parse_member(s: &str) -> Result<Member, String> {
+    match s.trim().split_once('/') {
+        Some((addr, peer)) => {
+            check_addr(addr.trim())?;
+            check_addr(peer.trim())?;
+            Ok(Member::new(addr.trim(), peer.trim()))
+        }
+        None => {
+            check_addr(s.trim())?;
+            Ok(Member::new(s.trim(), ""))
+        }
+    }
+}
+
+/// Parses `1=host:port,2=host:port` (each address optionally followed by
+/// `/peer_host:peer_port`).
+pub fn parse_initial_cluster(s: &str) -> Result<BTreeMap<u64, Member>, String> {
     let mut out = BTreeMap::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (id, addr) = part
             .split_once('=')
-            .ok_or_else(|| format!("'{part}' is not ID=HOST:PORT"))?;
+            .ok_or_else(|| format!("'{part}' is not ID=HOST:PORT[/PEER_HOST:PEER_PORT]"))?;
         let id: u64 = id
             .trim()
             .parse()
@@ -135,14 +268,8 @@ pub fn parse_initial_cluster(s: &str) -> Result<BTreeMap<u64, String>, String> {
         if id == 0 {
             return Err("node id 0 is reserved; use 1, 2, 3, ...".into());
         }
-        let addr = addr.trim();
-        let valid = addr
-            .rsplit_once(':')
-            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-        if !valid {
-            return Err(format!("'{addr}' in '{part}' is not HOST:PORT"));
-        }
-        if out.insert(id, addr.to_string()).is_some() {
+        let member = parse_member(addr).map_err(|e| format!("{e} (in '{part}')"))?;
+        if out.insert(id, member).is_some() {
             return Err(format!("node id {id} appears twice"));
         }
     }
@@ -157,11 +284,64 @@ mod tests {
     use super::*;
 
     #[test]
+    fn protected_mode_keeps_the_clear_on_loopback() {
+        let local = NodeConfig::new(1, "127.0.0.1:7401".parse().expect("addr"), "d".into());
+        assert!(local.check_exposure().is_ok());
+        assert!(local.protected_mode());
+        let mut open = NodeConfig::new(1, "0.0.0.0:7401".parse().expect("addr"), "d".into());
+        assert!(open.check_exposure().expect_err("refused").contains("--insecure"));
+        open.insecure = true;
+        assert!(open.check_exposure().is_ok());
+        let files = crate::tls::TlsFiles {
+            cert: "c".into(),
+            key: "k".into(),
+            ca: None,
+            allowed_names: vec![],
+        };
+        let mut peers = local.clone();
+        peers.peer_listen = Some("10.0.0.1:7402".parse().expect("addr"));
+        assert!(
+            peers
+                .check_exposure()
+                .expect_err("peers in the clear")
+                .contains("--peer-tls-cert")
+        );
+        peers.peer_tls = Some(files.clone());
+        assert!(peers.check_exposure().is_ok(), "peers with mutual TLS");
+        peers.peer_listen = None;
+        assert!(peers.check_exposure().is_err(), "peer TLS without a peer port");
+        let mut tls = NodeConfig::new(1, "0.0.0.0:7401".parse().expect("addr"), "d".into());
+        tls.tls = Some(files);
+        assert!(tls.check_exposure().is_ok(), "TLS on a public address");
+        assert!(!tls.protected_mode());
+        tls.initial_cluster = parse_initial_cluster("1=a:1,2=b:1").expect("cluster");
+        assert!(
+            tls.check_exposure()
+                .expect_err("needs a peer port")
+                .contains("--peer-listen")
+        );
+    }
+
+    #[test]
     fn parses_cluster() {
         let c = parse_initial_cluster("1=a:1, 2=b:2,3=127.0.0.1:7403").expect("parses");
         assert_eq!(c.len(), 3);
-        assert_eq!(c[&3], "127.0.0.1:7403");
-        for bad in ["", "1=a", "x=a:1", "0=a:1", "1=a:1,1=b:2", "1=:80", "1=a:99999"] {
+        assert_eq!(c[&3], Member::new("127.0.0.1:7403", ""));
+        assert_eq!(c[&3].peer(), "127.0.0.1:7403");
+        let c = parse_initial_cluster("1=a:1/a:2").expect("parses");
+        assert_eq!(c[&1].peer(), "a:2");
+        assert_eq!(c[&1].to_string(), "a:1/a:2");
+        for bad in [
+            "",
+            "1=a",
+            "x=a:1",
+            "0=a:1",
+            "1=a:1,1=b:2",
+            "1=:80",
+            "1=a:99999",
+            "1=a:1/b",
+            "1=a:1/",
+        ] {
             assert!(parse_initial_cluster(bad).is_err(), "{bad} should fail");
         }
     }

@@ -14,6 +14,8 @@ pub mod failpoints;
 pub(crate) mod health;
 pub(crate) mod memory;
 pub(crate) mod node;
+pub(crate) mod ports;
 pub(crate) mod raft;
 pub(crate) mod state;
 pub(crate) mod status;
+pub(crate) mod tls;

@@ -1,16 +1,13 @@
 //! Assembles and runs one node: storage (RocksDB), Raft (`raft::boot`),
-//! the gRPC and health routes on one port, and a clean shutdown.
+//! the gRPC and health routes, its ports (`ports`), and a clean shutdown.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use anyhow::Context;
-use handlestore_proto::conn::Conn;
 use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::v1 as pb;
-use tokio::net::TcpListener;
-use tokio_stream::wrappers::ReceiverStream;
 
 use crate::api::{
     Api,
@@ -21,13 +18,11 @@ use crate::api::{
     writes::WritesService,
 };
 use crate::config::NodeConfig;
-use crate::raft::Raft;
+use crate::ports::{self, Ports, Wire};
 use crate::raft::boot::{self, RaftNode};
-use crate::raft::durability::Durability;
 use crate::raft::log_store::LogStore;
 use crate::raft::network::MAX_PEER_MESSAGE;
-use crate::raft::peer_wire::{self, Protocol};
-use crate::raft::service::{self, RaftService};
+use crate::raft::service::RaftService;
 use crate::state::snapshot::{self, SnapshotDir};
 use crate::state::{StateLimits, StateStore};
 
@@ -93,12 +88,25 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         storage.log_store,
     )
     .await?;
-    let listener = TcpListener::bind(cfg.listen)
-        .await
-        .with_context(|| format!("listening on {}", cfg.listen))?;
-    let routes = routes(&cfg, &node, storage.state, storage.snapshots, log_syncs, memory);
-    tracing::info!(id = cfg.id, listen = %cfg.listen, data = %cfg.data_dir.display(), "node started");
-    let served = serve(listener, routes, &node, shutdown).await;
+    let ports = Ports::bind(&cfg).await?;
+    let raft_server = raft_server(&node, storage.snapshots);
+    let mut client = client_routes(&cfg, &node, storage.state, log_syncs, memory);
+    // With TLS, the client port never serves Raft (a one-node cluster
+    // without a peer port has no one to talk to).
+    let peer = if ports.has_peer_port() {
+        Some(tonic::service::Routes::new(raft_server))
+    } else {
+        if cfg.tls.is_none() {
+            client = client.add_service(raft_server);
+        }
+        None
+    };
+    say_started(&cfg);
+    let wire = Wire {
+        raft: node.raft.clone(),
+        durability: node.durability.clone(),
+    };
+    let served = ports::serve(ports, client, peer, wire, shutdown).await;
     tracing::info!(id = cfg.id, "stopping");
     if let Err(e) = node.raft.shutdown().await {
         tracing::warn!("raft shutdown: {e}");
@@ -113,13 +121,26 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     Ok(())
 }
 
-/// The services of the node's port: peers' Raft service, the client API,
-/// admin, and the health endpoints (HTTP/1.1 too, for those).
-fn routes(
+/// The Raft gRPC service peers call (votes, snapshots, forwarded writes,
+/// read indexes, clock probes).
+fn raft_server(node: &RaftNode, snapshots: Arc<SnapshotDir>) -> ipb::raft_server::RaftServer<RaftService> {
+    let raft_service = RaftService::new(
+        node.raft.clone(),
+        node.proposer.clone(),
+        snapshots,
+        node.durability.clone(),
+    );
+    ipb::raft_server::RaftServer::new(raft_service)
+        .max_decoding_message_size(MAX_PEER_MESSAGE)
+        .max_encoding_message_size(MAX_PEER_MESSAGE)
+}
+
+/// The services clients call: the API, admin, and the health endpoints
+/// (HTTP/1.1 too, for those).
+fn client_routes(
     cfg: &NodeConfig,
     node: &RaftNode,
     state: Arc<StateStore>,
-    snapshots: Arc<SnapshotDir>,
     log_syncs: Arc<AtomicU64>,
     memory: MemoryProbe,
 ) -> tonic::service::Routes {
@@ -139,12 +160,6 @@ fn routes(
     let max_submit = max_msg
         .max(handlestore_proto::limits::MAX_SUBMIT_BYTES)
         .saturating_add(64 << 10);
-    let raft_service = RaftService::new(
-        node.raft.clone(),
-        node.proposer.clone(),
-        snapshots,
-        node.durability.clone(),
-    );
     let admin = AdminService::new(
         api.clone(),
         node.admin.clone(),
@@ -155,11 +170,6 @@ fn routes(
     );
     let mut routes = tonic::service::RoutesBuilder::default();
     routes
-        .add_service(
-            ipb::raft_server::RaftServer::new(raft_service)
-                .max_decoding_message_size(MAX_PEER_MESSAGE)
-                .max_encoding_message_size(MAX_PEER_MESSAGE),
-        )
         .add_service(
             pb::handles_server::HandlesServer::new(HandlesService::new(api.clone()))
                 .max_decoding_message_size(max_msg)
@@ -183,77 +193,24 @@ fn routes(
     routes
 }
 
-/// Serves the node's one port until `shutdown`: leaders' Raft wire
-/// connections here, the rest to the gRPC server.
-async fn serve(
-    listener: TcpListener,
-    routes: tonic::service::Routes,
-    node: &RaftNode,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), tonic::transport::Error> {
-    let (grpc_tx, grpc_rx) = tokio::sync::mpsc::channel(64);
-    let acceptor = tokio::spawn(accept(listener, grpc_tx, node.raft.clone(), node.durability.clone())).abort_handle();
-    // The port closes when shutdown begins, as tonic's own listener would.
-    let stop_accepting = acceptor.clone();
-    let shutdown = async move {
-        shutdown.await;
-        stop_accepting.abort();
+fn say_started(cfg: &NodeConfig) {
+    let tls = match &cfg.tls {
+        Some(t) if t.ca.is_some() => "TLS, client certificates required",
+        Some(_) => "TLS",
+        None => "in the clear",
     };
-    let served = tonic::transport::Server::builder()
-        .accept_http1(true)
-        .add_routes(routes)
-        .serve_with_incoming_shutdown(ReceiverStream::new(grpc_rx), shutdown)
-        .await;
-    acceptor.abort();
-    served
-}
-
-/// Accepts the connections of the node's one port. A leader's Raft wire
-/// connection (`raft::peer_wire`) is served on a task of its own; anything
-/// else goes to the gRPC server as a [`Conn`]: `Server::tcp_nodelay` only
-/// applies to listeners tonic binds itself, and `Conn` sets it on ours
-/// (without it a reply's trailers wait for the client's delayed ACK, ~40 ms
-/// per read) and lets HTTP/2 gather the answers that are ready into one
-/// socket write.
-async fn accept(
-    listener: TcpListener,
-    grpc: tokio::sync::mpsc::Sender<std::io::Result<Conn>>,
-    raft: Raft,
-    durability: Arc<Durability>,
-) {
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                // As tonic does with its own listener: note it and go on (out
-                // of file descriptors, say), without spinning on it.
-                tracing::debug!("error accepting a connection: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let (grpc, raft, durability) = (grpc.clone(), raft.clone(), durability.clone());
-        tokio::spawn(async move {
-            let protocol = tokio::time::timeout(peer_wire::SNIFF_TIMEOUT, peer_wire::sniff(&stream))
-                .await
-                .unwrap_or(Protocol::Other);
-            match protocol {
-                Protocol::RaftWire => {
-                    // An answer leaves once every log write made before it
-                    // is synced (see raft::durability), written by the log's
-                    // sync thread as soon as the sync lands.
-                    let hold = |answer| durability.when_synced(answer);
-                    peer_wire::serve(stream, MAX_PEER_MESSAGE, hold, |req| {
-                        let raft = raft.clone();
-                        async move { service::append_entries_unsynced(&raft, req).await }
-                    })
-                    .await;
-                }
-                Protocol::Other => {
-                    // Fails only once the gRPC server has stopped.
-                    let _ = grpc.send(Ok(Conn::new(stream))).await;
-                }
-            }
-        });
+    tracing::info!(
+        id = cfg.id,
+        listen = %cfg.listen,
+        peer_listen = ?cfg.peer_listen,
+        clients = tls,
+        peers = if cfg.peer_tls.is_some() { "mutual TLS" } else { "in the clear" },
+        data = %cfg.data_dir.display(),
+        "node started"
+    );
+    if cfg.protected_mode() {
+        tracing::info!("protected mode: no TLS, so this node serves loopback only (--tls-cert, or --insecure)");
+    } else if cfg.tls.is_none() || (cfg.peer_listen.is_some() && cfg.peer_tls.is_none()) {
+        tracing::warn!("--insecure: serving in the clear; anyone who reaches the ports can read and write everything");
     }
 }

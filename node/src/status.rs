@@ -47,7 +47,30 @@ pub async fn leader_header(req: axum::extract::Request, next: axum::middleware::
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeaderHint {
     pub id: u64,
+    /// Where clients reach the leader (what they are told).
     pub addr: String,
+    /// Where other nodes reach it; empty: at `addr`.
+    pub peer_addr: String,
+}
+
+impl LeaderHint {
+    pub fn new(id: u64, member: Option<&crate::config::Member>) -> Self {
+        let member = member.cloned().unwrap_or_default();
+        Self {
+            id,
+            addr: member.addr,
+            peer_addr: member.peer_addr,
+        }
+    }
+
+    /// Where other nodes reach the leader.
+    pub fn peer(&self) -> &str {
+        if self.peer_addr.is_empty() {
+            &self.addr
+        } else {
+            &self.peer_addr
+        }
+    }
 }
 
 pub fn status(code: Code, reason: &str, message: impl Into<String>) -> Status {

@@ -72,3 +72,94 @@ impl Connected for Conn {
         self.0.connect_info()
     }
 }
+
+/// Forwards the byte-stream traits of an enum of a clear [`Conn`] and a
+/// TLS stream over one, reporting no vectored writes (see above).
+macro_rules! either_stream {
+    ($name:ident) => {
+        impl AsyncRead for $name {
+            fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+                match self.get_mut() {
+                    $name::Plain(c) => Pin::new(c).poll_read(cx, buf),
+                    $name::Tls(t) => Pin::new(t.as_mut()).poll_read(cx, buf),
+                }
+            }
+        }
+
+        impl AsyncWrite for $name {
+            fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+                match self.get_mut() {
+                    $name::Plain(c) => Pin::new(c).poll_write(cx, buf),
+                    $name::Tls(t) => Pin::new(t.as_mut()).poll_write(cx, buf),
+                }
+            }
+
+            fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+                match self.get_mut() {
+                    $name::Plain(c) => Pin::new(c).poll_flush(cx),
+                    $name::Tls(t) => Pin::new(t.as_mut()).poll_flush(cx),
+                }
+            }
+
+            fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+                match self.get_mut() {
+                    $name::Plain(c) => Pin::new(c).poll_shutdown(cx),
+                    $name::Tls(t) => Pin::new(t.as_mut()).poll_shutdown(cx),
+                }
+            }
+
+            fn is_write_vectored(&self) -> bool {
+                false
+            }
+        }
+    };
+}
+
+/// A connection a node accepted: in the clear, or TLS over TCP.
+pub enum ServerConn {
+    Plain(Conn),
+    Tls(Box<tokio_rustls::server::TlsStream<Conn>>),
+}
+
+either_stream!(ServerConn);
+
+/// Who is at the other end of a [`ServerConn`]: its address, and the
+/// certificate it showed (TLS with client certificates only).
+#[derive(Debug, Clone)]
+pub struct PeerInfo {
+    pub remote_addr: Option<std::net::SocketAddr>,
+    /// The client's end-entity certificate (DER), verified against the
+    /// node's client CA.
+    pub client_cert: Option<rustls::pki_types::CertificateDer<'static>>,
+}
+
+impl Connected for ServerConn {
+    type ConnectInfo = PeerInfo;
+
+    fn connect_info(&self) -> PeerInfo {
+        match self {
+            ServerConn::Plain(c) => PeerInfo {
+                remote_addr: c.tcp().peer_addr().ok(),
+                client_cert: None,
+            },
+            ServerConn::Tls(t) => {
+                let (conn, session) = t.get_ref();
+                PeerInfo {
+                    remote_addr: conn.tcp().peer_addr().ok(),
+                    client_cert: session
+                        .peer_certificates()
+                        .and_then(|c| c.first())
+                        .map(|c| c.clone().into_owned()),
+                }
+            }
+        }
+    }
+}
+
+/// A connection a client made: in the clear, or TLS over TCP.
+pub enum ClientConn {
+    Plain(Conn),
+    Tls(Box<tokio_rustls::client::TlsStream<Conn>>),
+}
+
+either_stream!(ClientConn);

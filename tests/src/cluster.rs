@@ -76,6 +76,10 @@ pub fn free_port_run(n: u16) -> u16 {
 pub struct TestNode {
     pub id: u64,
     pub addr: String,
+    /// The node's peer port (`--peer-listen`), if it has one; empty if not.
+    pub peer_addr: String,
+    /// "https" when the cluster runs with TLS, else "http".
+    scheme: &'static str,
     pub data: PathBuf,
     log: PathBuf,
     child: Option<Child>,
@@ -86,8 +90,34 @@ pub struct TestNode {
 }
 
 impl TestNode {
+    /// Node `id`, not started: its addresses (a peer port too, if asked),
+    /// data directory and log under `dir`.
+    fn new(net: &mut Option<NetNs>, dir: &Path, id: u64, peer_port: bool) -> Result<Self> {
+        let (addr, peer_addr) = match net {
+            Some(n) => {
+                let ip = n.add_node(id)?;
+                (format!("{ip}:7401"), format!("{ip}:7402"))
+            }
+            None => (
+                format!("127.0.0.1:{}", free_port()),
+                format!("127.0.0.1:{}", free_port()),
+            ),
+        };
+        Ok(Self {
+            id,
+            addr,
+            peer_addr: if peer_port { peer_addr } else { String::new() },
+            scheme: "http",
+            data: dir.join(format!("n{id}")),
+            log: dir.join(format!("n{id}.log")),
+            child: None,
+            paused: false,
+            env: Vec::new(),
+        })
+    }
+
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     pub fn is_running(&self) -> bool {
@@ -122,6 +152,8 @@ pub struct TestClusterBuilder {
     faketime: Option<PathBuf>,
     clock_offsets: Vec<(u64, i64)>,
     wait_leader: bool,
+    peer_ports: bool,
+    tls: Option<crate::tls::TestTls>,
 }
 
 impl TestClusterBuilder {
@@ -137,6 +169,22 @@ impl TestClusterBuilder {
     /// [`faketime`](Self::faketime)).
     pub fn clock_offset(mut self, id: u64, offset_ms: i64) -> Self {
         self.clock_offsets.push((id, offset_ms));
+        self
+    }
+
+    /// Gives every node a peer port of its own (`--peer-listen`), so the
+    /// client port serves clients only.
+    pub fn peer_ports(mut self, on: bool) -> Self {
+        self.peer_ports = on;
+        self
+    }
+
+    /// Runs every node with TLS on its client port, with the certificates
+    /// in `tls` (and peer ports, which TLS needs); the cluster's clients
+    /// and status calls use it too.
+    pub fn tls(mut self, tls: crate::tls::TestTls) -> Self {
+        self.tls = Some(tls);
+        self.peer_ports = true;
         self
     }
 
@@ -189,10 +237,10 @@ impl TestClusterBuilder {
         let mut nodes = Vec::new();
         for i in 0..self.size {
             let id = i as u64 + 1;
-            let addr = match &mut net {
-                Some(n) => format!("{}:7401", n.add_node(id)?),
-                None => format!("127.0.0.1:{}", free_port()),
-            };
+            let mut node = TestNode::new(&mut net, dir.path(), id, self.peer_ports)?;
+            if self.tls.is_some() {
+                node.scheme = "https";
+            }
             let clock_env = match &self.faketime {
                 Some(lib) => {
                     let file = clock_file(dir.path(), id);
@@ -204,27 +252,22 @@ impl TestClusterBuilder {
                 }
                 None => Vec::new(),
             };
-            nodes.push(TestNode {
-                id,
-                addr,
-                data: dir.path().join(format!("n{id}")),
-                log: dir.path().join(format!("n{id}.log")),
-                child: None,
-                paused: false,
-                env: self
-                    .env
-                    .iter()
-                    .filter(|(node, _, _)| *node == id)
-                    .map(|(_, k, v)| (k.clone(), v.clone()))
-                    .chain(clock_env)
-                    .collect(),
-            });
+            node.env = self
+                .env
+                .iter()
+                .filter(|(node, _, _)| *node == id)
+                .map(|(_, k, v)| (k.clone(), v.clone()))
+                .chain(clock_env)
+                .collect();
+            nodes.push(node);
         }
         let mut cluster = TestCluster {
             nodes,
             dir,
             extra_args: self.extra_args,
             net,
+            peer_ports: self.peer_ports,
+            tls: self.tls,
         };
         for id in 1..=self.size as u64 {
             cluster.spawn(id)?;
@@ -259,6 +302,8 @@ pub struct TestCluster {
     dir: tempfile::TempDir,
     extra_args: Vec<String>,
     net: Option<NetNs>,
+    peer_ports: bool,
+    tls: Option<crate::tls::TestTls>,
 }
 
 impl TestCluster {
@@ -272,6 +317,8 @@ impl TestCluster {
             faketime: None,
             clock_offsets: Vec::new(),
             wait_leader: true,
+            peer_ports: false,
+            tls: None,
         }
     }
 
@@ -295,7 +342,10 @@ impl TestCluster {
     pub fn initial_cluster(&self) -> String {
         self.nodes
             .iter()
-            .map(|n| format!("{}={}", n.id, n.addr))
+            .map(|n| match n.peer_addr.as_str() {
+                "" => format!("{}={}", n.id, n.addr),
+                peer => format!("{}={}/{peer}", n.id, n.addr),
+            })
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -303,6 +353,8 @@ impl TestCluster {
     fn spawn(&mut self, id: u64) -> Result<()> {
         let initial = self.initial_cluster();
         let extra = self.extra_args.clone();
+        let tls = self.tls.clone();
+        let netns = self.net.is_some();
         let mut command = match &self.net {
             Some(net) => {
                 let mut c = Command::new("ip");
@@ -312,6 +364,17 @@ impl TestCluster {
             None => Command::new(handlestore_bin()),
         };
         let node = self.node_mut(id);
+        let mut port_args: Vec<String> = match node.peer_addr.as_str() {
+            "" => vec![],
+            peer => vec!["--peer-listen".into(), peer.into()],
+        };
+        if let Some(tls) = &tls {
+            port_args.extend(tls.node_args(id));
+        }
+        if netns {
+            // Private addresses on a bridge of the test's own.
+            port_args.push("--insecure".into());
+        }
         command.envs(node.env.iter().map(|(k, v)| (k, v)));
         std::fs::create_dir_all(&node.data)?;
         let log = File::options().create(true).append(true).open(&node.log)?;
@@ -319,6 +382,7 @@ impl TestCluster {
             .arg("node")
             .args(["--id", &id.to_string()])
             .args(["--listen", &node.addr])
+            .args(port_args)
             .arg("--data")
             .arg(&node.data)
             .args(["--initial-cluster", &initial])
@@ -341,19 +405,11 @@ impl TestCluster {
     /// starts with `--initial-cluster-state existing` and waits to be added.
     pub fn spawn_extra(&mut self) -> Result<u64> {
         let id = self.nodes.len() as u64 + 1;
-        let addr = match &mut self.net {
-            Some(n) => format!("{}:7401", n.add_node(id)?),
-            None => format!("127.0.0.1:{}", free_port()),
-        };
-        self.nodes.push(TestNode {
-            id,
-            addr,
-            data: self.dir.path().join(format!("n{id}")),
-            log: self.dir.path().join(format!("n{id}.log")),
-            child: None,
-            paused: false,
-            env: Vec::new(),
-        });
+        let mut node = TestNode::new(&mut self.net, self.dir.path(), id, self.peer_ports)?;
+        if self.tls.is_some() {
+            node.scheme = "https";
+        }
+        self.nodes.push(node);
         let saved = self.extra_args.clone();
         self.extra_args
             .extend(["--initial-cluster-state".to_string(), "existing".to_string()]);
@@ -366,14 +422,24 @@ impl TestCluster {
         self.nodes.iter().map(TestNode::endpoint).collect()
     }
 
-    /// A client over every node.
+    /// A client over every node (with the cluster's TLS, if it has any).
     pub fn client(&self) -> Client {
-        Client::builder(self.endpoints()).build().expect("client")
+        self.client_builder(self.endpoints()).build().expect("client")
     }
 
     /// A client that only talks to one node.
     pub fn client_for(&self, id: u64) -> Client {
-        Client::builder([self.node(id).endpoint()]).build().expect("client")
+        self.client_builder([self.node(id).endpoint()]).build().expect("client")
+    }
+
+    /// A client builder for `endpoints`, with the cluster's TLS (and its
+    /// client certificate) if it has any.
+    pub fn client_builder<I: IntoIterator<Item = String>>(&self, endpoints: I) -> handlestore_client::ClientBuilder {
+        let builder = Client::builder(endpoints);
+        match &self.tls {
+            Some(tls) => builder.tls(tls.client()),
+            None => builder,
+        }
     }
 
     /// Kills a node with SIGKILL (a crash: no shutdown path runs).
@@ -473,10 +539,7 @@ impl TestCluster {
     }
 
     pub async fn status(&self, id: u64) -> Result<pb::StatusResponse> {
-        let ch = tonic::transport::Endpoint::from_shared(self.node(id).endpoint())?
-            .connect_timeout(Duration::from_secs(1))
-            .connect()
-            .await?;
+        let ch = self.client_for(id).channel(0).context("a channel")?;
         let mut req = tonic::Request::new(pb::StatusRequest {});
         req.set_timeout(Duration::from_secs(2));
         Ok(AdminClient::new(ch).status(req).await?.into_inner())
@@ -536,9 +599,10 @@ impl TestCluster {
             .wait_leader(Duration::from_secs(30))
             .await
             .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
-        AdminClient::connect(self.node(leader).endpoint())
-            .await
-            .map_err(|e| tonic::Status::unavailable(e.to_string()))
+        self.client_for(leader)
+            .channel(0)
+            .map(AdminClient::new)
+            .ok_or_else(|| tonic::Status::unavailable("no channel"))
     }
 
     /// Waits until node `id` has applied at least `index`.

@@ -9,6 +9,7 @@ pub mod compose;
 pub mod faketime;
 pub mod mcp;
 pub mod netns;
+pub mod tls;
 
 pub use cluster::{TestCluster, TestClusterBuilder, free_port, free_port_run, handlestore_bin};
 

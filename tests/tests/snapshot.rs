@@ -79,6 +79,7 @@ async fn laggard_and_new_member_catch_up_by_snapshot() {
         id: new,
         addr,
         blocking: true,
+        peer_addr: String::new(),
     };
     retry_unavailable(|| {
         let (c, req) = (&cluster, add.clone());

@@ -10,6 +10,7 @@ use tonic::{Request, Response, Status};
 
 use super::Api;
 use crate::clock::ClockReport;
+use crate::config::Member;
 use crate::raft::NodeId;
 use crate::raft::admin::RaftAdmin;
 use crate::raft::error::ProposeError;
@@ -152,14 +153,19 @@ impl pb::admin_server::Admin for AdminService {
         if r.id == 0 {
             return Err(status::invalid("node id 0 is reserved"));
         }
-        crate::config::parse_initial_cluster(&format!("{}={}", r.id, r.addr)).map_err(status::invalid)?;
+        crate::config::check_addr(&r.addr).map_err(status::invalid)?;
+        if !r.peer_addr.is_empty() {
+            crate::config::check_addr(&r.peer_addr).map_err(status::invalid)?;
+        }
         self.require_leader()?;
+        let member = Member::new(r.addr, r.peer_addr);
+        tracing::info!(node = r.id, addr = %member, "adding learner");
         let log_index = self
             .raft
-            .add_learner(r.id, &r.addr, r.blocking)
+            .add_learner(r.id, member, r.blocking)
             .await
             .map_err(|e| e.to_status())?;
-        tracing::info!(node = r.id, addr = %r.addr, "added learner");
+        tracing::info!(node = r.id, "added learner");
         Ok(Response::new(pb::MembershipResponse {
             members: self.raft.members(),
             log_index,

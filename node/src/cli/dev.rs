@@ -25,6 +25,9 @@ pub struct DevArgs {
     /// Host to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
+    /// Serve a non-loopback --host in the clear (the nodes' --insecure).
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 pub async fn run(args: DevArgs) -> Result<(), CliError> {
@@ -52,6 +55,7 @@ pub async fn run(args: DevArgs) -> Result<(), CliError> {
             .arg("--data")
             .arg(&data)
             .args(["--initial-cluster", &cluster])
+            .args(args.insecure.then_some("--insecure"))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)

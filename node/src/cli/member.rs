@@ -15,7 +15,8 @@ pub enum MemberCmd {
     /// Add a node as a learner (it receives the log, does not vote).
     Add {
         id: u64,
-        /// The new node's HOST:PORT.
+        /// The new node's HOST:PORT, followed by /PEER_HOST:PEER_PORT when
+        /// it has a peer port (--peer-listen).
         addr: String,
         /// Return at once instead of waiting for it to catch up.
         #[arg(long)]
@@ -40,9 +41,10 @@ async fn leader(conn: &Conn) -> Result<(pb::StatusResponse, Channel), CliError> 
                     return Ok((s, ch));
                 }
                 if s.leader_id != 0 && !s.leader_addr.is_empty() {
-                    let ch = tonic::transport::Endpoint::from_shared(format!("http://{}", s.leader_addr))
-                        .map_err(|e| CliError::new(2, e.to_string()))?
-                        .connect_lazy();
+                    let leader = conn.client_for([s.leader_addr.clone()])?;
+                    let ch = leader
+                        .channel(0)
+                        .ok_or_else(|| CliError::new(2, "no channel to the leader"))?;
                     return Ok((s, ch));
                 }
                 last_err = "no leader elected".into();
@@ -55,12 +57,13 @@ async fn leader(conn: &Conn) -> Result<(pb::StatusResponse, Channel), CliError> 
 
 fn print_members(members: &[pb::Member]) {
     for m in members {
-        println!(
-            "{:>4}  {:<24} {}",
-            m.id,
-            m.addr,
-            if m.voter { "voter" } else { "learner" }
-        );
+        let peer = if m.peer_addr.is_empty() {
+            String::new()
+        } else {
+            format!("  peers at {}", m.peer_addr)
+        };
+        let role = if m.voter { "voter" } else { "learner" };
+        println!("{:>4}  {:<24} {role}{peer}", m.id, m.addr);
     }
 }
 
@@ -74,10 +77,12 @@ pub async fn run(conn: &Conn, cmd: MemberCmd) -> Result<(), CliError> {
             return Ok(());
         }
         MemberCmd::Add { id, addr, no_wait } => {
+            let member = crate::config::parse_member(&addr).map_err(|e| CliError::new(2, e))?;
             admin
                 .add_learner(pb::AddLearnerRequest {
                     id,
-                    addr,
+                    addr: member.addr,
+                    peer_addr: member.peer_addr,
                     blocking: !no_wait,
                 })
                 .await

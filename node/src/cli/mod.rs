@@ -1,6 +1,7 @@
 //! The `handlestore` command line: `node` and `dev` run servers; the other
 //! subcommands are an etcdctl-like admin client.
 
+mod certs;
 mod dev;
 mod handle;
 mod health;
@@ -11,6 +12,7 @@ mod member;
 mod node;
 mod status;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -42,14 +44,60 @@ pub struct Conn {
     /// Overall deadline of one command, retries included.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration, global = true)]
     pub timeout: Duration,
+    /// The CA that signed the nodes' certificates (PEM): talk TLS to them.
+    #[arg(long, env = "HANDLESTORE_CACERT", global = true)]
+    pub cacert: Option<PathBuf>,
+    /// A client certificate (PEM), for nodes that require one.
+    #[arg(
+        long = "cert",
+        id = "client_cert",
+        env = "HANDLESTORE_CERT",
+        global = true,
+        requires = "client_key"
+    )]
+    pub cert: Option<PathBuf>,
+    /// The private key of --cert (PEM).
+    #[arg(
+        long = "key",
+        id = "client_key",
+        env = "HANDLESTORE_KEY",
+        global = true,
+        requires = "client_cert"
+    )]
+    pub key: Option<PathBuf>,
 }
 
 impl Conn {
     pub fn client(&self) -> Result<handlestore_client::Client, CliError> {
-        handlestore_client::Client::builder(self.endpoints.iter().map(|e| e.trim().to_string()))
+        self.client_for(self.endpoints.iter().map(|e| e.trim().to_string()))
+    }
+
+    /// A client of these endpoints, with this command's credentials.
+    pub fn client_for(
+        &self,
+        endpoints: impl IntoIterator<Item = String>,
+    ) -> Result<handlestore_client::Client, CliError> {
+        let mut builder = handlestore_client::Client::builder(endpoints)
             .namespace(self.namespace.clone())
-            .deadline(self.timeout)
-            .build()
+            .deadline(self.timeout);
+        if let Some(tls) = self.tls()? {
+            builder = builder.tls(tls);
+        }
+        builder.build().map_err(CliError::from)
+    }
+
+    fn tls(&self) -> Result<Option<handlestore_client::ClientTls>, CliError> {
+        let Some(ca) = &self.cacert else {
+            if self.cert.is_some() {
+                return Err(CliError::new(
+                    2,
+                    "--cert needs --cacert (the CA that signed the nodes' certificates)",
+                ));
+            }
+            return Ok(None);
+        };
+        handlestore_client::ClientTls::from_files(ca, self.cert.as_deref(), self.key.as_deref())
+            .map(Some)
             .map_err(CliError::from)
     }
 }
@@ -57,9 +105,11 @@ impl Conn {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run one node.
-    Node(node::NodeArgs),
+    Node(Box<node::NodeArgs>),
     /// Run a three-node cluster on loopback (development).
     Dev(dev::DevArgs),
+    /// Create a CA, and node and client certificates signed by it.
+    Certs(certs::CertsArgs),
     /// Show the cluster: leader, term, members, and per node its log and applied index.
     Status {
         #[command(flatten)]
@@ -174,8 +224,9 @@ pub fn main() -> ExitCode {
     };
     let res = rt.block_on(async move {
         match cli.command {
-            Command::Node(args) => node::run(args).await,
+            Command::Node(args) => node::run(*args).await,
             Command::Dev(args) => dev::run(args).await,
+            Command::Certs(args) => certs::run(args),
             Command::Status { conn } => status::run(&conn).await,
             Command::Health(args) => health::run(args).await,
             Command::Handle { conn, cmd } => handle::run(&conn, cmd).await,
@@ -210,5 +261,18 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
             _ = int.recv() => {},
             _ = term.recv() => {},
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Clap checks its definitions only when asked (or at parse time, by a
+    /// panic): two arguments with one id, such as a global `--key` and a
+    /// subcommand's positional `key`, fail here instead.
+    #[test]
+    fn every_subcommand_is_defined_consistently() {
+        super::Cli::command().debug_assert();
     }
 }

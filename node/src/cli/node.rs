@@ -6,23 +6,33 @@ use std::time::Duration;
 
 use super::CliError;
 use crate::config::{ClusterState, NodeConfig, parse_initial_cluster};
+use crate::tls::TlsFiles;
 
 #[derive(clap::Args, Debug)]
 pub struct NodeArgs {
     /// This node's id (a positive integer, unique in the cluster).
     #[arg(long)]
     pub id: u64,
-    /// Address to serve gRPC (clients and peers) on.
+    /// Address to serve clients on (and peers, without --peer-listen).
     #[arg(long, default_value = "127.0.0.1:7401")]
     pub listen: SocketAddr,
-    /// Address others reach this node at; default: its --initial-cluster
+    /// Address clients reach this node at; default: its --initial-cluster
     /// entry, else --listen.
     #[arg(long)]
     pub advertise: Option<String>,
+    /// A port of its own for node-to-node traffic (Raft, forwarded writes,
+    /// read indexes, clock probes); the client port then refuses all of it.
+    #[arg(long)]
+    pub peer_listen: Option<SocketAddr>,
+    /// Address peers reach this node's peer port at; default: its
+    /// --initial-cluster entry's peer address, else --peer-listen.
+    #[arg(long)]
+    pub peer_advertise: Option<String>,
     /// Data directory (RocksDB and snapshots).
     #[arg(long)]
     pub data: PathBuf,
-    /// All members: 1=HOST:PORT,2=HOST:PORT,... Without it the node is a
+    /// All members: 1=HOST:PORT,2=HOST:PORT,... (with peer ports:
+    /// 1=HOST:PORT/PEER_HOST:PEER_PORT,...). Without it the node is a
     /// one-node cluster.
     #[arg(long)]
     pub initial_cluster: Option<String>,
@@ -82,6 +92,37 @@ pub struct NodeArgs {
     /// back within it. At least 10ms.
     #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
     pub max_clock_offset: Duration,
+    /// The client port's TLS certificate chain (PEM): with it, the client
+    /// port takes TLS only. `handlestore certs` makes one.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require every client to show a certificate signed by this CA (PEM).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// The peer port's certificate chain (PEM), shown to peers both ways:
+    /// with it, the peer port takes mutual TLS only, and this node dials
+    /// its peers with it. Node certificates of `handlestore certs` serve
+    /// for both ports.
+    #[arg(long, requires_all = ["peer_tls_key", "peer_tls_ca"])]
+    pub peer_tls_cert: Option<PathBuf>,
+    /// The private key of --peer-tls-cert (PEM).
+    #[arg(long, requires = "peer_tls_cert")]
+    pub peer_tls_key: Option<PathBuf>,
+    /// The CA every peer's certificate must come from (PEM).
+    #[arg(long, requires = "peer_tls_cert")]
+    pub peer_tls_ca: Option<PathBuf>,
+    /// Only peers whose certificate names one of these (common name or DNS
+    /// name), comma-separated; default: any certificate of the CA.
+    #[arg(long, value_delimiter = ',', requires = "peer_tls_cert")]
+    pub peer_allowed_names: Vec<String>,
+    /// Serve non-loopback addresses without TLS. Without TLS (and without
+    /// this flag) a node listens on loopback only, as Redis's protected
+    /// mode does.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// How a node schedules its async work.
@@ -118,19 +159,44 @@ pub fn runtime(s: Scheduler) -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 impl NodeArgs {
+    /// Where this node serves and is reached, for clients and for peers.
+    fn addresses(&self, cfg: &mut NodeConfig) -> Result<(), CliError> {
+        let listed = cfg.initial_cluster.get(&self.id).cloned();
+        cfg.advertise = self
+            .advertise
+            .clone()
+            .or_else(|| listed.as_ref().map(|m| m.addr.clone()))
+            .unwrap_or_else(|| self.listen.to_string());
+        cfg.peer_listen = self.peer_listen;
+        cfg.peer_advertise = match self.peer_listen {
+            None => String::new(),
+            Some(peer_listen) => self
+                .peer_advertise
+                .clone()
+                .or_else(|| listed.as_ref().map(|m| m.peer_addr.clone()).filter(|a| !a.is_empty()))
+                .unwrap_or_else(|| peer_listen.to_string()),
+        };
+        if self.peer_listen.is_none()
+            && (self.peer_advertise.is_some() || listed.is_some_and(|m| !m.peer_addr.is_empty()))
+        {
+            return Err(CliError::new(
+                2,
+                "this node has a peer address (--peer-advertise or --initial-cluster) but no --peer-listen",
+            ));
+        }
+        Ok(())
+    }
+
     pub fn into_config(self) -> Result<NodeConfig, CliError> {
         if self.id == 0 {
             return Err(CliError::new(2, "--id must be a positive integer"));
         }
-        let mut cfg = NodeConfig::new(self.id, self.listen, self.data);
+        let mut cfg = NodeConfig::new(self.id, self.listen, self.data.clone());
         if let Some(ic) = &self.initial_cluster {
             cfg.initial_cluster =
                 parse_initial_cluster(ic).map_err(|e| CliError::new(2, format!("--initial-cluster: {e}")))?;
         }
-        cfg.advertise = self
-            .advertise
-            .or_else(|| cfg.initial_cluster.get(&self.id).cloned())
-            .unwrap_or_else(|| self.listen.to_string());
+        self.addresses(&mut cfg)?;
         cfg.cluster_state = self.initial_cluster_state;
         cfg.limits.max_value_bytes = self.max_value_bytes;
         cfg.write_timeout = self.write_timeout;
@@ -154,6 +220,20 @@ impl NodeArgs {
             return Err(CliError::new(2, "--max-clock-offset must be at least 10ms"));
         }
         cfg.max_clock_offset = self.max_clock_offset;
+        cfg.tls = self.tls_cert.zip(self.tls_key).map(|(cert, key)| TlsFiles {
+            cert,
+            key,
+            ca: self.tls_client_ca,
+            allowed_names: vec![],
+        });
+        cfg.peer_tls = self.peer_tls_cert.zip(self.peer_tls_key).map(|(cert, key)| TlsFiles {
+            cert,
+            key,
+            ca: self.peer_tls_ca,
+            allowed_names: self.peer_allowed_names,
+        });
+        cfg.insecure = self.insecure;
+        cfg.check_exposure().map_err(|e| CliError::new(2, e))?;
         Ok(cfg)
     }
 }

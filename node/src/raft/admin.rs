@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
-use openraft::{BasicNode, ServerState};
+use openraft::ServerState;
+
+use crate::config::Member;
 
 use super::error::{ProposeError, raft_error};
 use super::{NodeId, Raft};
@@ -49,6 +51,7 @@ impl RaftAdmin {
             .map(|(id, node)| pb::Member {
                 id: *id,
                 addr: node.addr.clone(),
+                peer_addr: node.peer_addr.clone(),
                 voter: voters.contains(id),
             })
             .collect()
@@ -74,12 +77,8 @@ impl RaftAdmin {
 
     /// Adds a learner (on the leader); answers with the membership's log
     /// index.
-    pub async fn add_learner(&self, id: NodeId, addr: &str, blocking: bool) -> Result<u64, ProposeError> {
-        let resp = self
-            .raft
-            .add_learner(id, BasicNode::new(addr), blocking)
-            .await
-            .map_err(raft_error)?;
+    pub async fn add_learner(&self, id: NodeId, member: Member, blocking: bool) -> Result<u64, ProposeError> {
+        let resp = self.raft.add_learner(id, member, blocking).await.map_err(raft_error)?;
         Ok(resp.log_id.index)
     }
 

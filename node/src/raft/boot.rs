@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::Context;
-use openraft::{BasicNode, SnapshotPolicy};
+use openraft::SnapshotPolicy;
 
 use super::admin::RaftAdmin;
 use super::durability::Durability;
@@ -17,7 +17,7 @@ use super::proposer::{Proposer, ProposerConfig};
 use super::state_machine::StateMachine;
 use super::{Raft, clock_probe, sweeper};
 use crate::clock::Clock;
-use crate::config::{ClusterState, NodeConfig};
+use crate::config::{ClusterState, Member, NodeConfig};
 use crate::state::StateStore;
 use crate::state::snapshot::SnapshotDir;
 
@@ -38,7 +38,15 @@ pub async fn start(
 ) -> anyhow::Result<RaftNode> {
     let durability = log_store.durability();
     let sm = StateMachine::new(state.clone(), snapshots, durability.clone());
-    let raft_peers = Arc::new(Peers::default());
+    let peer_tls = match &cfg.peer_tls {
+        Some(files) => {
+            let tls = crate::tls::peer::load_client(files.clone())?;
+            tls.watch();
+            Some(tls)
+        }
+        None => None,
+    };
+    let raft_peers = Arc::new(Peers::new(peer_tls.clone()));
     let network = Network::new(raft_peers.clone(), durability.clone());
     let raft = Raft::new(cfg.id, Arc::new(config(cfg)?), network, log_store, sm)
         .await
@@ -50,7 +58,7 @@ pub async fn start(
     }
     // Client traffic to the leader (forwarded writes, read indexes) goes on
     // channels of its own, apart from replication's.
-    let forward_peers = Arc::new(Peers::default());
+    let forward_peers = Arc::new(Peers::new(peer_tls));
     let proposer = Proposer::start(cfg.id, raft.clone(), forward_peers, clock, proposer_config(cfg));
     sweeper::spawn(state, proposer.clone(), cfg.sweep_interval, cfg.dedup_window);
     spawn_leader_log(&raft);
@@ -107,12 +115,12 @@ fn proposer_config(cfg: &NodeConfig) -> ProposerConfig {
 /// initializes a new cluster when its log is empty; a restart never does.
 /// Without it, the node is a one-node cluster. Returns the members to
 /// initialize with, if this node is to.
-async fn initial_members(raft: &Raft, cfg: &NodeConfig) -> anyhow::Result<Option<BTreeMap<u64, BasicNode>>> {
+async fn initial_members(raft: &Raft, cfg: &NodeConfig) -> anyhow::Result<Option<BTreeMap<u64, Member>>> {
     if raft.is_initialized().await? {
         return Ok(None);
     }
-    let members: BTreeMap<u64, BasicNode> = if cfg.initial_cluster.is_empty() {
-        [(cfg.id, BasicNode::new(&cfg.advertise))].into()
+    let members: BTreeMap<u64, Member> = if cfg.initial_cluster.is_empty() {
+        [(cfg.id, cfg.member())].into()
     } else {
         if cfg.cluster_state == ClusterState::Existing {
             tracing::info!("empty log; waiting to be added to the existing cluster");
@@ -123,10 +131,7 @@ async fn initial_members(raft: &Raft, cfg: &NodeConfig) -> anyhow::Result<Option
             tracing::info!("empty log; node {} initializes the cluster", lowest.unwrap_or(0));
             return Ok(None);
         }
-        cfg.initial_cluster
-            .iter()
-            .map(|(id, addr)| (*id, BasicNode::new(addr)))
-            .collect()
+        cfg.initial_cluster.clone()
     };
     Ok(Some(members))
 }
@@ -135,7 +140,7 @@ async fn initial_members(raft: &Raft, cfg: &NodeConfig) -> anyhow::Result<Option
 /// starts an election right away, and a node whose clock is off must not
 /// lead (raft::clock_probe). Its peers answer clock probes only once they
 /// serve, so this waits on a task of its own.
-async fn initialize_when_trusted(raft: Raft, clock: Arc<Clock>, members: BTreeMap<u64, BasicNode>) {
+async fn initialize_when_trusted(raft: Raft, clock: Arc<Clock>, members: BTreeMap<u64, Member>) {
     let mut waited = std::time::Instant::now();
     while let Err(e) = clock.check() {
         if waited.elapsed() >= std::time::Duration::from_secs(10) {

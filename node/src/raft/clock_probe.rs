@@ -20,6 +20,7 @@ use handlestore_proto::internal::v1 as ipb;
 use super::network::Peers;
 use super::{NodeId, Raft};
 use crate::clock::{Clock, ClockError, ClockReport};
+use crate::config::Member;
 
 /// How often each peer's clock is sampled. A jump of this node's own clock
 /// is seen at once (`crate::clock`); this paces how soon a peer's jump or
@@ -36,7 +37,7 @@ const WARN_EVERY: Duration = Duration::from_secs(30);
 /// Starts probing the members (from the membership, or `initial` before
 /// there is one) and guarding leadership. The clock knows the members when
 /// this returns, so it is not trusted before they are measured.
-pub fn spawn(raft: Raft, clock: Arc<Clock>, peers: Arc<Peers>, initial: BTreeMap<NodeId, String>) {
+pub fn spawn(raft: Raft, clock: Arc<Clock>, peers: Arc<Peers>, initial: BTreeMap<NodeId, Member>) {
     clock.set_members(members(&raft, &initial).into_keys());
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(PROBE_INTERVAL);
@@ -53,16 +54,20 @@ pub fn spawn(raft: Raft, clock: Arc<Clock>, peers: Arc<Peers>, initial: BTreeMap
 }
 
 /// The members and their addresses, as the membership has them.
-fn members(raft: &Raft, initial: &BTreeMap<NodeId, String>) -> BTreeMap<NodeId, String> {
+fn members(raft: &Raft, initial: &BTreeMap<NodeId, Member>) -> BTreeMap<NodeId, String> {
     let metrics = raft.metrics();
     let m = metrics.borrow();
     let nodes: BTreeMap<NodeId, String> = m
         .membership_config
         .membership()
         .nodes()
-        .map(|(id, n)| (*id, n.addr.clone()))
+        .map(|(id, n)| (*id, n.peer().to_string()))
         .collect();
-    if nodes.is_empty() { initial.clone() } else { nodes }
+    if nodes.is_empty() {
+        initial.iter().map(|(id, n)| (*id, n.peer().to_string())).collect()
+    } else {
+        nodes
+    }
 }
 
 /// One probe of every other member, all at once.

@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use handlestore_proto::internal::v1 as ipb;
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, VoteRequest, VoteResponse};
-use openraft::{BasicNode, EntryPayload, LeaderId};
+use openraft::{EntryPayload, LeaderId};
+
+use crate::config::Member;
 
 use super::payload::Payload;
 use super::{Entry, LogId, Membership, NodeId, SnapshotMeta, StoredMembership, TypeConfig, Vote};
@@ -76,12 +78,26 @@ pub fn membership_to_pb(m: &Membership) -> ipb::Membership {
             })
             .collect(),
         nodes: m.nodes().map(|(id, n)| (*id, n.addr.clone())).collect(),
+        peer_addrs: m
+            .nodes()
+            .filter(|(_, n)| !n.peer_addr.is_empty())
+            .map(|(id, n)| (*id, n.peer_addr.clone()))
+            .collect(),
     }
 }
 
 pub fn membership_from_pb(m: &ipb::Membership) -> Membership {
     let configs: Vec<BTreeSet<NodeId>> = m.configs.iter().map(|c| c.ids.iter().copied().collect()).collect();
-    let nodes: BTreeMap<NodeId, BasicNode> = m.nodes.iter().map(|(id, addr)| (*id, BasicNode::new(addr))).collect();
+    let nodes: BTreeMap<NodeId, Member> = m
+        .nodes
+        .iter()
+        .map(|(id, addr)| {
+            (
+                *id,
+                Member::new(addr, m.peer_addrs.get(id).cloned().unwrap_or_default()),
+            )
+        })
+        .collect();
     Membership::new(configs, nodes)
 }
 
@@ -225,7 +241,7 @@ mod tests {
     #[test]
     fn entry_round_trip() {
         let lid = LogId::new(LeaderId::new(3, 2), 17);
-        let nodes: BTreeMap<NodeId, BasicNode> = [(1, BasicNode::new("a:1")), (2, BasicNode::new("b:2"))].into();
+        let nodes: BTreeMap<NodeId, Member> = [(1, Member::new("a:1", "")), (2, Member::new("b:2", "b:3"))].into();
         let m = Membership::new(vec![[1, 2].into()], nodes);
         for payload in [
             EntryPayload::Blank,

@@ -49,12 +49,11 @@ impl ProposeError {
     }
 }
 
-pub(super) fn write_error(e: ClientWriteError<NodeId, openraft::BasicNode>) -> ProposeError {
+pub(super) fn write_error(e: ClientWriteError<NodeId, crate::config::Member>) -> ProposeError {
     match e {
-        ClientWriteError::ForwardToLeader(f) => ProposeError::NotLeader(f.leader_id.map(|id| LeaderHint {
-            id,
-            addr: f.leader_node.map(|n| n.addr).unwrap_or_default(),
-        })),
+        ClientWriteError::ForwardToLeader(f) => {
+            ProposeError::NotLeader(f.leader_id.map(|id| LeaderHint::new(id, f.leader_node.as_ref())))
+        }
         ClientWriteError::ChangeMembershipError(e) => ProposeError::Remote(status::internal(e.to_string())),
     }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use handlestore_proto::internal::v1 as ipb;
 use ipb::raft_client::RaftClient;
+use openraft::Snapshot;
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError, Unreachable,
 };
@@ -20,7 +21,9 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, SnapshotResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::{BasicNode, Snapshot};
+
+use crate::config::Member;
+use crate::tls::peer::PeerClientTls;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tonic::transport::{Channel, Endpoint};
 
@@ -37,24 +40,47 @@ pub const MAX_PEER_MESSAGE: usize = 1 << 30;
 
 /// A cache of gRPC channels by peer address ("host:port"). Keep separate
 /// pools for Raft traffic and forwarded client traffic, so a burst of one
-/// does not queue behind the other on one HTTP/2 connection.
+/// does not queue behind the other on one HTTP/2 connection. With peer TLS
+/// every channel is mutual TLS (`crate::tls::peer`).
 #[derive(Default)]
 pub struct Peers {
     channels: Mutex<HashMap<String, Channel>>,
+    tls: Option<Arc<PeerClientTls>>,
 }
 
 impl Peers {
+    pub fn new(tls: Option<Arc<PeerClientTls>>) -> Self {
+        Self {
+            channels: Mutex::default(),
+            tls,
+        }
+    }
+
+    /// Whether peers are dialed through TLS (then the Raft wire is not
+    /// used: AppendEntries go over gRPC).
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
     pub fn channel(&self, addr: &str) -> Result<Channel, tonic::transport::Error> {
         let mut map = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(ch) = map.get(addr) {
             return Ok(ch.clone());
         }
-        let ch = Endpoint::from_shared(format!("http://{addr}"))?
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))?
             .connect_timeout(Duration::from_secs(1))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(5))
-            .keep_alive_timeout(Duration::from_secs(5))
-            .connect_lazy();
+            .keep_alive_timeout(Duration::from_secs(5));
+        let ch = match &self.tls {
+            Some(tls) => {
+                let tls = tls.clone();
+                endpoint
+                    .connect_with_connector_lazy(tower::service_fn(move |uri| crate::tls::peer::dial(uri, tls.clone())))
+            }
+            None => endpoint.connect_lazy(),
+        };
         map.insert(addr.to_string(), ch.clone());
         Ok(ch)
     }
@@ -86,10 +112,10 @@ impl Network {
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerConnection;
 
-    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Self::Network {
+    async fn new_client(&mut self, target: NodeId, node: &Member) -> Self::Network {
         PeerConnection {
             target,
-            addr: node.addr.clone(),
+            addr: node.peer().to_string(),
             peers: self.peers.clone(),
             durability: self.durability.clone(),
             notices: CommitNotices::default(),
@@ -125,14 +151,14 @@ fn classify(target: NodeId, status: &tonic::Status) -> (bool, io::Error) {
     )
 }
 
-fn rpc_err<E: std::error::Error>(target: NodeId, status: tonic::Status) -> RPCError<NodeId, BasicNode, E> {
+fn rpc_err<E: std::error::Error>(target: NodeId, status: tonic::Status) -> RPCError<NodeId, Member, E> {
     match classify(target, &status) {
         (true, e) => RPCError::Unreachable(Unreachable::new(&e)),
         (false, e) => RPCError::Network(NetworkError::new(&e)),
     }
 }
 
-fn malformed<E: std::error::Error>(e: codec::Malformed) -> RPCError<NodeId, BasicNode, E> {
+fn malformed<E: std::error::Error>(e: codec::Malformed) -> RPCError<NodeId, Member, E> {
     RPCError::Network(NetworkError::new(&e))
 }
 
@@ -146,7 +172,7 @@ impl PeerConnection {
         &self,
         request: &ipb::AppendEntriesRequest,
         ttl: Duration,
-    ) -> Option<Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>>> {
+    ) -> Option<Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>>> {
         let (pool, addr) = (&self.wire, &self.addr);
         let (mut conn, mut reused) = match pool.take(addr) {
             Taken::Grpc => return None,
@@ -195,7 +221,7 @@ impl PeerConnection {
     async fn connect(
         &self,
         slot: ConnectSlot<'_>,
-    ) -> Result<WireConn, Option<RPCError<NodeId, BasicNode, RaftError<NodeId>>>> {
+    ) -> Result<WireConn, Option<RPCError<NodeId, Member, RaftError<NodeId>>>> {
         match WireConn::connect(&self.addr, MAX_PEER_MESSAGE).await {
             Ok(conn) => {
                 slot.finish(Connected::Yes);
@@ -224,7 +250,7 @@ impl PeerConnection {
     }
 
     /// A failed Raft wire call, classified as a gRPC one would be.
-    fn wire_error(&self, e: CallError) -> RPCError<NodeId, BasicNode, RaftError<NodeId>> {
+    fn wire_error(&self, e: CallError) -> RPCError<NodeId, Member, RaftError<NodeId>> {
         match e {
             CallError::Io(e) => RPCError::Unreachable(Unreachable::new(&self.failed(e))),
             CallError::Refused(Refusal::Unavailable(m)) => RPCError::Unreachable(Unreachable::new(&self.failed(m))),
@@ -236,7 +262,7 @@ impl PeerConnection {
         }
     }
 
-    fn client<E: std::error::Error>(&self) -> Result<RaftClient<Channel>, RPCError<NodeId, BasicNode, E>> {
+    fn client<E: std::error::Error>(&self) -> Result<RaftClient<Channel>, RPCError<NodeId, Member, E>> {
         self.peers
             .raft_client(&self.addr)
             .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))
@@ -269,7 +295,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>> {
         if let Some((notice, held)) = self.notices.hold(&rpc) {
             self.send_later(notice, held);
             return Ok(AppendEntriesResponse::Success);
@@ -286,7 +312,12 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             .or(rpc.prev_log_id.map(|l| l.index))
             .unwrap_or(0);
         let request = codec::append_request_to_pb(&rpc);
-        let answer = match self.append_over_wire(&request, option.hard_ttl()).await {
+        let over_wire = if self.peers.is_tls() {
+            None
+        } else {
+            self.append_over_wire(&request, option.hard_ttl()).await
+        };
+        let answer = match over_wire {
             Some(answer) => answer,
             None => {
                 let mut req = tonic::Request::new(request);
@@ -312,7 +343,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         &mut self,
         _rpc: InstallSnapshotRequest<TypeConfig>,
         _option: RPCOption,
-    ) -> Result<InstallSnapshotResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>>
+    ) -> Result<InstallSnapshotResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId, InstallSnapshotError>>>
     {
         // openraft only calls this from its default `full_snapshot`, which
         // handlestore replaces with a streaming implementation below.
@@ -325,7 +356,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         &mut self,
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>> {
         let mut req = tonic::Request::new(codec::vote_request_to_pb(&rpc));
         req.set_timeout(option.hard_ttl());
         let resp = self.client()?.vote(req).await.map_err(|s| rpc_err(self.target, s))?;
@@ -425,12 +456,12 @@ mod tests {
         ];
         for s in &unreachable {
             assert!(classify(2, s).0, "{s:?}");
-            let err: RPCError<NodeId, BasicNode, RaftError<NodeId>> = rpc_err(2, s.clone());
+            let err: RPCError<NodeId, Member, RaftError<NodeId>> = rpc_err(2, s.clone());
             assert!(matches!(err, RPCError::Unreachable(_)), "{err:?}");
         }
         for s in &slow {
             assert!(!classify(2, s).0, "{s:?}");
-            let err: RPCError<NodeId, BasicNode, RaftError<NodeId>> = rpc_err(2, s.clone());
+            let err: RPCError<NodeId, Member, RaftError<NodeId>> = rpc_err(2, s.clone());
             assert!(matches!(err, RPCError::Network(_)), "{err:?}");
         }
         assert!(!classify(2, &Status::new(Code::InvalidArgument, "malformed")).0);

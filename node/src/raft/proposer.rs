@@ -38,7 +38,7 @@ pub struct ProposerConfig {
 
 pub struct Proposer {
     id: NodeId,
-    metrics: watch::Receiver<RaftMetrics<NodeId, openraft::BasicNode>>,
+    metrics: watch::Receiver<RaftMetrics<NodeId, crate::config::Member>>,
     tx: mpsc::Sender<Pending>,
     /// Channels to the leader for client traffic (forwarded writes, read
     /// indexes), apart from replication's.
@@ -108,15 +108,9 @@ impl Proposer {
 
     pub fn leader_view(&self) -> LeaderView {
         let m = self.metrics.borrow();
-        let leader = m.current_leader.map(|id| LeaderHint {
-            id,
-            addr: m
-                .membership_config
-                .membership()
-                .get_node(&id)
-                .map(|n| n.addr.clone())
-                .unwrap_or_default(),
-        });
+        let leader = m
+            .current_leader
+            .map(|id| LeaderHint::new(id, m.membership_config.membership().get_node(&id)));
         LeaderView {
             state: m.state,
             leader,
@@ -149,7 +143,7 @@ impl Proposer {
     }
 
     async fn forward(&self, leader: &LeaderHint, cmd: ipb::Command) -> Result<ipb::CommandResult, ProposeError> {
-        let mut client = self.forward_peers.raft_client(&leader.addr).map_err(|e| {
+        let mut client = self.forward_peers.raft_client(leader.peer()).map_err(|e| {
             ProposeError::NotLeader(Some(LeaderHint {
                 addr: format!("{} ({e})", leader.addr),
                 ..leader.clone()
@@ -169,7 +163,7 @@ impl Proposer {
                 format!(
                     "could not reach the leader (node {} at {}): {}",
                     leader.id,
-                    leader.addr,
+                    leader.peer(),
                     s.message()
                 ),
                 Some(leader),

@@ -128,7 +128,7 @@ pub(super) async fn from_leader(peers: &Peers, leader: &LeaderHint, timeout: Dur
     let unreachable =
         |why: String| ProposeError::Remote(status::unavailable(reason::LEADER_UNREACHABLE, why, Some(leader)));
     let mut client = peers
-        .raft_client(&leader.addr)
+        .raft_client(leader.peer())
         .map_err(|e| unreachable(e.to_string()))?;
     let mut req = tonic::Request::new(ipb::ReadIndexRequest {});
     req.set_timeout(timeout);
@@ -141,7 +141,7 @@ pub(super) async fn from_leader(peers: &Peers, leader: &LeaderHint, timeout: Dur
         Err(s) => Err(unreachable(format!(
             "could not get a read index from the leader (node {} at {}): {}",
             leader.id,
-            leader.addr,
+            leader.peer(),
             s.message()
         ))),
     }

@@ -350,6 +350,7 @@ async fn add_a_member(cluster: &mut TestCluster, leader: u64) -> Result<(u64, f6
     let add = pb::AddLearnerRequest {
         id: new,
         addr: cluster.node(new).addr.clone(),
+        peer_addr: cluster.node(new).peer_addr.clone(),
         blocking: false,
     };
     let target = cluster.status(leader).await?.applied_index;

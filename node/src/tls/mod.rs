@@ -1,0 +1,169 @@
+//! TLS on a node's ports (rustls, on ring: the one crypto provider of the
+//! build). The client port's server configuration (`server`), the peer
+//! port's mutual TLS, both ends (`peer`), all from PEM files and reloaded
+//! without a restart when the files change or on SIGHUP (`Reloading`): a
+//! file that does not load at reload is logged and the configuration in
+//! use is kept.
+
+pub mod peer;
+pub mod server;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use rustls::RootCertStore;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+/// How often the files are checked for changes.
+const WATCH_EVERY: Duration = Duration::from_secs(2);
+
+/// The first byte of every TLS connection (a handshake record).
+pub const HANDSHAKE_RECORD: u8 = 0x16;
+
+/// The message a client in the clear gets on a TLS port.
+pub const REQUIRES_TLS: &str = "this port requires TLS: connect with https:// and the cluster's CA \
+     (--cacert, HANDLESTORE_CACERT, or ClientBuilder::tls)";
+
+/// The files a port's TLS is made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// This node's certificate chain (PEM).
+    pub cert: PathBuf,
+    /// Its private key (PEM).
+    pub key: PathBuf,
+    /// With a CA (PEM), every client must show a certificate it signed;
+    /// on the peer port, it is also the CA other nodes' certificates must
+    /// come from.
+    pub ca: Option<PathBuf>,
+    /// If any, a client's certificate must name one of these (its common
+    /// name or a DNS name): `--peer-allowed-names`.
+    pub allowed_names: Vec<String>,
+}
+
+impl TlsFiles {
+    fn paths(&self) -> impl Iterator<Item = &Path> {
+        [self.cert.as_path(), self.key.as_path()]
+            .into_iter()
+            .chain(self.ca.as_deref())
+    }
+
+    /// When each file last changed, to notice a new one.
+    fn stamps(&self) -> Vec<Option<SystemTime>> {
+        self.paths()
+            .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+            .collect()
+    }
+}
+
+/// The crypto provider every TLS configuration of the build uses.
+pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// TLS 1.3 and 1.2, nothing older.
+pub const VERSIONS: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
+
+pub fn load_certs(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .with_context(|| format!("reading certificates from {}", path.display()))?
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("parsing certificates in {}", path.display()))?;
+    anyhow::ensure!(!certs.is_empty(), "no certificate in {}", path.display());
+    Ok(certs)
+}
+
+pub fn load_key(path: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
+    PrivateKeyDer::from_pem_file(path).with_context(|| format!("reading a private key from {}", path.display()))
+}
+
+pub fn load_roots(path: &Path) -> anyhow::Result<RootCertStore> {
+    let mut roots = RootCertStore::empty();
+    for cert in load_certs(path)? {
+        roots
+            .add(cert)
+            .with_context(|| format!("a CA certificate in {}", path.display()))?;
+    }
+    Ok(roots)
+}
+
+/// A configuration built from files, swapped whole when they change.
+pub struct Reloading<T> {
+    what: &'static str,
+    files: TlsFiles,
+    build: fn(&TlsFiles) -> anyhow::Result<T>,
+    current: RwLock<Arc<T>>,
+    stamps: Mutex<Vec<Option<SystemTime>>>,
+}
+
+impl<T: Send + Sync + 'static> Reloading<T> {
+    /// Builds `what` from `files`; an error says which file is wrong.
+    pub fn load(
+        what: &'static str,
+        files: TlsFiles,
+        build: fn(&TlsFiles) -> anyhow::Result<T>,
+    ) -> anyhow::Result<Arc<Self>> {
+        let stamps = files.stamps();
+        let config = build(&files).with_context(|| what)?;
+        Ok(Arc::new(Self {
+            what,
+            files,
+            build,
+            current: RwLock::new(Arc::new(config)),
+            stamps: Mutex::new(stamps),
+        }))
+    }
+
+    /// The configuration in use now.
+    pub fn current(&self) -> Arc<T> {
+        self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Loads the files again; on failure the configuration in use stays.
+    pub fn reload(&self, why: &str) {
+        let stamps = self.files.stamps();
+        match (self.build)(&self.files) {
+            Ok(config) => {
+                *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(config);
+                tracing::info!(cert = %self.files.cert.display(), "{}: TLS certificates reloaded ({why})", self.what);
+            }
+            Err(e) => tracing::warn!(
+                "{}: TLS certificates not reloaded ({why}), keeping those in use: {e:#}",
+                self.what
+            ),
+        }
+        *self.stamps.lock().unwrap_or_else(|p| p.into_inner()) = stamps;
+    }
+
+    fn changed(&self) -> bool {
+        *self.stamps.lock().unwrap_or_else(|p| p.into_inner()) != self.files.stamps()
+    }
+
+    /// Reloads on SIGHUP and whenever a file changes, until the process
+    /// ends.
+    pub fn watch(self: &Arc<Self>) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut hup = signal(SignalKind::hangup()).ok();
+            let mut tick = tokio::time::interval(WATCH_EVERY);
+            loop {
+                let hangup = async {
+                    match hup.as_mut() {
+                        Some(h) => h.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    _ = hangup => this.reload("SIGHUP"),
+                    _ = tick.tick() => if this.changed() { this.reload("the files changed") },
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

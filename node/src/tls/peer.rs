@@ -1,0 +1,139 @@
+//! Mutual TLS between nodes on the peer port. A node dials its peers with
+//! its own certificate and trusts only the cluster's CA for theirs (the
+//! peer address's host must be named in the peer's certificate); a node
+//! accepts only peers whose certificate is from that CA and, with
+//! `--peer-allowed-names`, names one of the allowed peers.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use handlestore_proto::conn::{ClientConn, Conn};
+use hyper_util::rt::TokioIo;
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, DistinguishedName, SignatureScheme};
+use tokio_rustls::TlsConnector;
+
+use super::{Reloading, TlsFiles, VERSIONS, load_certs, load_key, load_roots, provider};
+
+/// The dialing side of the peer port's TLS, reloaded with its files.
+pub type PeerClientTls = Reloading<ClientConfig>;
+
+pub fn load_client(files: TlsFiles) -> anyhow::Result<Arc<PeerClientTls>> {
+    Reloading::load("peer TLS", files, client_config)
+}
+
+fn client_config(files: &TlsFiles) -> anyhow::Result<ClientConfig> {
+    let ca = files
+        .ca
+        .as_ref()
+        .context("peer TLS needs the cluster's CA (--peer-tls-ca)")?;
+    let mut config = ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(VERSIONS)
+        .context("TLS versions")?
+        .with_root_certificates(load_roots(ca)?)
+        .with_client_auth_cert(load_certs(&files.cert)?, load_key(&files.key)?)
+        .with_context(|| {
+            format!(
+                "{} and {} do not make a key pair",
+                files.cert.display(),
+                files.key.display()
+            )
+        })?;
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(config)
+}
+
+/// Dials a peer's `host:port` through mutual TLS, for a gRPC channel.
+pub async fn dial(uri: http::Uri, tls: Arc<PeerClientTls>) -> std::io::Result<TokioIo<ClientConn>> {
+    let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
+    let host = uri.host().ok_or_else(|| invalid(format!("no host in {uri}")))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let port = uri.port_u16().ok_or_else(|| invalid(format!("no port in {uri}")))?;
+    let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+    let name = ServerName::try_from(host.clone()).map_err(|e| invalid(format!("{host}: {e}")))?;
+    let stream = TlsConnector::from(tls.current()).connect(name, Conn::new(tcp)).await?;
+    Ok(TokioIo::new(ClientConn::Tls(Box::new(stream))))
+}
+
+/// The names a certificate gives its subject: the common name and the DNS
+/// names (an unparsable certificate has none).
+pub fn names_of(der: &CertificateDer<'_>) -> Vec<String> {
+    let Ok((_, cert)) = x509_parser::parse_x509_certificate(der.as_ref()) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = cert
+        .subject()
+        .iter_common_name()
+        .filter_map(|cn| cn.as_str().ok().map(String::from))
+        .collect();
+    if let Ok(Some(san)) = cert.subject_alternative_name() {
+        for name in &san.value.general_names {
+            if let x509_parser::extensions::GeneralName::DNSName(dns) = name {
+                names.push((*dns).to_string());
+            }
+        }
+    }
+    names
+}
+
+/// A client-certificate verifier that, on top of the CA's check, lets in
+/// only certificates that name an allowed peer (etcd's
+/// `--peer-cert-allowed-cn`, for common and DNS names alike).
+#[derive(Debug)]
+pub struct AllowedNames {
+    inner: Arc<dyn ClientCertVerifier>,
+    names: Vec<String>,
+}
+
+impl AllowedNames {
+    pub fn new(inner: Arc<dyn ClientCertVerifier>, names: Vec<String>) -> Self {
+        Self { inner, names }
+    }
+}
+
+impl ClientCertVerifier for AllowedNames {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        let verified = self.inner.verify_client_cert(end_entity, intermediates, now)?;
+        let names = names_of(end_entity);
+        if names.iter().any(|n| self.names.contains(n)) {
+            return Ok(verified);
+        }
+        tracing::warn!(?names, allowed = ?self.names, "refused a peer: its certificate names no allowed peer");
+        Err(rustls::Error::InvalidCertificate(
+            CertificateError::ApplicationVerificationFailure,
+        ))
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}

@@ -1,0 +1,64 @@
+//! The server side of a port's TLS: HTTP/2 (gRPC) or HTTP/1.1 (health) by
+//! ALPN, optionally requiring client certificates from a CA (and, on the
+//! peer port, naming an allowed peer).
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use rustls::ServerConfig;
+use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::ClientCertVerifier;
+use tokio_rustls::TlsAcceptor;
+
+use super::{Reloading, TlsFiles, VERSIONS, load_certs, load_key, load_roots, peer, provider};
+
+/// A port's TLS, reloaded when its files change.
+pub type ServerTls = Reloading<ServerConfig>;
+
+/// Loads a port's TLS (`what` names it in errors and logs).
+pub fn load(what: &'static str, files: TlsFiles) -> anyhow::Result<Arc<ServerTls>> {
+    Reloading::load(what, files, server_config)
+}
+
+/// An acceptor with the configuration in use now.
+pub fn acceptor(tls: &ServerTls) -> TlsAcceptor {
+    TlsAcceptor::from(tls.current())
+}
+
+fn client_verifier(files: &TlsFiles) -> anyhow::Result<Option<Arc<dyn ClientCertVerifier>>> {
+    let Some(ca) = &files.ca else {
+        return Ok(None);
+    };
+    let roots = Arc::new(load_roots(ca)?);
+    let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider())
+        .build()
+        .context("client certificate verifier")?;
+    if files.allowed_names.is_empty() {
+        return Ok(Some(verifier));
+    }
+    Ok(Some(Arc::new(peer::AllowedNames::new(
+        verifier,
+        files.allowed_names.clone(),
+    ))))
+}
+
+fn server_config(files: &TlsFiles) -> anyhow::Result<ServerConfig> {
+    let builder = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(VERSIONS)
+        .context("TLS versions")?;
+    let builder = match client_verifier(files)? {
+        Some(verifier) => builder.with_client_cert_verifier(verifier),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder
+        .with_single_cert(load_certs(&files.cert)?, load_key(&files.key)?)
+        .with_context(|| {
+            format!(
+                "{} and {} do not make a key pair",
+                files.cert.display(),
+                files.key.display()
+            )
+        })?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
