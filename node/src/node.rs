@@ -193,6 +193,16 @@ fn client_routes(
     routes
 }
 
+/// How this node talks to its peers, for the log.
+fn peers_mode(cfg: &NodeConfig) -> &'static str {
+    match (cfg.peer_listen, &cfg.peer_tls, &cfg.tls) {
+        (Some(_), Some(_), _) => "peer port, mutual TLS",
+        (Some(_), None, _) => "peer port, in the clear",
+        (None, _, Some(_)) => "none: with TLS and no peer port this node serves no Raft",
+        (None, _, None) => "on the client port, in the clear",
+    }
+}
+
 fn say_started(cfg: &NodeConfig) {
     let tls = match &cfg.tls {
         Some(t) if t.ca.is_some() => "TLS, client certificates required",
@@ -204,7 +214,7 @@ fn say_started(cfg: &NodeConfig) {
         listen = %cfg.listen,
         peer_listen = ?cfg.peer_listen,
         clients = tls,
-        peers = if cfg.peer_tls.is_some() { "mutual TLS" } else { "in the clear" },
+        peers = peers_mode(cfg),
         data = %cfg.data_dir.display(),
         "node started"
     );

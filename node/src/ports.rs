@@ -4,13 +4,14 @@
 //! wire connections and the Raft gRPC service beside the clients'
 //! services. With one (`--peer-listen`), the client port refuses the Raft
 //! wire (and has no Raft service), and the peer port serves only those.
-//! With TLS (`--tls-cert`), the client port takes TLS only: a connection
-//! whose first byte is not a TLS handshake is answered, whatever it asks,
-//! with an error saying the port requires TLS (so is one on a peer port
-//! with mutual TLS, which takes no Raft wire either: AppendEntries go over
-//! gRPC there): gRPC `UNAUTHENTICATED` (a
-//! transport credential is missing; not `UNAVAILABLE`, which a client
-//! would retry as if the node were down), HTTP 400 for anything else.
+//!
+//! A port with TLS (`--tls-cert` on the client port, `--peer-tls-cert` on
+//! the peer port) takes TLS only, and no Raft wire: over mutual TLS,
+//! AppendEntries go over gRPC. A connection whose first byte is not a TLS
+//! handshake is answered, whatever it asks, with an error saying the port
+//! requires TLS: gRPC `UNAUTHENTICATED` (a transport credential is
+//! missing; not `UNAVAILABLE`, which a client would retry as if the node
+//! were down), HTTP 400 for anything else.
 
 use std::future::Future;
 use std::sync::Arc;
