@@ -271,3 +271,35 @@ async fn peers_speak_mutual_tls_and_let_in_only_allowed_peers() {
     }
     assert_eq!(store.get(&id).await.expect("get"), Some(json!({"n": 1})));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_command_asks_a_tls_node_over_https() {
+    let (_dir, tls, cluster) = tls_cluster(true).await;
+    let health = |extra: &[&str]| {
+        std::process::Command::new(handlestore_tests::handlestore_bin())
+            .args(["health", "--ready", "--url", &cluster.node(1).addr])
+            .args(extra)
+            .output()
+            .expect("handlestore health")
+    };
+    let (ca, cert, key) = (
+        tls.path("ca.pem"),
+        tls.path("client-root.pem"),
+        tls.path("client-root-key.pem"),
+    );
+    let (ca, cert, key) = (
+        ca.to_str().expect("path"),
+        cert.to_str().expect("path"),
+        key.to_str().expect("path"),
+    );
+    let out = health(&["--cacert", ca, "--cert", cert, "--key", key]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ready"));
+    // Without the client certificate the node requires: refused.
+    let out = health(&["--cacert", ca]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    // In the clear: the node says it requires TLS.
+    let out = health(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("requires TLS"));
+}

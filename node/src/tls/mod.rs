@@ -89,6 +89,23 @@ pub fn load_roots(path: &Path) -> anyhow::Result<RootCertStore> {
     Ok(roots)
 }
 
+/// A client configuration trusting the CA in `ca` (and showing `identity`,
+/// a certificate and its key, if given), offering `alpn`.
+pub fn client_config(ca: &Path, identity: Option<(&Path, &Path)>, alpn: &[u8]) -> anyhow::Result<rustls::ClientConfig> {
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(VERSIONS)
+        .context("TLS versions")?
+        .with_root_certificates(load_roots(ca)?);
+    let mut config = match identity {
+        Some((cert, key)) => builder
+            .with_client_auth_cert(load_certs(cert)?, load_key(key)?)
+            .with_context(|| format!("{} and {} do not make a key pair", cert.display(), key.display()))?,
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![alpn.to_vec()];
+    Ok(config)
+}
+
 /// A configuration built from files, swapped whole when they change.
 pub struct Reloading<T> {
     what: &'static str,

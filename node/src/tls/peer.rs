@@ -15,7 +15,7 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use tokio_rustls::TlsConnector;
 
-use super::{Reloading, TlsFiles, VERSIONS, load_certs, load_key, load_roots, provider};
+use super::{Reloading, TlsFiles};
 
 /// The dialing side of the peer port's TLS, reloaded with its files.
 pub type PeerClientTls = Reloading<ClientConfig>;
@@ -29,20 +29,7 @@ fn client_config(files: &TlsFiles) -> anyhow::Result<ClientConfig> {
         .ca
         .as_ref()
         .context("peer TLS needs the cluster's CA (--peer-tls-ca)")?;
-    let mut config = ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(VERSIONS)
-        .context("TLS versions")?
-        .with_root_certificates(load_roots(ca)?)
-        .with_client_auth_cert(load_certs(&files.cert)?, load_key(&files.key)?)
-        .with_context(|| {
-            format!(
-                "{} and {} do not make a key pair",
-                files.cert.display(),
-                files.key.display()
-            )
-        })?;
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    Ok(config)
+    super::client_config(ca, Some((&files.cert, &files.key)), b"h2")
 }
 
 /// Dials a peer's `host:port` through mutual TLS, for a gRPC channel.
