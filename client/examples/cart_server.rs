@@ -87,13 +87,21 @@ struct Args {
     /// The private key of --cert (PEM).
     #[arg(long, env = "HANDLESTORE_KEY", requires = "cert")]
     key: Option<std::path::PathBuf>,
+    /// A user's token, for clusters with auth enabled.
+    #[arg(long, env = "HANDLESTORE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
 }
 
-/// A client of the cluster, as the flags say (TLS with --cacert).
+/// A client of the cluster, as the flags say (TLS with --cacert, a token
+/// with --token).
 fn cluster_client(args: &Args) -> anyhow::Result<Client> {
     let mut builder = Client::builder(args.endpoints.clone()).namespace(args.namespace.clone());
-    if let Some(ca) = &args.cacert {
-        builder = builder.tls(ClientTls::from_files(ca, args.cert.as_deref(), args.key.as_deref())?);
+    let (ca, cert, key) = (args.cacert.as_deref(), args.cert.as_deref(), args.key.as_deref());
+    if let Some(tls) = ClientTls::from_optional_files(ca, cert, key)? {
+        builder = builder.tls(tls);
+    }
+    if let Some(token) = &args.token {
+        builder = builder.token(token.clone());
     }
     Ok(builder.build()?)
 }

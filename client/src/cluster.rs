@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use handlestore_proto::v1 as pb;
+use http::Uri;
 use rand::Rng;
 use tokio::time::Instant;
-use tonic::transport::{Channel, Endpoint};
 
 use crate::error::{Error, Result, detail};
 use crate::transport::NodeChannel;
@@ -91,6 +91,7 @@ pub struct ClientBuilder {
     backoff_max: Duration,
     max_write_calls: usize,
     tls: Option<crate::tls::ClientTls>,
+    token: Option<String>,
 }
 
 impl ClientBuilder {
@@ -98,6 +99,13 @@ impl ClientBuilder {
     /// require one. Endpoints without a scheme then use `https://`.
     pub fn tls(mut self, tls: crate::tls::ClientTls) -> Self {
         self.tls = Some(tls);
+        self
+    }
+
+    /// The bearer token every call carries (`handlestore user add` or
+    /// `user token-rotate` made it), for clusters with auth enabled.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
         self
     }
 
@@ -189,22 +197,13 @@ impl ClientBuilder {
         } else {
             format!("{scheme}://{raw}")
         };
-        let endpoint = Endpoint::from_shared(url.clone())
-            .map_err(|e| Error::InvalidArgument(format!("endpoint {raw:?}: {e}")))?
-            .connect_timeout(self.connect_timeout)
-            .http2_keep_alive_interval(Duration::from_secs(10))
-            .keep_alive_timeout(Duration::from_secs(5));
-        let authority = endpoint.uri().authority().map(|a| a.to_string()).unwrap_or_default();
-        let calls = NodeChannel::new(&url, self.connect_timeout, self.tls.clone())
+        let uri: Uri = url
+            .parse()
             .map_err(|e| Error::InvalidArgument(format!("endpoint {raw:?}: {e}")))?;
-        let tls = calls.tls();
-        let connector = tower::service_fn(move |uri| crate::conn::connect(uri, tls.clone()));
-        Ok(Node {
-            url,
-            authority,
-            calls,
-            channel: endpoint.connect_with_connector_lazy(connector),
-        })
+        let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
+        let calls = NodeChannel::new(&url, self.connect_timeout, self.tls.clone(), self.token.as_deref())
+            .map_err(|e| Error::InvalidArgument(format!("endpoint {raw:?}: {e}")))?;
+        Ok(Node { url, authority, calls })
     }
 }
 
@@ -212,11 +211,8 @@ struct Node {
     url: String,
     /// "host:port", to match leader hints.
     authority: String,
-    /// The client's own calls.
+    /// Every call to this node.
     calls: NodeChannel,
-    /// tonic's channel, for admin tools ([`Client::channel`]); dialed
-    /// only if one is used.
-    channel: Channel,
 }
 
 pub(crate) struct Inner {
@@ -287,6 +283,7 @@ impl Client {
             backoff_max: Duration::from_secs(1),
             max_write_calls: 8,
             tls: None,
+            token: None,
         }
     }
 
@@ -340,7 +337,6 @@ impl Client {
                         url: n.url.clone(),
                         authority: n.authority.clone(),
                         calls: n.calls.clone(),
-                        channel: n.channel.clone(),
                     })
                     .collect(),
                 preferred: AtomicUsize::new(i.preferred.load(Ordering::Relaxed)),
@@ -359,9 +355,11 @@ impl Client {
         })
     }
 
-    /// The channel to one endpoint (by index), for admin tools.
-    pub fn channel(&self, index: usize) -> Option<Channel> {
-        self.inner.nodes.get(index).map(|n| n.channel.clone())
+    /// The channel to one endpoint (by index), for admin tools: tonic's
+    /// generated clients take it, and its calls carry this client's TLS
+    /// and token.
+    pub fn channel(&self, index: usize) -> Option<NodeChannel> {
+        self.inner.nodes.get(index).map(|n| n.calls.clone())
     }
 
     /// Allocates a write id. Keep the ticket alive across all retries of

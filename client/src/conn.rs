@@ -4,23 +4,11 @@
 use std::io;
 
 use http::uri::Authority;
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
-use tonic::transport::Uri;
 
 pub use handlestore_proto::conn::{ClientConn, Conn};
 
 use crate::tls::ClientTls;
-
-/// Connects a channel to `http://host:port` (or `https://`, with `tls`).
-/// The endpoint's connect timeout still applies (tonic wraps any connector
-/// in it).
-pub(crate) async fn connect(uri: Uri, tls: Option<ClientTls>) -> io::Result<TokioIo<ClientConn>> {
-    let authority = uri
-        .authority()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("no host in {uri}")))?;
-    Ok(TokioIo::new(dial(authority, tls.as_ref()).await?))
-}
 
 /// Connects to an endpoint's `host:port`, in the clear or, with `tls`,
 /// through a TLS handshake that checks the node's certificate.
@@ -50,15 +38,16 @@ mod tests {
     async fn connects_by_address_and_by_name_with_nodelay() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("addr").port();
-        for uri in [format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}")] {
-            let io = match connect(uri.parse().expect("uri"), None).await {
+        for uri in [format!("127.0.0.1:{port}"), format!("localhost:{port}")] {
+            let authority: Authority = uri.parse().expect("authority");
+            let io = match dial(&authority, None).await {
                 Ok(io) => io,
                 // "localhost" may resolve to ::1 first where nothing listens;
                 // only the name lookup itself is under test there.
                 Err(e) if uri.contains("localhost") && e.kind() == io::ErrorKind::ConnectionRefused => continue,
                 Err(e) => panic!("{uri}: {e}"),
             };
-            let ClientConn::Plain(conn) = io.into_inner() else {
+            let ClientConn::Plain(conn) = io else {
                 panic!("{uri}: a connection in the clear")
             };
             assert!(conn.tcp().nodelay().expect("nodelay"), "{uri}: TCP_NODELAY set");
@@ -70,20 +59,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_uri_without_a_host_or_with_nothing_listening_is_an_error() {
+    async fn nothing_listening_is_an_error() {
         let free = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
             l.local_addr().expect("addr").port()
         };
-        let err = connect(format!("http://127.0.0.1:{free}").parse().expect("uri"), None)
-            .await
-            .err()
-            .expect("nothing listens");
+        let authority: Authority = format!("127.0.0.1:{free}").parse().expect("authority");
+        let err = dial(&authority, None).await.err().expect("nothing listens");
         assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);
-        let err = connect("/no/host".parse().expect("uri"), None)
-            .await
-            .err()
-            .expect("no host");
-        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     }
 }

@@ -20,6 +20,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod auth;
 pub mod client_state;
 pub mod cluster;
 pub mod cluster_state;
@@ -53,6 +54,7 @@ pub use state_tool::{
     DeleteOptions, Deleted, ListOptions, ListPage, StateEntry, StateTool, StateValue, StoreItem, StoreOptions,
 };
 pub use tls::ClientTls;
+pub use transport::NodeChannel;
 pub use ttl::Ttl;
 pub use writes::WriteStats;
 

@@ -82,6 +82,18 @@ impl ClientTls {
         }
     }
 
+    /// TLS as command-line flags give it: none without a CA file; a
+    /// client certificate without the CA is an error.
+    pub fn from_optional_files(ca: Option<&Path>, cert: Option<&Path>, key: Option<&Path>) -> Result<Option<Self>> {
+        match ca {
+            Some(ca) => Self::from_files(ca, cert, key).map(Some),
+            None if cert.is_some() || key.is_some() => Err(Error::InvalidArgument(
+                "a client certificate needs --cacert (the CA that signed the nodes' certificates)".into(),
+            )),
+            None => Ok(None),
+        }
+    }
+
     pub(crate) fn connector(&self) -> TlsConnector {
         TlsConnector::from(self.config.clone())
     }

@@ -51,9 +51,11 @@ struct Dials {
     failed: Option<Status>,
 }
 
-/// Calls to one node. Cheap to clone; clones share the connection.
+/// Calls to one node, as a gRPC channel for tonic's generated clients
+/// (`AdminClient::new(client.channel(0)?)`). Cheap to clone; clones share
+/// the connection, and every call carries the client's credentials.
 #[derive(Clone)]
-pub(crate) struct NodeChannel {
+pub struct NodeChannel {
     shared: Arc<Shared>,
 }
 
@@ -64,6 +66,8 @@ struct Shared {
     connect_timeout: Duration,
     /// For `https` endpoints.
     tls: Option<crate::tls::ClientTls>,
+    /// `authorization: Bearer <token>`, sent with every call.
+    authorization: Option<http::HeaderValue>,
     /// The open connection, if any, and the number it was dialed under.
     live: Mutex<Option<(u64, SendRequest<Bytes>)>>,
     /// Held while dialing, so concurrent calls share one dial.
@@ -80,7 +84,17 @@ impl NodeChannel {
         url: &str,
         connect_timeout: Duration,
         tls: Option<crate::tls::ClientTls>,
+        token: Option<&str>,
     ) -> Result<Self, String> {
+        let authorization = token
+            .map(|t| {
+                let mut v = http::HeaderValue::try_from(format!("Bearer {t}"))
+                    .map_err(|_| "the token holds characters a header cannot carry".to_string())?;
+                // Never indexed by HPACK (RFC 7541, 7.1.3).
+                v.set_sensitive(true);
+                Ok::<_, String>(v)
+            })
+            .transpose()?;
         let uri: Uri = url.parse().map_err(|e| format!("{e}"))?;
         let scheme = uri.scheme().cloned().ok_or("no scheme")?;
         let tls = match (scheme.as_str(), tls) {
@@ -97,16 +111,12 @@ impl NodeChannel {
                 authority,
                 connect_timeout,
                 tls,
+                authorization,
                 live: Mutex::new(None),
                 dialing: tokio::sync::Mutex::new(Dials::default()),
                 dials_finished: AtomicU64::new(0),
             }),
         })
-    }
-
-    /// The TLS this channel dials with (https), if any.
-    pub(crate) fn tls(&self) -> Option<crate::tls::ClientTls> {
-        self.shared.tls.clone()
     }
 
     fn live(&self) -> Option<(u64, SendRequest<Bytes>)> {
@@ -198,6 +208,9 @@ impl NodeChannel {
         uri.scheme = Some(self.shared.scheme.clone());
         uri.authority = Some(self.shared.authority.clone());
         head.uri = Uri::from_parts(uri).map_err(|e| Status::internal(format!("request URI: {e}")))?;
+        if let Some(auth) = &self.shared.authorization {
+            head.headers.insert(http::header::AUTHORIZATION, auth.clone());
+        }
         let (id, send) = self.sender().await?;
         let mut send = match send.ready().await {
             Ok(send) => send,
@@ -338,7 +351,8 @@ impl tower::Service<http::Request<tonic::body::Body>> for NodeChannel {
 /// An answer's body: its DATA frames, then its trailers (where gRPC puts
 /// the status). Received data is handed back to the flow-control window
 /// as it is read.
-pub(crate) struct RecvBody {
+/// The body of a node's answer, as tonic reads it.
+pub struct RecvBody {
     recv: h2::RecvStream,
     data_done: bool,
     url: Arc<Shared>,
@@ -387,7 +401,7 @@ mod tests {
     }
 
     fn channel(url: &str) -> NodeChannel {
-        NodeChannel::new(url, Duration::from_secs(5), None).expect("channel")
+        NodeChannel::new(url, Duration::from_secs(5), None, None).expect("channel")
     }
 
     async fn len(ch: &NodeChannel) -> Result<u64, Status> {
@@ -542,11 +556,11 @@ mod tests {
     #[test]
     fn http_or_https_with_a_ca_and_a_host() {
         let t = Duration::from_secs(1);
-        assert!(NodeChannel::new("http://127.0.0.1:2379", t, None).is_ok());
-        let err = NodeChannel::new("https://127.0.0.1:2379", t, None).err();
+        assert!(NodeChannel::new("http://127.0.0.1:2379", t, None, None).is_ok());
+        let err = NodeChannel::new("https://127.0.0.1:2379", t, None, None).err();
         assert!(err.expect("https without a CA").contains("CA"));
-        let err = NodeChannel::new("ftp://127.0.0.1:2379", t, None).err();
+        let err = NodeChannel::new("ftp://127.0.0.1:2379", t, None, None).err();
         assert!(err.expect("ftp").contains("http or https"));
-        assert!(NodeChannel::new("/no/host", t, None).is_err());
+        assert!(NodeChannel::new("/no/host", t, None, None).is_err());
     }
 }

@@ -207,12 +207,14 @@ impl Member {
 
     /// Where other nodes reach this member.
     pub fn peer(&self) -> &str {
-        if self.peer_addr.is_empty() {
-            &self.addr
-        } else {
-            &self.peer_addr
-        }
+        peer_of(&self.addr, &self.peer_addr)
     }
+}
+
+/// Where other nodes reach a node with these addresses: its peer address,
+/// or its client address when it has no peer port.
+pub fn peer_of<'a>(addr: &'a str, peer_addr: &'a str) -> &'a str {
+    if peer_addr.is_empty() { addr } else { peer_addr }
 }
 
 impl std::fmt::Display for Member {

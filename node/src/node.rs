@@ -9,6 +9,7 @@ use anyhow::Context;
 use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::v1 as pb;
 
+use crate::api::auth::service::AuthService;
 use crate::api::{
     Api,
     admin::{AdminService, MemoryProbe},
@@ -150,9 +151,10 @@ fn client_routes(
         proposer: node.proposer.clone(),
         reads: ReadGate {
             proposer: node.proposer.clone(),
-            state,
+            state: state.clone(),
             timeout: cfg.read_timeout,
         },
+        guard: crate::api::auth::Guard::new(state),
     });
     let max_msg = max_client_message(cfg);
     // A call of the Writes service carries one write of any allowed size,
@@ -185,7 +187,8 @@ fn client_routes(
                 .max_decoding_message_size(max_submit)
                 .max_encoding_message_size(max_submit),
         )
-        .add_service(pb::admin_server::AdminServer::new(admin));
+        .add_service(pb::admin_server::AdminServer::new(admin))
+        .add_service(pb::auth_server::AuthServer::new(AuthService::new(api.clone())));
     let mut routes = routes.routes();
     crate::health::add_routes(routes.axum_router_mut(), api, cfg.id);
     let router = std::mem::take(routes.axum_router_mut());

@@ -65,11 +65,7 @@ impl LeaderHint {
 
     /// Where other nodes reach the leader.
     pub fn peer(&self) -> &str {
-        if self.peer_addr.is_empty() {
-            &self.addr
-        } else {
-            &self.peer_addr
-        }
+        crate::config::peer_of(&self.addr, &self.peer_addr)
     }
 }
 

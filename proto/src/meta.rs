@@ -4,3 +4,7 @@
 /// on the answer to a write a follower forwarded to the leader, so a client
 /// sends its next call there.
 pub const LEADER_HEADER: &str = "x-handlestore-leader";
+
+/// Credentials: `authorization: Bearer <token>` (a user's token, made by
+/// `handlestore user add` or `user token-rotate`).
+pub const AUTHORIZATION_HEADER: &str = "authorization";

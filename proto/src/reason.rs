@@ -23,3 +23,13 @@ pub const CLOCK_OFFSET: &str = "clock_offset";
 pub const SNAPSHOT_STREAM: &str = "snapshot_stream";
 // INTERNAL
 pub const INTERNAL: &str = "internal";
+
+/// Missing, malformed or unknown credentials (UNAUTHENTICATED).
+pub const UNAUTHENTICATED: &str = "unauthenticated";
+/// The caller's roles do not grant the call (PERMISSION_DENIED).
+pub const PERMISSION_DENIED: &str = "permission_denied";
+/// The auth state kept changing while a call was being authorized
+/// (UNAVAILABLE: retry).
+pub const AUTH_CHANGING: &str = "auth_changing";
+/// A write would take its namespace over a quota (RESOURCE_EXHAUSTED).
+pub const QUOTA: &str = "quota";

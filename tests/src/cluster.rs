@@ -268,6 +268,7 @@ impl TestClusterBuilder {
             net,
             peer_ports: self.peer_ports,
             tls: self.tls,
+            token: None,
         };
         for id in 1..=self.size as u64 {
             cluster.spawn(id)?;
@@ -283,6 +284,16 @@ impl TestClusterBuilder {
         }
         Ok(cluster)
     }
+}
+
+/// A node's log filter: its own `RUST_LOG` if the test gave it one, else
+/// `HANDLESTORE_TEST_LOG`, else info.
+fn log_filter(env: &[(String, String)]) -> String {
+    env.iter()
+        .find(|(k, _)| k == "RUST_LOG")
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var("HANDLESTORE_TEST_LOG").ok())
+        .unwrap_or_else(|| "info".into())
 }
 
 /// The file holding node `id`'s clock offset under libfaketime.
@@ -304,6 +315,8 @@ pub struct TestCluster {
     net: Option<NetNs>,
     peer_ports: bool,
     tls: Option<crate::tls::TestTls>,
+    /// The token the cluster's own clients send (once auth is on).
+    token: Option<String>,
 }
 
 impl TestCluster {
@@ -388,10 +401,7 @@ impl TestCluster {
             .args(["--initial-cluster", &initial])
             .args(fast_defaults(&extra))
             .args(&extra)
-            .env(
-                "RUST_LOG",
-                std::env::var("HANDLESTORE_TEST_LOG").unwrap_or_else(|_| "info".into()),
-            )
+            .env("RUST_LOG", log_filter(&node.env))
             .stdout(Stdio::from(log.try_clone()?))
             .stderr(Stdio::from(log))
             .spawn()
@@ -435,11 +445,20 @@ impl TestCluster {
     /// A client builder for `endpoints`, with the cluster's TLS (and its
     /// client certificate) if it has any.
     pub fn client_builder<I: IntoIterator<Item = String>>(&self, endpoints: I) -> handlestore_client::ClientBuilder {
-        let builder = Client::builder(endpoints);
-        match &self.tls {
-            Some(tls) => builder.tls(tls.client()),
-            None => builder,
+        let mut builder = Client::builder(endpoints);
+        if let Some(tls) = &self.tls {
+            builder = builder.tls(tls.client());
         }
+        if let Some(token) = &self.token {
+            builder = builder.token(token.clone());
+        }
+        builder
+    }
+
+    /// The token the cluster's own clients (status, waits, `client()`)
+    /// send from now on: root's, once a test enabled auth.
+    pub fn set_token(&mut self, token: Option<String>) {
+        self.token = token;
     }
 
     /// Kills a node with SIGKILL (a crash: no shutdown path runs).
@@ -594,7 +613,7 @@ impl TestCluster {
 
     /// An admin client on the current leader (waiting for one). Errors are
     /// UNAVAILABLE, so `retry_unavailable` can re-resolve the leader.
-    pub async fn leader_admin(&self) -> Result<AdminClient<tonic::transport::Channel>, tonic::Status> {
+    pub async fn leader_admin(&self) -> Result<AdminClient<handlestore_client::NodeChannel>, tonic::Status> {
         let leader = self
             .wait_leader(Duration::from_secs(30))
             .await

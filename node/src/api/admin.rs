@@ -8,13 +8,14 @@ use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::v1 as pb;
 use tonic::{Request, Response, Status};
 
-use super::Api;
+use super::{Api, Credentials, Need};
 use crate::clock::ClockReport;
 use crate::config::Member;
 use crate::raft::NodeId;
 use crate::raft::admin::RaftAdmin;
 use crate::raft::error::ProposeError;
 use crate::status;
+use pb::Access;
 
 /// Reads where the node's memory is (the node assembles it from the
 /// storage layers, which this service does not touch).
@@ -48,6 +49,11 @@ impl AdminService {
         }
     }
 
+    /// Checks the caller may do `need`.
+    async fn authorize<T>(&self, request: &Request<T>, need: &Need<'_>) -> Result<(), Status> {
+        self.api.decide(&Credentials::of(request), need).await.map(|_| ())
+    }
+
     /// Membership changes must run on the leader; elsewhere answer with the
     /// leader's address so the caller can go there.
     fn require_leader(&self) -> Result<(), Status> {
@@ -78,12 +84,14 @@ impl AdminService {
     /// Applies a key ring change and answers with the ring after it.
     async fn change_ring(
         &self,
+        creds: &Credentials,
         ns: String,
         write_id: Option<pb::WriteId>,
         op: ipb::command::Op,
         what: &str,
     ) -> Result<Response<pb::KeyringResponse>, Status> {
-        let res = self.api.apply(write_id, op).await?;
+        let need = Need::namespace(&ns, Access::Admin);
+        let res = self.api.apply_as(creds, need, write_id, op).await?;
         tracing::info!(namespace = %ns, key = %res.id, "{what}");
         let keys = self.ring(ns, false).await?;
         Ok(Response::new(pb::KeyringResponse {
@@ -121,7 +129,17 @@ fn clock_status(r: &ClockReport) -> pb::ClockStatus {
 
 #[tonic::async_trait]
 impl pb::admin_server::Admin for AdminService {
-    async fn status(&self, _request: Request<pb::StatusRequest>) -> Result<Response<pb::StatusResponse>, Status> {
+    async fn status(&self, request: Request<pb::StatusRequest>) -> Result<Response<pb::StatusResponse>, Status> {
+        let d = self
+            .api
+            .decide(&Credentials::of(&request), &Need::Authenticated)
+            .await?;
+        // Tenants' names and usage, for root only.
+        let namespaces = if d.allows(&Need::Root) {
+            super::auth::service::namespaces(&self.api, d.view())?
+        } else {
+            Vec::new()
+        };
         let view = self.api.proposer.leader_view();
         let r = self.raft.status();
         Ok(Response::new(pb::StatusResponse {
@@ -142,6 +160,7 @@ impl pb::admin_server::Admin for AdminService {
             memory: Some((self.memory)()),
             forwarded_writes: self.api.proposer.forwarded_writes(),
             clock: Some(clock_status(&self.api.proposer.clock().report())),
+            namespaces,
         }))
     }
 
@@ -149,6 +168,7 @@ impl pb::admin_server::Admin for AdminService {
         &self,
         request: Request<pb::AddLearnerRequest>,
     ) -> Result<Response<pb::MembershipResponse>, Status> {
+        self.authorize(&request, &Need::Root).await?;
         let r = request.into_inner();
         if r.id == 0 {
             return Err(status::invalid("node id 0 is reserved"));
@@ -176,6 +196,7 @@ impl pb::admin_server::Admin for AdminService {
         &self,
         request: Request<pb::ChangeMembershipRequest>,
     ) -> Result<Response<pb::MembershipResponse>, Status> {
+        self.authorize(&request, &Need::Root).await?;
         let r = request.into_inner();
         if r.voters.is_empty() {
             return Err(status::invalid("a cluster needs at least one voter"));
@@ -204,9 +225,18 @@ impl pb::admin_server::Admin for AdminService {
         &self,
         request: Request<pb::KeyringListRequest>,
     ) -> Result<Response<pb::KeyringResponse>, Status> {
+        let creds = Credentials::of(&request);
         let r = request.into_inner();
         let ns = super::validate::namespace(&r.namespace, &self.api.limits)?;
-        let revision = self.api.reads.ready(r.read.as_ref()).await?.revision;
+        // Secrets sign and open every replica's request state: their own
+        // permission. The ids alone are namespace-wide reads.
+        let access = if r.include_secrets {
+            Access::Keyring
+        } else {
+            Access::Read
+        };
+        let need = Need::namespace(&ns, access);
+        let revision = self.api.read_as(&creds, &need, r.read.as_ref()).await?.0.revision;
         let keys = self.ring(ns, r.include_secrets).await?;
         Ok(Response::new(pb::KeyringResponse {
             keys,
@@ -219,6 +249,7 @@ impl pb::admin_server::Admin for AdminService {
         &self,
         request: Request<pb::KeyringRotateRequest>,
     ) -> Result<Response<pb::KeyringResponse>, Status> {
+        let creds = Credentials::of(&request);
         let r = request.into_inner();
         let ns = super::validate::namespace(&r.namespace, &self.api.limits)?;
         // The secret is drawn here, on the leader, from the OS CSPRNG, and
@@ -230,13 +261,14 @@ impl pb::admin_server::Admin for AdminService {
             secret: secret.to_vec(),
             create_only: r.create,
         });
-        self.change_ring(ns, r.write_id, op, "key ring rotated").await
+        self.change_ring(&creds, ns, r.write_id, op, "key ring rotated").await
     }
 
     async fn keyring_retire(
         &self,
         request: Request<pb::KeyringRetireRequest>,
     ) -> Result<Response<pb::KeyringResponse>, Status> {
+        let creds = Credentials::of(&request);
         let r = request.into_inner();
         let ns = super::validate::namespace(&r.namespace, &self.api.limits)?;
         if r.key_id.is_empty() || r.key_id.len() > 64 {
@@ -246,10 +278,11 @@ impl pb::admin_server::Admin for AdminService {
             namespace: ns.clone(),
             key_id: r.key_id,
         });
-        self.change_ring(ns, r.write_id, op, "key retired").await
+        self.change_ring(&creds, ns, r.write_id, op, "key retired").await
     }
 
-    async fn snapshot(&self, _request: Request<pb::SnapshotRequest>) -> Result<Response<pb::SnapshotResponse>, Status> {
+    async fn snapshot(&self, request: Request<pb::SnapshotRequest>) -> Result<Response<pb::SnapshotResponse>, Status> {
+        self.authorize(&request, &Need::Root).await?;
         let (snapshot_index, purged_index) = self.raft.snapshot(self.api.state.applied_index()).await?;
         Ok(Response::new(pb::SnapshotResponse {
             snapshot_index,

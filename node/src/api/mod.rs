@@ -3,6 +3,7 @@
 //! (proposer), reads come from `state`; nothing here touches RocksDB.
 
 pub mod admin;
+pub mod auth;
 pub mod handles;
 pub mod read;
 pub mod state;
@@ -20,6 +21,11 @@ use crate::config::Limits;
 use crate::raft::proposer::Proposer;
 use crate::state::StateStore;
 use crate::status;
+pub use auth::{Credentials, Decision, Need, On};
+
+/// How often a write is authorized again after the auth state changed
+/// under it, before the caller is told to retry.
+const AUTH_ATTEMPTS: usize = 3;
 
 /// What every client-facing service needs.
 pub struct Api {
@@ -27,23 +33,82 @@ pub struct Api {
     pub state: Arc<StateStore>,
     pub proposer: Arc<Proposer>,
     pub reads: read::ReadGate,
+    pub guard: auth::Guard,
 }
 
 impl Api {
-    /// Proposes one operation under the caller's write id (exactly-once).
-    pub async fn apply(
+    /// Authorizes `need` and proposes one operation under the caller's
+    /// write id (exactly-once).
+    pub async fn apply_as(
         &self,
+        creds: &Credentials,
+        need: Need<'_>,
         write_id: Option<pb::WriteId>,
         op: ipb::command::Op,
     ) -> Result<ipb::CommandResult, Status> {
-        self.write(ipb::Command { write_id, op: Some(op) }).await
+        self.write_authorized(creds, &need, |_| Ok((write_id, op.clone())))
+            .await
     }
 
-    /// Proposes a write and turns a failed result into a status.
-    pub async fn write(&self, cmd: ipb::Command) -> Result<ipb::CommandResult, Status> {
-        let keys = crate::state::keys::conflict_keys(&cmd);
-        let res = self.proposer.write(cmd, keys, false).await.map_err(|e| e.to_status())?;
-        result_status(res)
+    /// Authorizes `need`, builds the command from the decision, proposes
+    /// it at the decision's auth revision, and turns a failed result into a
+    /// status. When the auth state changed before the command applied, it
+    /// is refused unapplied: wait for that change here, decide and build
+    /// again.
+    pub async fn write_authorized(
+        &self,
+        creds: &Credentials,
+        need: &Need<'_>,
+        mut build: impl FnMut(&Decision) -> Result<(Option<pb::WriteId>, ipb::command::Op), Status>,
+    ) -> Result<ipb::CommandResult, Status> {
+        for _ in 0..AUTH_ATTEMPTS {
+            let d = self.decide(creds, need).await?;
+            let (write_id, op) = build(&d)?;
+            let cmd = ipb::Command {
+                write_id,
+                op: Some(op),
+                auth_revision: Some(d.revision()),
+                subject: d.user().unwrap_or_default().to_string(),
+                all_owners: d.sees_all_owners(need),
+            };
+            let keys = crate::state::keys::conflict_keys(&cmd);
+            let res = self.proposer.write(cmd, keys, false).await.map_err(|e| e.to_status())?;
+            if res.code == ipb::ResultCode::ResultAuthStale as i32 {
+                self.reads.wait_applied(res.current_revision).await?;
+                continue;
+            }
+            return result_status(res);
+        }
+        Err(status::unavailable(
+            reason::AUTH_CHANGING,
+            "the auth state kept changing while this write was authorized; retry",
+            None,
+        ))
+    }
+
+    /// Decides `need` against this node's auth state and, if that
+    /// refuses, once more after catching up with the leader: a grant, a
+    /// new user or a new token may not have reached this node yet.
+    pub async fn decide(&self, creds: &Credentials, need: &Need<'_>) -> Result<Decision, Status> {
+        if let Ok(d) = self.guard.check(creds, need) {
+            return Ok(d);
+        }
+        self.reads.ready(None).await?;
+        self.guard.check(creds, need)
+    }
+
+    /// Waits at the read gate, then authorizes the read at the auth state
+    /// the gate brought this node to: a linearizable read is judged by the
+    /// auth state at its read index, an at-least read by one at least that
+    /// new, a stale read by this node's.
+    pub async fn read_as(
+        &self,
+        creds: &Credentials,
+        need: &Need<'_>,
+        opts: Option<&pb::ReadOptions>,
+    ) -> Result<(read::ReadAt, Decision), Status> {
+        let at = self.reads.ready(opts).await?;
+        Ok((at, self.guard.check(creds, need)?))
     }
 }
 
@@ -57,6 +122,9 @@ pub fn result_status(r: ipb::CommandResult) -> Result<ipb::CommandResult, Status
         Ok(ipb::ResultCode::ResultInvalid) => (Code::InvalidArgument, reason::INVALID_ARGUMENT),
         Ok(ipb::ResultCode::ResultPrecondition) => (Code::FailedPrecondition, reason::PRECONDITION),
         Ok(ipb::ResultCode::ResultStaleWrite) => (Code::FailedPrecondition, reason::STALE_WRITE),
+        Ok(ipb::ResultCode::ResultQuota) => (Code::ResourceExhausted, reason::QUOTA),
+        // Only when the node's own retries ran out (write_authorized).
+        Ok(ipb::ResultCode::ResultAuthStale) => (Code::Unavailable, reason::AUTH_CHANGING),
         Err(_) => (Code::Internal, reason::INTERNAL),
     };
     Err(status::with_detail(

@@ -70,7 +70,8 @@ impl ReadGate {
         Ok(ReadAt { revision, time })
     }
 
-    async fn wait_applied(&self, index: u64) -> Result<u64, Status> {
+    /// Waits until this node has applied `index`.
+    pub async fn wait_applied(&self, index: u64) -> Result<u64, Status> {
         let mut rx = self.state.subscribe_applied();
         let applied = tokio::time::timeout(self.timeout, rx.wait_for(|a| *a >= index))
             .await

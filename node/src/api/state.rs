@@ -12,9 +12,10 @@ use handlestore_proto::v1 as pb;
 use ipb::command::Op;
 use tonic::{Request, Response, Status};
 
-use super::{Api, blocking, point_read, validate};
+use super::{Api, Credentials, Decision, Need, blocking, point_read, validate};
 use crate::state::{ListQuery, Record};
 use crate::status::{self, invalid};
+use pb::Access;
 
 pub struct StateService {
     api: Arc<Api>,
@@ -61,12 +62,12 @@ impl StateService {
     }
 }
 
-#[tonic::async_trait]
-impl pb::state_server::State for StateService {
-    #[tracing::instrument(level = "debug", skip_all)]
-    async fn store(&self, request: Request<pb::StoreRequest>) -> Result<Response<pb::StoreResponse>, Status> {
-        let r = request.into_inner();
+/// The writes, as one caller makes them (the Writes service calls these
+/// for each write it carries).
+impl StateService {
+    pub async fn store_as(&self, creds: &Credentials, r: pb::StoreRequest) -> Result<pb::StoreResponse, Status> {
         let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
+        let key = r.key.clone();
         let item = pb::StoreItem {
             key: r.key,
             value: r.value,
@@ -74,43 +75,24 @@ impl pb::state_server::State for StateService {
             expected_revision: r.expected_revision,
         };
         let op = Op::StateWrite(self.write_op(&namespace, item)?);
-        let res = self.api.apply(r.write_id, op).await?;
-        Ok(Response::new(pb::StoreResponse {
+        let need = Need::key(&namespace, Access::Write, &key);
+        let res = self.api.apply_as(creds, need, r.write_id, op).await?;
+        Ok(pb::StoreResponse {
             existed: res.existed,
             revision: res.revision,
             expires_at_ms: res.expires_at_ms,
-        }))
+        })
     }
 
-    #[tracing::instrument(level = "debug", skip_all)]
-    async fn retrieve(&self, request: Request<pb::RetrieveRequest>) -> Result<Response<pb::RetrieveResponse>, Status> {
-        let r = request.into_inner();
-        let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
-        validate::state_key(&r.key, &self.api.limits)?;
-        let at = self.api.reads.ready(r.read.as_ref()).await?;
-        let rec = point_read(|| self.api.state.get_state(&namespace, &r.key, &at.time))?;
-        match rec {
-            Some(rec) => Ok(Response::new(pb::RetrieveResponse {
-                entry: Some(entry(r.key, rec, true)),
-                read_revision: at.revision,
-            })),
-            None => Err(status::status(
-                tonic::Code::NotFound,
-                reason::NOT_FOUND,
-                format!("unknown key {}", r.key),
-            )),
-        }
-    }
-
-    #[tracing::instrument(level = "debug", skip_all)]
-    async fn delete(
+    pub async fn delete_as(
         &self,
-        request: Request<pb::StateDeleteRequest>,
-    ) -> Result<Response<pb::StateDeleteResponse>, Status> {
-        let r = request.into_inner();
+        creds: &Credentials,
+        r: pb::StateDeleteRequest,
+    ) -> Result<pb::StateDeleteResponse, Status> {
         let l = &self.api.limits;
         let namespace = validate::namespace(&r.namespace, l)?;
-        let op = if r.prefix {
+        let key = r.key.clone();
+        let (need, op) = if r.prefix {
             validate::state_prefix(&r.key, l)?;
             if r.key.is_empty() {
                 return Err(invalid("a prefix delete needs a non-empty prefix"));
@@ -122,91 +104,34 @@ impl pb::state_server::State for StateService {
                 return Err(invalid(format!("limit {} exceeds {MAX_PREFIX_DELETE}", r.limit)));
             }
             let limit = if r.limit == 0 { DEFAULT_PREFIX_DELETE } else { r.limit };
-            Op::StateDeletePrefix(ipb::StateDeletePrefix {
-                namespace,
+            let op = Op::StateDeletePrefix(ipb::StateDeletePrefix {
+                namespace: namespace.clone(),
                 prefix: r.key,
                 limit,
-            })
+            });
+            (Need::prefix(&namespace, Access::Write, &key), op)
         } else {
             validate::state_key(&r.key, l)?;
-            Op::StateDelete(ipb::StateDelete {
-                namespace,
+            let op = Op::StateDelete(ipb::StateDelete {
+                namespace: namespace.clone(),
                 key: r.key,
                 expected_revision: r.expected_revision,
-            })
+            });
+            (Need::key(&namespace, Access::Write, &key), op)
         };
-        let res = self.api.apply(r.write_id, op).await?;
-        Ok(Response::new(pb::StateDeleteResponse {
+        let res = self.api.apply_as(creds, need, r.write_id, op).await?;
+        Ok(pb::StateDeleteResponse {
             deleted: res.count,
             more: res.more,
             revision: res.revision,
-        }))
-    }
-
-    #[tracing::instrument(level = "debug", skip_all)]
-    async fn list(&self, request: Request<pb::ListRequest>) -> Result<Response<pb::ListResponse>, Status> {
-        let r = request.into_inner();
-        let l = &self.api.limits;
-        let namespace = validate::namespace(&r.namespace, l)?;
-        validate::state_prefix(&r.prefix, l)?;
-        if r.limit > MAX_PAGE {
-            return Err(invalid(format!("limit {} exceeds {MAX_PAGE} keys per page", r.limit)));
-        }
-        let limit = if r.limit == 0 { DEFAULT_PAGE } else { r.limit } as usize;
-        let after = if r.page_token.is_empty() {
-            None
-        } else {
-            Some(parse_page_token(&r.page_token).map_err(invalid)?)
-        };
-        let at = self.api.reads.ready(r.read.as_ref()).await?;
-        let (state, time) = (self.api.state.clone(), at.time);
-        let (prefix, with_values) = (r.prefix, r.with_values);
-        let page = blocking(move || {
-            let q = ListQuery {
-                prefix: &prefix,
-                after: after.as_deref(),
-                limit,
-                with_values,
-                max_bytes: MAX_PAGE_BYTES,
-            };
-            state.list_state(&namespace, &q, &time)
         })
-        .await?;
-        let next_page_token = match (page.more, page.entries.last()) {
-            (true, Some((k, _))) => page_token(k),
-            _ => String::new(),
-        };
-        let entries = page
-            .entries
-            .into_iter()
-            .map(|(k, rec)| entry(k, rec, with_values))
-            .collect();
-        Ok(Response::new(pb::ListResponse {
-            entries,
-            next_page_token,
-            read_revision: at.revision,
-        }))
     }
 
-    #[tracing::instrument(level = "debug", skip_all)]
-    async fn exists(&self, request: Request<pb::ExistsRequest>) -> Result<Response<pb::ExistsResponse>, Status> {
-        let r = request.into_inner();
-        let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
-        validate::state_key(&r.key, &self.api.limits)?;
-        let at = self.api.reads.ready(r.read.as_ref()).await?;
-        let rec = point_read(|| self.api.state.get_state(&namespace, &r.key, &at.time))?;
-        Ok(Response::new(pb::ExistsResponse {
-            exists: rec.is_some(),
-            read_revision: at.revision,
-        }))
-    }
-
-    #[tracing::instrument(level = "debug", skip_all)]
-    async fn batch_store(
+    pub async fn batch_store_as(
         &self,
-        request: Request<pb::BatchStoreRequest>,
-    ) -> Result<Response<pb::BatchStoreResponse>, Status> {
-        let r = request.into_inner();
+        creds: &Credentials,
+        r: pb::BatchStoreRequest,
+    ) -> Result<pb::BatchStoreResponse, Status> {
         let l = &self.api.limits;
         let namespace = validate::namespace(&r.namespace, l)?;
         if r.items.is_empty() {
@@ -236,9 +161,152 @@ impl pb::state_server::State for StateService {
                 l.max_batch_bytes
             )));
         }
+        // Every key must be writable: the batch is checked as a whole
+        // (each key against the same decision), then proposed at it.
+        let need = Need::namespace(&namespace, Access::Write);
+        let keys: Vec<String> = writes.iter().map(|w| w.key.clone()).collect();
         let op = Op::StateBatch(ipb::StateBatch { writes });
-        let res = self.api.apply(r.write_id, op).await?;
-        Ok(Response::new(pb::BatchStoreResponse { revision: res.revision }))
+        // A key refused here may be granted on the leader already: catch
+        // up before deciding for good.
+        let d = self.api.decide(creds, &Need::Authenticated).await?;
+        if allowed_keys(&d, &namespace, Access::Write, &keys).is_err() {
+            self.api.reads.ready(None).await?;
+        }
+        let res = self
+            .api
+            .write_authorized(creds, &Need::Authenticated, |d| {
+                allowed_keys(d, &namespace, Access::Write, &keys).map_err(|_| denied_batch(d, &need))?;
+                Ok((r.write_id, op.clone()))
+            })
+            .await?;
+        Ok(pb::BatchStoreResponse { revision: res.revision })
+    }
+}
+
+/// Ok if every key is allowed `access` by `d`; else the first that is not.
+fn allowed_keys<'k>(d: &Decision, ns: &str, access: Access, keys: &'k [String]) -> Result<(), &'k str> {
+    match keys.iter().find(|k| !d.allows(&Need::key(ns, access, k))) {
+        Some(k) => Err(k),
+        None => Ok(()),
+    }
+}
+
+fn denied_batch(d: &Decision, need: &Need<'_>) -> Status {
+    super::auth::denied(d.user().unwrap_or_default(), need)
+}
+
+#[tonic::async_trait]
+impl pb::state_server::State for StateService {
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn store(&self, request: Request<pb::StoreRequest>) -> Result<Response<pb::StoreResponse>, Status> {
+        let creds = Credentials::of(&request);
+        self.store_as(&creds, request.into_inner()).await.map(Response::new)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn delete(
+        &self,
+        request: Request<pb::StateDeleteRequest>,
+    ) -> Result<Response<pb::StateDeleteResponse>, Status> {
+        let creds = Credentials::of(&request);
+        self.delete_as(&creds, request.into_inner()).await.map(Response::new)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn batch_store(
+        &self,
+        request: Request<pb::BatchStoreRequest>,
+    ) -> Result<Response<pb::BatchStoreResponse>, Status> {
+        let creds = Credentials::of(&request);
+        self.batch_store_as(&creds, request.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn retrieve(&self, request: Request<pb::RetrieveRequest>) -> Result<Response<pb::RetrieveResponse>, Status> {
+        let creds = Credentials::of(&request);
+        let r = request.into_inner();
+        let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
+        validate::state_key(&r.key, &self.api.limits)?;
+        let need = Need::key(&namespace, Access::Read, &r.key);
+        let (at, _) = self.api.read_as(&creds, &need, r.read.as_ref()).await?;
+        let rec = point_read(|| self.api.state.get_state(&namespace, &r.key, &at.time))?;
+        match rec {
+            Some(rec) => Ok(Response::new(pb::RetrieveResponse {
+                entry: Some(entry(r.key, rec, true)),
+                read_revision: at.revision,
+            })),
+            None => Err(status::status(
+                tonic::Code::NotFound,
+                reason::NOT_FOUND,
+                format!("unknown key {}", r.key),
+            )),
+        }
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn list(&self, request: Request<pb::ListRequest>) -> Result<Response<pb::ListResponse>, Status> {
+        let creds = Credentials::of(&request);
+        let r = request.into_inner();
+        let l = &self.api.limits;
+        let namespace = validate::namespace(&r.namespace, l)?;
+        validate::state_prefix(&r.prefix, l)?;
+        if r.limit > MAX_PAGE {
+            return Err(invalid(format!("limit {} exceeds {MAX_PAGE} keys per page", r.limit)));
+        }
+        let limit = if r.limit == 0 { DEFAULT_PAGE } else { r.limit } as usize;
+        let after = if r.page_token.is_empty() {
+            None
+        } else {
+            Some(parse_page_token(&r.page_token).map_err(invalid)?)
+        };
+        let need = Need::prefix(&namespace, Access::Read, &r.prefix);
+        let (at, d) = self.list_gate(&creds, &need, r.read.as_ref()).await?;
+        let (state, time, ns) = (self.api.state.clone(), at.time, namespace.clone());
+        let (prefix, with_values) = (r.prefix.clone(), r.with_values);
+        let page = blocking(move || {
+            let q = ListQuery {
+                prefix: &prefix,
+                after: after.as_deref(),
+                limit,
+                with_values,
+                max_bytes: MAX_PAGE_BYTES,
+            };
+            state.list_state(&ns, &q, &time)
+        })
+        .await?;
+        // The token follows the last key read, shown or not.
+        let next_page_token = match (page.more, page.entries.last()) {
+            (true, Some((k, _))) => page_token(k),
+            _ => String::new(),
+        };
+        let entries = page
+            .entries
+            .into_iter()
+            .filter(|(k, _)| d.allows(&Need::key(&namespace, Access::Read, k)))
+            .map(|(k, rec)| entry(k, rec, with_values))
+            .collect();
+        Ok(Response::new(pb::ListResponse {
+            entries,
+            next_page_token,
+            read_revision: at.revision,
+        }))
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn exists(&self, request: Request<pb::ExistsRequest>) -> Result<Response<pb::ExistsResponse>, Status> {
+        let creds = Credentials::of(&request);
+        let r = request.into_inner();
+        let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
+        validate::state_key(&r.key, &self.api.limits)?;
+        let need = Need::key(&namespace, Access::Read, &r.key);
+        let (at, _) = self.api.read_as(&creds, &need, r.read.as_ref()).await?;
+        let rec = point_read(|| self.api.state.get_state(&namespace, &r.key, &at.time))?;
+        Ok(Response::new(pb::ExistsResponse {
+            exists: rec.is_some(),
+            read_revision: at.revision,
+        }))
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -246,6 +314,7 @@ impl pb::state_server::State for StateService {
         &self,
         request: Request<pb::BatchRetrieveRequest>,
     ) -> Result<Response<pb::BatchRetrieveResponse>, Status> {
+        let creds = Credentials::of(&request);
         let r = request.into_inner();
         let l = &self.api.limits;
         let namespace = validate::namespace(&r.namespace, l)?;
@@ -259,7 +328,10 @@ impl pb::state_server::State for StateService {
         for k in &r.keys {
             validate::state_key(k, l)?;
         }
-        let at = self.api.reads.ready(r.read.as_ref()).await?;
+        let need = Need::namespace(&namespace, Access::Read);
+        let (at, d) = self.api.read_as(&creds, &Need::Authenticated, r.read.as_ref()).await?;
+        // A batch naming a key the caller may not read is refused whole.
+        allowed_keys(&d, &namespace, Access::Read, &r.keys).map_err(|_| denied_batch(&d, &need))?;
         let (state, time) = (self.api.state.clone(), at.time);
         let keys = r.keys.clone();
         let recs = blocking(move || state.get_state_many(&namespace, &keys, &time)).await?;
@@ -275,5 +347,31 @@ impl pb::state_server::State for StateService {
             entries,
             read_revision: at.revision,
         }))
+    }
+}
+
+impl StateService {
+    /// A listing is allowed where some key under its prefix is readable;
+    /// what the caller may not read is left out of the page.
+    async fn list_gate(
+        &self,
+        creds: &Credentials,
+        need: &Need<'_>,
+        opts: Option<&pb::ReadOptions>,
+    ) -> Result<(super::read::ReadAt, Decision), Status> {
+        let (at, d) = self.api.read_as(creds, &Need::Authenticated, opts).await?;
+        let Need::In {
+            ns,
+            on: super::On::Prefix(prefix),
+            ..
+        } = need
+        else {
+            return Ok((at, d));
+        };
+        if d.reads_some_under(ns, prefix) {
+            Ok((at, d))
+        } else {
+            Err(denied_batch(&d, need))
+        }
     }
 }

@@ -11,15 +11,13 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use handlestore_proto::v1 as pb;
-use pb::handles_server::Handles;
-use pb::state_server::State;
 use pb::write::Op;
 use pb::write_result::Result as Res;
 use tonic::{Request, Response, Status};
 
-use super::Api;
 use super::handles::HandlesService;
 use super::state::StateService;
+use super::{Api, Credentials};
 use crate::status::invalid;
 
 /// The most writes one call may carry.
@@ -38,35 +36,15 @@ impl WritesService {
         }
     }
 
-    async fn one(&self, write: pb::Write) -> pb::WriteResult {
+    async fn one(&self, creds: &Credentials, write: pb::Write) -> pb::WriteResult {
         let result = match write.op {
             None => Err(invalid("a write names no operation")),
-            Some(Op::Mint(r)) => self
-                .handles
-                .mint(Request::new(r))
-                .await
-                .map(|r| Res::Mint(r.into_inner())),
-            Some(Op::Put(r)) => self
-                .handles
-                .put(Request::new(r))
-                .await
-                .map(|r| Res::Put(r.into_inner())),
-            Some(Op::Delete(r)) => Handles::delete(&self.handles, Request::new(r))
-                .await
-                .map(|r| Res::Delete(r.into_inner())),
-            Some(Op::Store(r)) => self
-                .state
-                .store(Request::new(r))
-                .await
-                .map(|r| Res::Store(r.into_inner())),
-            Some(Op::StateDelete(r)) => State::delete(&self.state, Request::new(r))
-                .await
-                .map(|r| Res::StateDelete(r.into_inner())),
-            Some(Op::BatchStore(r)) => self
-                .state
-                .batch_store(Request::new(r))
-                .await
-                .map(|r| Res::BatchStore(r.into_inner())),
+            Some(Op::Mint(r)) => self.handles.mint_as(creds, r).await.map(Res::Mint),
+            Some(Op::Put(r)) => self.handles.put_as(creds, r).await.map(Res::Put),
+            Some(Op::Delete(r)) => self.handles.delete_as(creds, r).await.map(Res::Delete),
+            Some(Op::Store(r)) => self.state.store_as(creds, r).await.map(Res::Store),
+            Some(Op::StateDelete(r)) => self.state.delete_as(creds, r).await.map(Res::StateDelete),
+            Some(Op::BatchStore(r)) => self.state.batch_store_as(creds, r).await.map(Res::BatchStore),
         };
         pb::WriteResult {
             result: Some(result.unwrap_or_else(|s| Res::Failure(failure(&s)))),
@@ -87,6 +65,10 @@ fn failure(s: &Status) -> pb::WriteFailure {
 impl pb::writes_server::Writes for WritesService {
     #[tracing::instrument(level = "debug", skip_all, fields(writes = request.get_ref().writes.len()))]
     async fn submit(&self, request: Request<pb::SubmitRequest>) -> Result<Response<pb::SubmitResponse>, Status> {
+        let creds = Credentials::of(&request);
+        // Bad credentials fail the call; a missing permission fails the
+        // writes that need it.
+        self.handles.api().decide(&creds, &super::Need::Authenticated).await?;
         let writes = request.into_inner().writes;
         if writes.len() > MAX_WRITES {
             return Err(invalid(format!(
@@ -94,7 +76,7 @@ impl pb::writes_server::Writes for WritesService {
                 writes.len()
             )));
         }
-        let results = join_all(writes.into_iter().map(|w| self.one(w))).await;
+        let results = join_all(writes.into_iter().map(|w| self.one(&creds, w))).await;
         Ok(Response::new(pb::SubmitResponse { results }))
     }
 }

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeSet;
 
+use handlestore_client::NodeChannel as Channel;
 use handlestore_proto::v1 as pb;
 use pb::admin_client::AdminClient;
-use tonic::transport::Channel;
 
 use super::{CliError, Conn};
 

@@ -1,6 +1,7 @@
 //! The `handlestore` command line: `node` and `dev` run servers; the other
 //! subcommands are an etcdctl-like admin client.
 
+mod auth;
 mod certs;
 mod dev;
 mod handle;
@@ -65,6 +66,10 @@ pub struct Conn {
         requires = "client_cert"
     )]
     pub key: Option<PathBuf>,
+    /// A user's token (`handlestore user add` printed it), for clusters
+    /// with auth enabled.
+    #[arg(long, env = "HANDLESTORE_TOKEN", hide_env_values = true, global = true)]
+    pub token: Option<String>,
 }
 
 impl Conn {
@@ -80,25 +85,14 @@ impl Conn {
         let mut builder = handlestore_client::Client::builder(endpoints)
             .namespace(self.namespace.clone())
             .deadline(self.timeout);
-        if let Some(tls) = self.tls()? {
+        let (ca, cert, key) = (self.cacert.as_deref(), self.cert.as_deref(), self.key.as_deref());
+        if let Some(tls) = handlestore_client::ClientTls::from_optional_files(ca, cert, key)? {
             builder = builder.tls(tls);
         }
+        if let Some(token) = &self.token {
+            builder = builder.token(token.clone());
+        }
         builder.build().map_err(CliError::from)
-    }
-
-    fn tls(&self) -> Result<Option<handlestore_client::ClientTls>, CliError> {
-        let Some(ca) = &self.cacert else {
-            if self.cert.is_some() {
-                return Err(CliError::new(
-                    2,
-                    "--cert needs --cacert (the CA that signed the nodes' certificates)",
-                ));
-            }
-            return Ok(None);
-        };
-        handlestore_client::ClientTls::from_files(ca, self.cert.as_deref(), self.key.as_deref())
-            .map(Some)
-            .map_err(CliError::from)
     }
 }
 
@@ -144,6 +138,34 @@ enum Command {
         conn: Conn,
         #[command(flatten)]
         args: mcp::McpArgs,
+    },
+    /// Authentication: enable, disable, status.
+    Auth {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(subcommand)]
+        cmd: auth::AuthCmd,
+    },
+    /// Users and their tokens: add, remove, list, token-rotate, grant-role, revoke-role.
+    User {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(subcommand)]
+        cmd: auth::UserCmd,
+    },
+    /// Roles and their grants: add, remove, grant, revoke, list.
+    Role {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(subcommand)]
+        cmd: auth::RoleCmd,
+    },
+    /// Namespaces: quotas and owner-bound handle stores; usage.
+    Namespace {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(subcommand)]
+        cmd: auth::NamespaceCmd,
     },
     /// Membership: list, add a learner, promote, remove.
     Member {
@@ -234,6 +256,10 @@ pub fn main() -> ExitCode {
             Command::Kv { conn, cmd } => kv::run(&conn, cmd).await,
             Command::Mcp { conn, args } => mcp::run(&conn, args).await,
             Command::Member { conn, cmd } => member::run(&conn, cmd).await,
+            Command::Auth { conn, cmd } => auth::run_auth(&conn, cmd).await,
+            Command::User { conn, cmd } => auth::run_user(&conn, cmd).await,
+            Command::Role { conn, cmd } => auth::run_role(&conn, cmd).await,
+            Command::Namespace { conn, cmd } => auth::run_namespace(&conn, cmd).await,
         }
     });
     match res {

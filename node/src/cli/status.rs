@@ -93,6 +93,10 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
             println!("{r}");
         }
     }
+    if !view.namespaces.is_empty() {
+        println!();
+        super::auth::print_usage(&view.namespaces);
+    }
     Ok(())
 }
 

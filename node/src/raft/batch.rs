@@ -209,6 +209,7 @@ mod tests {
                 key: keys.join("+"),
                 expected_revision: None,
             })),
+            ..Default::default()
         };
         let keys = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
         (Pending { cmd, keys, done }, rx)

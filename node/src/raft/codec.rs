@@ -271,6 +271,7 @@ mod tests {
                     first_incomplete_seq: 2,
                 }),
                 op: None,
+                ..Default::default()
             }],
         };
         let log_id = Some(ipb::LogId {

@@ -262,6 +262,7 @@ mod tests {
                 value: vec![7; value_len],
                 ..Default::default()
             })),
+            ..Default::default()
         }
     }
 
@@ -284,11 +285,13 @@ mod tests {
         let prefix = ipb::Command {
             write_id: None,
             op: Some(Op::StateDeletePrefix(Default::default())),
+            ..Default::default()
         };
         assert!(!weight(vec![vec![mint(256), prefix]]).light(), "may touch many keys");
         let sweep = ipb::Command {
             write_id: None,
             op: Some(Op::Expire(Default::default())),
+            ..Default::default()
         };
         assert!(!weight(vec![vec![sweep]]).light(), "may touch many keys");
         assert!(weight(vec![]).light(), "blank and membership entries");

@@ -64,6 +64,7 @@ pub fn spawn(state: Arc<StateStore>, proposer: Arc<Proposer>, interval: Duration
                         items,
                         dedup_before_ms: now.saturating_sub(dedup_window.as_millis() as u64),
                     })),
+                    ..Default::default()
                 };
                 match proposer.propose_local(cmd, Vec::new()).await {
                     Ok(r) => tracing::debug!(due = n, removed = r.count, "expiry sweep"),

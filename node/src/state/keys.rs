@@ -67,6 +67,27 @@ pub fn count_scope(key: &[u8]) -> Option<&[u8]> {
     (key.len() >= end).then(|| &key[..end])
 }
 
+/// The namespace of a handle or state key (None for other keys).
+pub fn namespace_of(key: &[u8]) -> Option<&str> {
+    if !matches!(key.first(), Some(&TAG_HANDLE) | Some(&TAG_STATE)) {
+        return None;
+    }
+    let len = *key.get(1)? as usize;
+    std::str::from_utf8(key.get(2..2 + len)?).ok()
+}
+
+/// Meta key holding a namespace's usage: entries (u64 BE) ++ bytes (u64
+/// BE).
+pub fn usage_key(ns: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + ns.len());
+    k.push(USAGE_TAG);
+    k.extend_from_slice(ns.as_bytes());
+    k
+}
+
+/// First byte of usage keys in the meta column family.
+pub const USAGE_TAG: u8 = b'u';
+
 /// Meta key holding the number of entries (live or awaiting expiry) under a
 /// count scope.
 pub fn count_key(scope: &[u8]) -> Vec<u8> {
@@ -137,9 +158,14 @@ pub fn conflict_keys(cmd: &ipb::Command) -> Vec<Vec<u8>> {
         // key ring operation per entry.
         Some(Op::KeyringRotate(r)) => vec![keyring_prefix(&r.namespace)],
         Some(Op::KeyringRetire(r)) => vec![keyring_prefix(&r.namespace)],
+        // The auth state changes as a whole: one auth change per entry.
+        Some(Op::AuthChange(_)) => vec![AUTH_CONFLICT_KEY.to_vec()],
         Some(Op::StateDeletePrefix(_)) | Some(Op::Expire(_)) | None => Vec::new(),
     }
 }
+
+/// The conflict slot of auth changes (no data key starts with `a`).
+const AUTH_CONFLICT_KEY: &[u8] = b"auth";
 
 fn push_short(k: &mut Vec<u8>, part: &[u8]) {
     // Callers validate lengths (<= 64 bytes) before anything reaches here;
@@ -167,6 +193,14 @@ mod tests {
         assert!(state_key("a", "bc/d").starts_with(&state_key("a", "bc/")));
         assert_ne!(state_key("a", "x")[0], handle_key("a", "x", "y")[0]);
         assert_eq!(count_scope(&state_key("a", "x")), None, "state keys are not counted");
+    }
+
+    #[test]
+    fn namespace_of_reads_handle_and_state_keys_only() {
+        assert_eq!(namespace_of(&handle_key("ns", "cart", "X")), Some("ns"));
+        assert_eq!(namespace_of(&state_key("a.b", "k/1")), Some("a.b"));
+        assert_eq!(namespace_of(&keyring_prefix("ns")), None);
+        assert_eq!(namespace_of(&[TAG_STATE, 9, b'a']), None, "truncated");
     }
 
     #[test]

@@ -7,11 +7,12 @@
 
 mod answers;
 mod apply;
+pub mod auth;
 pub mod keys;
 pub mod snapshot;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use handlestore_proto::internal::v1 as ipb;
 use prost::Message;
@@ -35,6 +36,8 @@ pub(crate) mod meta {
     /// Present while a snapshot is being installed: the state is only partly
     /// replaced and must be installed again from the snapshot file on start.
     pub const INSTALLING: &[u8] = b"installing";
+    /// The auth state (`state::auth`).
+    pub const AUTH: &[u8] = b"auth";
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +113,8 @@ pub struct StateStore {
     limits: StateLimits,
     /// See `answers::AnswerHints`.
     apply_hints: std::sync::Mutex<answers::AnswerHints>,
+    /// The auth state as applied, indexed (replaced whole on a change).
+    auth: RwLock<Arc<auth::AuthView>>,
 }
 
 impl StateStore {
@@ -119,12 +124,14 @@ impl StateStore {
             .unwrap_or(0);
         let (applied_tx, _) = watch::channel(applied);
         let clock = read_clock(&db)?;
+        let auth = auth::AuthView::new(auth::load(&db)?);
         Ok(Arc::new(Self {
             db,
             applied_tx,
             applied_clock: AtomicU64::new(clock),
             limits,
             apply_hints: Default::default(),
+            auth: RwLock::new(Arc::new(auth)),
         }))
     }
 
@@ -154,9 +161,19 @@ impl StateStore {
         self.applied_clock.load(Ordering::Acquire)
     }
 
+    /// The auth state as applied (users, roles, tokens' digests).
+    pub fn auth(&self) -> Arc<auth::AuthView> {
+        self.auth.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn publish_auth(&self, state: ipb::AuthState) {
+        *self.auth.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(auth::AuthView::new(state));
+    }
+
     /// Publishes what an install of a snapshot brought.
     pub(crate) fn publish_installed(&self, index: u64) -> Result<()> {
         self.applied_clock.store(read_clock(&self.db)?, Ordering::Release);
+        self.publish_auth(auth::load(&self.db)?);
         self.publish_applied(index);
         Ok(())
     }
@@ -260,6 +277,29 @@ impl StateStore {
         Ok(ListPage { entries, more })
     }
 
+    /// Every namespace's usage (handles and state keys, live or awaiting
+    /// expiry), by name.
+    pub fn usage(&self) -> Result<Vec<(String, Usage)>> {
+        let prefix = [keys::USAGE_TAG];
+        let mut opts = ReadOptions::default();
+        opts.set_iterate_upper_bound(vec![keys::USAGE_TAG + 1]);
+        let iter = self.db.iterator_cf_opt(
+            db::cf(&self.db, CF_SM_META),
+            opts,
+            IteratorMode::From(&prefix, rocksdb::Direction::Forward),
+        );
+        let mut out = Vec::new();
+        for item in iter {
+            let (k, v) = item?;
+            let u = Usage::decode(&v).ok_or(StateError::Decode {
+                what: "usage",
+                err: format!("{} bytes", v.len()),
+            })?;
+            out.push((String::from_utf8_lossy(&k[1..]).into_owned(), u));
+        }
+        Ok(out)
+    }
+
     /// A namespace's key ring, oldest key first.
     pub fn keyring(&self, ns: &str) -> Result<Vec<ipb::KeyRecord>> {
         let prefix = keys::keyring_prefix(ns);
@@ -333,10 +373,52 @@ impl StateStore {
     /// Applies committed entries (blocking: call from a blocking thread).
     pub fn apply(&self, batch: ApplyBatch) -> Result<Vec<Option<ipb::ProposalResult>>> {
         let last = batch.last_log_id.index;
-        let (out, clock) = apply::apply(&self.db, &self.limits, &self.apply_hints, batch)?;
-        self.applied_clock.fetch_max(clock, Ordering::AcqRel);
+        let applied = apply::apply(&self.db, &self.limits, &self.apply_hints, self.auth(), batch)?;
+        self.applied_clock.fetch_max(applied.clock, Ordering::AcqRel);
+        if let Some(auth) = applied.auth {
+            // Before the index: a read gated on this index sees this auth.
+            self.publish_auth(auth);
+        }
         self.publish_applied(last);
-        Ok(out)
+        Ok(applied.results)
+    }
+}
+
+/// Entries and bytes, as stored or as a change.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub entries: i64,
+    pub bytes: i64,
+}
+
+impl Usage {
+    /// What storing `rec` under `key` holds.
+    pub fn of(key: &[u8], rec: &Record) -> Self {
+        Usage {
+            entries: 1,
+            bytes: (key.len() + rec.value.len()) as i64,
+        }
+    }
+
+    pub fn add(&mut self, d: Usage) {
+        self.entries += d.entries;
+        self.bytes += d.bytes;
+    }
+
+    /// Decodes a stored usage (entries BE ++ bytes BE).
+    pub fn decode(raw: &[u8]) -> Option<Self> {
+        let (e, b) = raw.split_at_checked(8)?;
+        Some(Usage {
+            entries: u64::from_be_bytes(e.try_into().ok()?) as i64,
+            bytes: u64::from_be_bytes(b.try_into().ok()?) as i64,
+        })
+    }
+
+    pub fn encode(&self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&(self.entries.max(0) as u64).to_be_bytes());
+        out[8..].copy_from_slice(&(self.bytes.max(0) as u64).to_be_bytes());
+        out
     }
 }
 

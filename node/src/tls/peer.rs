@@ -44,6 +44,14 @@ pub async fn dial(uri: http::Uri, tls: Arc<PeerClientTls>) -> std::io::Result<To
     Ok(TokioIo::new(ClientConn::Tls(Box::new(stream))))
 }
 
+/// The first common name of a certificate's subject (a client's user
+/// name, when client certificates authenticate).
+pub fn common_name(der: &CertificateDer<'_>) -> Option<String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref()).ok()?;
+    let cn = cert.subject().iter_common_name().next()?;
+    cn.as_str().ok().map(String::from)
+}
+
 /// The names a certificate gives its subject: the common name and the DNS
 /// names (an unparsable certificate has none).
 pub fn names_of(der: &CertificateDer<'_>) -> Vec<String> {

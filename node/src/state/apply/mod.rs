@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::v1 as pb;
@@ -16,10 +16,13 @@ use prost::Message;
 use rocksdb::{DB, Direction, IteratorMode, ReadOptions, WriteBatch};
 
 use super::answers::{AnswerHints, Answers, Seen};
-use super::{Record, Result, StateLimits, decode, decode_opt_u64, is_live, keys, meta};
+use super::auth::AuthView;
+use super::{Record, Result, StateLimits, Usage, decode, decode_opt_u64, is_live, keys, meta};
 use crate::db::{self, CF_EXPIRY, CF_KV, CF_SM_META};
 
+mod auth;
 mod keyring;
+mod policy;
 
 /// A run of committed entries to apply.
 pub struct ApplyBatch {
@@ -36,17 +39,27 @@ pub struct ApplyEntry {
     pub proposal: Option<ipb::Proposal>,
 }
 
-/// Applies `batch`; answers with each entry's results and the state
-/// machine's clock after it. The hints are taken for the batch and put back
-/// once it is written.
+/// What applying a batch answers.
+pub(super) struct Applied {
+    /// Each entry's results (None for blank and membership entries).
+    pub results: Vec<Option<ipb::ProposalResult>>,
+    /// The state machine's clock after the batch.
+    pub clock: u64,
+    /// The auth state after the batch, if the batch changed it.
+    pub auth: Option<ipb::AuthState>,
+}
+
+/// Applies `batch`. The hints are taken for the batch and put back once it
+/// is written.
 pub(super) fn apply(
     db: &DB,
     limits: &StateLimits,
     hints: &Mutex<AnswerHints>,
+    auth: Arc<AuthView>,
     batch: ApplyBatch,
-) -> Result<(Vec<Option<ipb::ProposalResult>>, u64)> {
+) -> Result<Applied> {
     let taken = std::mem::take(&mut *hints.lock().unwrap_or_else(|p| p.into_inner()));
-    let mut tx = Tx::new(db, limits, taken)?;
+    let mut tx = Tx::new(db, limits, taken, auth)?;
     let mut out = Vec::with_capacity(batch.entries.len());
     for entry in batch.entries {
         let Some(proposal) = entry.proposal else {
@@ -61,9 +74,14 @@ pub(super) fn apply(
         out.push(Some(ipb::ProposalResult { results }));
     }
     let clock = tx.clock;
+    let auth = tx.auth.changed.clone();
     let kept = tx.commit(&batch.last_log_id, batch.membership.as_ref())?;
     *hints.lock().unwrap_or_else(|p| p.into_inner()) = kept;
-    Ok((out, clock))
+    Ok(Applied {
+        results: out,
+        clock,
+        auth,
+    })
 }
 
 /// A data key with its record.
@@ -88,6 +106,8 @@ struct EntryWrite {
     ttl_ms: u64,
     keep_ttl: bool,
     expected_revision: Option<u64>,
+    /// The owner of the entry if this write creates it.
+    owner: String,
 }
 
 struct Tx<'a> {
@@ -99,6 +119,10 @@ struct Tx<'a> {
     kv: BTreeMap<Vec<u8>, Option<Record>>,
     counts: HashMap<Vec<u8>, i64>,
     answers: Answers<'a>,
+    /// The auth state as this batch sees it.
+    auth: auth::TxAuth,
+    /// Usage changes per namespace.
+    usage: HashMap<String, Usage>,
 }
 
 fn ok() -> ipb::CommandResult {
@@ -142,7 +166,7 @@ fn gone(label: &str) -> ipb::CommandResult {
 }
 
 impl<'a> Tx<'a> {
-    fn new(db: &'a DB, limits: &'a StateLimits, hints: AnswerHints) -> Result<Self> {
+    fn new(db: &'a DB, limits: &'a StateLimits, hints: AnswerHints, auth: Arc<AuthView>) -> Result<Self> {
         let meta_cf = db::cf(db, CF_SM_META);
         let clock = decode_opt_u64(db.get_cf(meta_cf, meta::CLOCK)?, "clock")?;
         Ok(Self {
@@ -153,6 +177,8 @@ impl<'a> Tx<'a> {
             kv: BTreeMap::new(),
             counts: HashMap::new(),
             answers: Answers::new(db, hints)?,
+            auth: auth::TxAuth::new(auth),
+            usage: HashMap::new(),
         })
     }
 
@@ -165,16 +191,16 @@ impl<'a> Tx<'a> {
                 Seen::Stale { floor } => return Ok(stale(w, floor)),
             }
         }
+        if let Some(mut refused) = self.auth_refusal(&cmd) {
+            // Not remembered: the caller authorizes again and retries
+            // under the same write id.
+            refused.revision = index;
+            return Ok(refused);
+        }
+        let caller = policy::Caller::of(&cmd);
         let mut result = match cmd.op {
-            Some(Op::HandleWrite(w)) => self.handle_write(index, w)?,
-            Some(Op::HandleDelete(d)) => {
-                let label = format!("handle {}", d.id);
-                self.delete_entry(
-                    keys::handle_key(&d.namespace, &d.store, &d.id),
-                    &label,
-                    d.expected_revision,
-                )?
-            }
+            Some(Op::HandleWrite(w)) => self.handle_write(index, w, &caller)?,
+            Some(Op::HandleDelete(d)) => self.handle_delete(d, &caller)?,
             Some(Op::StateWrite(w)) => self.write_entry(index, state_write(w))?,
             Some(Op::StateDelete(d)) => {
                 let label = format!("key {}", d.key);
@@ -185,6 +211,7 @@ impl<'a> Tx<'a> {
             Some(Op::Expire(e)) => self.expire(e)?,
             Some(Op::KeyringRotate(r)) => self.keyring_rotate(index, r)?,
             Some(Op::KeyringRetire(r)) => self.keyring_retire(r)?,
+            Some(Op::AuthChange(c)) => self.auth_change(index, c)?,
             None => fail(ipb::ResultCode::ResultInvalid, "empty command"),
         };
         result.revision = index;
@@ -194,7 +221,7 @@ impl<'a> Tx<'a> {
         Ok(result)
     }
 
-    fn handle_write(&mut self, index: u64, w: ipb::HandleWrite) -> Result<ipb::CommandResult> {
+    fn handle_write(&mut self, index: u64, w: ipb::HandleWrite, caller: &policy::Caller) -> Result<ipb::CommandResult> {
         if w.store.is_empty() || w.id.is_empty() {
             return Ok(fail(ipb::ResultCode::ResultInvalid, "store and id must not be empty"));
         }
@@ -203,23 +230,53 @@ impl<'a> Tx<'a> {
         } else {
             Mode::Upsert
         };
+        let key = keys::handle_key(&w.namespace, &w.store, &w.id);
+        let label = format!("handle {}", w.id);
+        let bound = self.owner_bound(&w.namespace, &w.store);
+        if bound && mode == Mode::Upsert && self.owned_by_another(&key, caller)? {
+            return Ok(gone(&label));
+        }
         let mut res = self.write_entry(
             index,
             EntryWrite {
-                key: keys::handle_key(&w.namespace, &w.store, &w.id),
-                label: format!("handle {}", w.id),
+                key,
+                label,
                 value: w.value,
                 json: false,
                 mode,
                 ttl_ms: w.ttl_ms,
                 keep_ttl: w.keep_ttl,
                 expected_revision: w.expected_revision,
+                owner: if bound { caller.subject.clone() } else { String::new() },
             },
         )?;
         if res.code == ipb::ResultCode::ResultOk as i32 {
             res.id = w.id;
         }
         Ok(res)
+    }
+
+    /// Deletes a handle; in an owner-bound store, another user's handle is
+    /// as good as absent.
+    fn handle_delete(&mut self, d: ipb::HandleDelete, caller: &policy::Caller) -> Result<ipb::CommandResult> {
+        let key = keys::handle_key(&d.namespace, &d.store, &d.id);
+        let label = format!("handle {}", d.id);
+        if self.owner_bound(&d.namespace, &d.store) && self.owned_by_another(&key, caller)? {
+            return Ok(if d.expected_revision.is_some() {
+                gone(&label)
+            } else {
+                ok()
+            });
+        }
+        self.delete_entry(key, &label, d.expected_revision)
+    }
+
+    /// Whether the live entry at `key` belongs to someone `caller` may not
+    /// see.
+    fn owned_by_another(&mut self, key: &[u8], caller: &policy::Caller) -> Result<bool> {
+        let old = self.get_record(key)?;
+        let live = old.filter(|r| is_live(r, self.clock));
+        Ok(live.is_some_and(|r| !caller.all_owners && r.owner != caller.subject))
     }
 
     /// Checks a write's preconditions against the current entry; None if it
@@ -247,6 +304,11 @@ impl<'a> Tx<'a> {
         if let Some(failed) = self.precondition(live, &w) {
             return Ok(failed);
         }
+        if let Some(ns) = keys::namespace_of(&w.key).map(String::from)
+            && let Some(refused) = self.over_quota(&ns, growth(&w, old.as_ref()))?
+        {
+            return Ok(refused);
+        }
         Ok(self.put_checked(index, w, old))
     }
 
@@ -264,7 +326,7 @@ impl<'a> Tx<'a> {
             create_revision: live.map(|r| r.create_revision).unwrap_or(index),
             mod_revision: index,
             expires_at_ms,
-            owner: String::new(),
+            owner: live.map(|r| r.owner.clone()).unwrap_or(w.owner),
             json: w.json,
         };
         self.put_record(w.key, rec, old.as_ref());
@@ -340,6 +402,20 @@ impl<'a> Tx<'a> {
                 return Ok(failed);
             }
             olds.push(old);
+        }
+        let mut grows: BTreeMap<String, Usage> = BTreeMap::new();
+        for (w, old) in writes.iter().zip(&olds) {
+            if let Some(ns) = keys::namespace_of(&w.key) {
+                let g = grows.entry(ns.to_string()).or_default();
+                let d = growth(w, old.as_ref());
+                (g.entries, g.bytes) = (g.entries + d.entries, g.bytes + d.bytes);
+            }
+        }
+        for (ns, grow) in grows {
+            if let Some(mut refused) = self.over_quota(&ns, grow)? {
+                refused.message = format!("batch not applied: {}", refused.message);
+                return Ok(refused);
+            }
         }
         let n = writes.len() as u64;
         for (w, old) in writes.into_iter().zip(olds) {
@@ -435,6 +511,7 @@ impl<'a> Tx<'a> {
         if old.is_none() {
             self.bump_count(&key, 1);
         }
+        self.track_usage(&key, Some(&rec), old);
         self.wb.put_cf(db::cf(self.db, CF_KV), &key, rec.encode_to_vec());
         self.kv.insert(key, Some(rec));
     }
@@ -446,6 +523,7 @@ impl<'a> Tx<'a> {
         }
         self.wb.delete_cf(db::cf(self.db, CF_KV), &key);
         self.bump_count(&key, -1);
+        self.track_usage(&key, None, Some(old));
         self.kv.insert(key, None);
     }
 
@@ -478,11 +556,27 @@ impl<'a> Tx<'a> {
         if let Some(m) = membership {
             self.wb.put_cf(meta_cf, meta::MEMBERSHIP, m.encode_to_vec());
         }
+        if let Some(auth) = &self.auth.changed {
+            self.wb.put_cf(meta_cf, meta::AUTH, auth.encode_to_vec());
+        }
+        self.commit_usage()?;
         let hints = self.answers.commit(&mut self.wb);
         // Not synced here: the Raft log (same WAL) is the durable source, and
         // a restart re-applies from the persisted applied id.
         self.db.write(self.wb)?;
         Ok(hints)
+    }
+}
+
+/// How much a write grows its namespace (negative where it shrinks it).
+fn growth(w: &EntryWrite, old: Option<&Record>) -> Usage {
+    let new = (w.key.len() + w.value.len()) as i64;
+    match old {
+        Some(o) => Usage {
+            entries: 0,
+            bytes: new - (w.key.len() + o.value.len()) as i64,
+        },
+        None => Usage { entries: 1, bytes: new },
     }
 }
 
@@ -496,6 +590,7 @@ fn state_write(w: ipb::StateWrite) -> EntryWrite {
         ttl_ms: w.ttl_ms,
         keep_ttl: w.keep_ttl,
         expected_revision: w.expected_revision,
+        owner: String::new(),
     }
 }
 

@@ -21,6 +21,7 @@ fn write_as(client_id: u64, seq: u64, first_incomplete_seq: u64) -> ipb::Command
             mode: ipb::WriteMode::Create as i32,
             ..Default::default()
         })),
+        ..Default::default()
     }
 }
 
@@ -35,6 +36,7 @@ fn expire(dedup_before_ms: u64) -> ipb::Command {
             items: Vec::new(),
             dedup_before_ms,
         })),
+        ..Default::default()
     }
 }
 
@@ -55,6 +57,7 @@ fn run_with(cmds: &[ipb::Command], per_batch: usize, limits: StateLimits, keep_h
     let dir = tempfile::tempdir().expect("tempdir");
     let db = crate::db::open(dir.path(), crate::db::DbMemory::default()).expect("db");
     let hints = Mutex::new(AnswerHints::default());
+    let mut auth = Arc::new(AuthView::default());
     let mut index = 0;
     let mut results = Vec::new();
     for chunk in cmds.chunks(per_batch) {
@@ -79,6 +82,7 @@ fn run_with(cmds: &[ipb::Command], per_batch: usize, limits: StateLimits, keep_h
             &db,
             &limits,
             &hints,
+            auth.clone(),
             ApplyBatch {
                 entries,
                 last_log_id,
@@ -86,7 +90,10 @@ fn run_with(cmds: &[ipb::Command], per_batch: usize, limits: StateLimits, keep_h
             },
         )
         .expect("apply");
-        results.extend(out.0.into_iter().flat_map(|p| p.expect("a proposal").results));
+        if let Some(changed) = out.auth {
+            auth = Arc::new(AuthView::new(changed));
+        }
+        results.extend(out.results.into_iter().flat_map(|p| p.expect("a proposal").results));
     }
     let remembered: Remembered = db
         .iterator_cf(crate::db::cf(&db, CF_ANSWERS), IteratorMode::Start)
@@ -244,4 +251,63 @@ fn a_client_keeps_at_most_its_newest_answers() {
     let n = MAX_CLIENT_ANSWERS as u64 + 76;
     let cmds: Vec<_> = (1..=n).map(|s| write(s, 1)).collect();
     assert_eq!(run(&cmds, 64).remembered, vec![(7, 1, (77..=n).collect())]);
+}
+
+fn auth_change(change: ipb::auth_change::Change, at: u64) -> ipb::Command {
+    ipb::Command {
+        write_id: None,
+        op: Some(Op::AuthChange(ipb::AuthChange { change: Some(change) })),
+        auth_revision: Some(at),
+        ..Default::default()
+    }
+}
+
+fn at_auth(mut cmd: ipb::Command, at: u64) -> ipb::Command {
+    cmd.auth_revision = Some(at);
+    cmd
+}
+
+/// A command authorized before the latest auth change is refused while
+/// auth is on, and not remembered: the same write id, authorized again,
+/// then applies. Auth changes always need the current revision.
+#[test]
+fn a_decision_made_at_an_outdated_auth_revision_is_refused_and_not_remembered() {
+    use ipb::auth_change::Change;
+    let root = ipb::AuthUser {
+        name: "root".into(),
+        roles: vec!["root".into()],
+        ..Default::default()
+    };
+    let cmds = vec![
+        // Auth off: a write at any revision applies.
+        at_auth(write(1, 1), 0),
+        // Index 2: root; index 3: enable (both at the revision they read).
+        auth_change(Change::PutUser(root), 0),
+        auth_change(Change::SetEnabled(true), 2),
+        // Index 4: made at revision 2 (before the enable): refused.
+        at_auth(write(2, 2), 2),
+        // Index 5: the same write id at revision 3: applies.
+        at_auth(write(2, 2), 3),
+        // Index 6: an auth change read at revision 2: refused.
+        auth_change(Change::SetEnabled(false), 2),
+        // Internal commands are never checked.
+        expire(0),
+    ];
+    for per_batch in [1, 3, 7] {
+        let r = run(&cmds, per_batch);
+        let codes: Vec<i32> = r.results.iter().map(|x| x.code).collect();
+        let (ok, stale) = (
+            ipb::ResultCode::ResultOk as i32,
+            ipb::ResultCode::ResultAuthStale as i32,
+        );
+        assert_eq!(codes, vec![ok, ok, ok, stale, ok, stale, ok], "{per_batch} per batch");
+        assert_eq!(
+            r.results[3].current_revision, 3,
+            "the refusal names the current revision"
+        );
+        assert!(has_handle(&r.db, "c7-id2"), "the retried write applied");
+        let auth = crate::state::auth::load(&r.db).expect("auth state");
+        assert!(auth.enabled, "the outdated disable changed nothing");
+        assert_eq!(auth.revision, 3);
+    }
 }

@@ -1,0 +1,278 @@
+//! `handlestore auth`, `user` and `role`: authentication and authorization
+//! (etcdctl's `auth`, `user` and `role`). Tokens are printed once.
+
+use handlestore_client::auth::{Access, NamespacePolicy, NamespaceUsage, Permission};
+
+use super::{CliError, Conn};
+
+#[derive(clap::Subcommand, Debug)]
+pub enum AuthCmd {
+    /// Turn auth on; creates the user root (printing its token) if missing.
+    Enable,
+    /// Turn auth off: every call is allowed again.
+    Disable,
+    /// Whether auth is on, and who these credentials name.
+    Status,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum UserCmd {
+    /// Add a user and print its token (shown only now).
+    Add {
+        name: String,
+        /// Roles to grant (repeat the flag, or separate with commas).
+        #[arg(long = "role", value_delimiter = ',')]
+        roles: Vec<String>,
+        /// No token: the user authenticates with a client certificate
+        /// whose common name is its name.
+        #[arg(long)]
+        no_token: bool,
+    },
+    Remove {
+        name: String,
+    },
+    List,
+    /// Print a new token for the user; the old one stops working at once.
+    TokenRotate {
+        name: String,
+    },
+    GrantRole {
+        name: String,
+        role: String,
+    },
+    RevokeRole {
+        name: String,
+        role: String,
+    },
+}
+
+/// One grant, as `role grant` and `role revoke` take it.
+#[derive(clap::Args, Debug)]
+pub struct GrantArgs {
+    role: String,
+    /// read, write, admin or keyring.
+    #[arg(value_parser = parse_access)]
+    access: Access,
+    /// The namespace the grant is in ("*": every namespace). Default: the
+    /// command's --namespace.
+    #[arg(long = "in")]
+    grant_namespace: Option<String>,
+    /// Narrow the grant to one handle store.
+    #[arg(long, conflicts_with = "prefix")]
+    store: Option<String>,
+    /// Narrow the grant to the state keys under a prefix.
+    #[arg(long)]
+    prefix: Option<String>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum RoleCmd {
+    Add {
+        name: String,
+    },
+    Remove {
+        name: String,
+    },
+    /// Grant a role access to a namespace (optionally one store or prefix).
+    Grant(GrantArgs),
+    Revoke(GrantArgs),
+    /// The roles and their grants.
+    List,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum NamespaceCmd {
+    /// Set a namespace's policy (replaces it whole; no flags clears it).
+    Set {
+        name: String,
+        /// Most entries (handles and state keys); 0 = no limit.
+        #[arg(long, default_value_t = 0)]
+        max_entries: u64,
+        /// Most bytes (keys and values); 0 = no limit.
+        #[arg(long, default_value_t = 0)]
+        max_bytes: u64,
+        /// Handle stores whose handles only their minter (and admins) see.
+        #[arg(long, value_delimiter = ',')]
+        owner_bound: Vec<String>,
+    },
+    /// Every namespace with a policy or data: usage and policy.
+    List,
+}
+
+fn parse_access(s: &str) -> Result<Access, String> {
+    match s {
+        "read" => Ok(Access::Read),
+        "write" => Ok(Access::Write),
+        "admin" => Ok(Access::Admin),
+        "keyring" => Ok(Access::Keyring),
+        _ => Err(format!("{s:?}: read, write, admin or keyring")),
+    }
+}
+
+fn access_name(a: i32) -> &'static str {
+    match Access::try_from(a) {
+        Ok(Access::Read) => "read",
+        Ok(Access::Write) => "write",
+        Ok(Access::Admin) => "admin",
+        Ok(Access::Keyring) => "keyring",
+        Err(_) => "?",
+    }
+}
+
+pub async fn run_auth(conn: &Conn, cmd: AuthCmd) -> Result<(), CliError> {
+    let client = conn.client()?;
+    match cmd {
+        AuthCmd::Enable => match client.auth_enable().await? {
+            Some(token) => {
+                println!("auth enabled; the user root was created. Its token (shown only now):");
+                println!("{token}");
+                println!("use it with --token or HANDLESTORE_TOKEN");
+            }
+            None => println!("auth enabled"),
+        },
+        AuthCmd::Disable => {
+            client.auth_disable().await?;
+            println!("auth disabled");
+        }
+        AuthCmd::Status => {
+            let s = client.auth_status().await?;
+            println!(
+                "auth: {} (revision {})",
+                if s.enabled { "enabled" } else { "disabled" },
+                s.revision
+            );
+            if !s.user.is_empty() {
+                println!("you are: {} (roles: {})", s.user, s.roles.join(", "));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn run_user(conn: &Conn, cmd: UserCmd) -> Result<(), CliError> {
+    let client = conn.client()?;
+    match cmd {
+        UserCmd::Add { name, roles, no_token } => match client.user_add(&name, &roles, no_token).await? {
+            Some(token) => println!("user {name} added; its token (shown only now):\n{token}"),
+            None => println!("user {name} added (no token: it authenticates with a client certificate)"),
+        },
+        UserCmd::Remove { name } => {
+            client.user_remove(&name).await?;
+            println!("user {name} removed");
+        }
+        UserCmd::List => {
+            for u in client.user_list().await? {
+                let token = if u.has_token { "token" } else { "no token" };
+                println!("{:<24} {:<9} roles: {}", u.name, token, u.roles.join(", "));
+            }
+        }
+        UserCmd::TokenRotate { name } => {
+            let token = client.user_token_rotate(&name).await?;
+            println!("new token for {name} (shown only now; the old one no longer works):\n{token}");
+        }
+        UserCmd::GrantRole { name, role } => {
+            client.user_grant_role(&name, &role).await?;
+            println!("user {name} has role {role}");
+        }
+        UserCmd::RevokeRole { name, role } => {
+            client.user_revoke_role(&name, &role).await?;
+            println!("user {name} no longer has role {role}");
+        }
+    }
+    Ok(())
+}
+
+fn permission(conn: &Conn, g: &GrantArgs) -> Permission {
+    Permission {
+        namespace: g.grant_namespace.clone().unwrap_or_else(|| conn.namespace.clone()),
+        access: g.access as i32,
+        store: g.store.clone().unwrap_or_default(),
+        key_prefix: g.prefix.clone().unwrap_or_default(),
+    }
+}
+
+fn describe(p: &Permission) -> String {
+    let on = match (p.store.as_str(), p.key_prefix.as_str()) {
+        ("", "") => String::new(),
+        (s, "") => format!(" store {s}"),
+        (_, k) => format!(" keys under {k:?}"),
+    };
+    format!("{} on namespace {}{on}", access_name(p.access), p.namespace)
+}
+
+pub async fn run_role(conn: &Conn, cmd: RoleCmd) -> Result<(), CliError> {
+    let client = conn.client()?;
+    match cmd {
+        RoleCmd::Add { name } => {
+            client.role_add(&name).await?;
+            println!("role {name} added");
+        }
+        RoleCmd::Remove { name } => {
+            client.role_remove(&name).await?;
+            println!("role {name} removed");
+        }
+        RoleCmd::Grant(g) => {
+            let p = permission(conn, &g);
+            client.role_grant(&g.role, p.clone()).await?;
+            println!("role {} may {}", g.role, describe(&p));
+        }
+        RoleCmd::Revoke(g) => {
+            let p = permission(conn, &g);
+            client.role_revoke(&g.role, p.clone()).await?;
+            println!("role {} no longer may {}", g.role, describe(&p));
+        }
+        RoleCmd::List => {
+            for r in client.role_list().await? {
+                println!("{}", r.name);
+                for p in &r.permissions {
+                    println!("  {}", describe(p));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn run_namespace(conn: &Conn, cmd: NamespaceCmd) -> Result<(), CliError> {
+    let client = conn.client()?;
+    match cmd {
+        NamespaceCmd::Set {
+            name,
+            max_entries,
+            max_bytes,
+            owner_bound,
+        } => {
+            let policy = NamespacePolicy {
+                name: name.clone(),
+                max_entries,
+                max_bytes,
+                owner_bound_stores: owner_bound,
+            };
+            client.namespace_set(policy).await?;
+            println!("namespace {name}: policy set");
+        }
+        NamespaceCmd::List => print_usage(&client.namespace_list().await?),
+    }
+    Ok(())
+}
+
+/// One line per namespace: usage against its quota, and owner-bound stores.
+pub fn print_usage(rows: &[NamespaceUsage]) {
+    println!(
+        "{:<24} {:>10} {:>12} {:>14} {:>12}  owner-bound",
+        "namespace", "entries", "max entries", "bytes", "max bytes"
+    );
+    for u in rows {
+        let p = u.policy.clone().unwrap_or_default();
+        let limit = |n: u64| if n == 0 { "-".to_string() } else { n.to_string() };
+        println!(
+            "{:<24} {:>10} {:>12} {:>14} {:>12}  {}",
+            u.name,
+            u.entries,
+            limit(p.max_entries),
+            u.bytes,
+            limit(p.max_bytes),
+            p.owner_bound_stores.join(",")
+        );
+    }
+}
