@@ -154,9 +154,20 @@ pub struct TestClusterBuilder {
     wait_leader: bool,
     peer_ports: bool,
     tls: Option<crate::tls::TestTls>,
+    secure: bool,
 }
 
 impl TestClusterBuilder {
+    /// Secured as production should be: certificates for the nodes'
+    /// addresses, TLS on client ports, peer ports with mutual TLS, and auth
+    /// enabled once a leader is elected; the cluster's own clients use
+    /// root's token ([`TestCluster::credentials`]).
+    pub fn secure(mut self, on: bool) -> Self {
+        self.secure = on;
+        self.peer_ports |= on;
+        self
+    }
+
     /// Runs every node under libfaketime (`lib`, from
     /// [`crate::faketime::library`]), so that
     /// [`TestCluster::set_clock_offset`] can move its wall clock.
@@ -238,7 +249,7 @@ impl TestClusterBuilder {
         for i in 0..self.size {
             let id = i as u64 + 1;
             let mut node = TestNode::new(&mut net, dir.path(), id, self.peer_ports)?;
-            if self.tls.is_some() {
+            if self.tls.is_some() || self.secure {
                 node.scheme = "https";
             }
             let clock_env = match &self.faketime {
@@ -261,13 +272,17 @@ impl TestClusterBuilder {
                 .collect();
             nodes.push(node);
         }
+        let tls = match self.secure {
+            true => Some(certificates_for(dir.path(), &nodes)?),
+            false => self.tls,
+        };
         let mut cluster = TestCluster {
             nodes,
             dir,
             extra_args: self.extra_args,
             net,
             peer_ports: self.peer_ports,
-            tls: self.tls,
+            tls,
             token: None,
         };
         for id in 1..=self.size as u64 {
@@ -282,8 +297,26 @@ impl TestClusterBuilder {
                 .collect();
             bail!("{e}\n{}", logs.join("\n"));
         }
+        if self.secure {
+            let root = cluster.client().auth_enable().await?.context("root's token")?;
+            cluster.set_token(Some(root));
+        }
         Ok(cluster)
     }
+}
+
+/// Certificates for `nodes` at their addresses, in `dir/certs`.
+fn certificates_for(dir: &Path, nodes: &[TestNode]) -> Result<crate::tls::TestTls> {
+    let hosts: Vec<(u64, String)> = nodes
+        .iter()
+        .map(|n| {
+            (
+                n.id,
+                n.addr.rsplit_once(':').map_or(n.addr.clone(), |(h, _)| h.to_string()),
+            )
+        })
+        .collect();
+    crate::tls::TestTls::make_for(&dir.join("certs"), &hosts, false)
 }
 
 /// A node's log filter: its own `RUST_LOG` if the test gave it one, else
@@ -332,6 +365,7 @@ impl TestCluster {
             wait_leader: true,
             peer_ports: false,
             tls: None,
+            secure: false,
         }
     }
 
@@ -453,6 +487,15 @@ impl TestCluster {
             builder = builder.token(token.clone());
         }
         builder
+    }
+
+    /// What a client of this cluster needs: its TLS (and CA file) and
+    /// token, if it has them.
+    pub fn credentials(&self) -> crate::creds::Credentials {
+        crate::creds::Credentials {
+            tls: self.tls.as_ref().map(|t| (t.client(), t.path("ca.pem"))),
+            token: self.token.clone(),
+        }
     }
 
     /// The token the cluster's own clients (status, waits, `client()`)

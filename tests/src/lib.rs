@@ -6,6 +6,7 @@ pub mod bench;
 pub mod chaos;
 pub mod cluster;
 pub mod compose;
+pub mod creds;
 pub mod faketime;
 pub mod mcp;
 pub mod netns;

@@ -45,6 +45,8 @@ pub struct CartServer {
     pub addr: SocketAddr,
     child: Option<Child>,
     args: Vec<String>,
+    /// Credentials for the cluster, as environment.
+    env: Vec<(String, String)>,
     log: PathBuf,
 }
 
@@ -52,6 +54,19 @@ impl CartServer {
     /// Starts a replica backed by the cluster at `endpoints`.
     pub async fn start(endpoints: &[String], log_dir: &std::path::Path) -> Result<Self> {
         Self::start_with(vec!["--endpoints".into(), endpoints.join(",")], log_dir).await
+    }
+
+    /// Starts a replica backed by a cluster that needs credentials.
+    pub async fn start_with_credentials(
+        endpoints: &[String],
+        creds: &crate::creds::Credentials,
+        log_dir: &std::path::Path,
+    ) -> Result<Self> {
+        let mut s = Self::new(vec!["--endpoints".into(), endpoints.join(",")], log_dir)?;
+        s.env = creds.env();
+        s.spawn()?;
+        s.wait_ready().await?;
+        Ok(s)
     }
 
     /// Starts a replica with extra flags (e.g. `--confirm-checkout`).
@@ -67,17 +82,22 @@ impl CartServer {
     }
 
     async fn start_with(args: Vec<String>, log_dir: &std::path::Path) -> Result<Self> {
-        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
-        let log = log_dir.join(format!("cart-server-{}.log", addr.port()));
-        let mut s = Self {
-            addr,
-            child: None,
-            args,
-            log,
-        };
+        let mut s = Self::new(args, log_dir)?;
         s.spawn()?;
         s.wait_ready().await?;
         Ok(s)
+    }
+
+    fn new(args: Vec<String>, log_dir: &std::path::Path) -> Result<Self> {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
+        let log = log_dir.join(format!("cart-server-{}.log", addr.port()));
+        Ok(Self {
+            addr,
+            child: None,
+            args,
+            env: Vec::new(),
+            log,
+        })
     }
 
     fn spawn(&mut self) -> Result<()> {
@@ -85,6 +105,7 @@ impl CartServer {
         let child = Command::new(example_bin("cart_server"))
             .args(["--listen", &self.addr.to_string()])
             .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::from(log.try_clone()?))
             .stderr(Stdio::from(log))
             .spawn()

@@ -20,10 +20,22 @@ impl TestTls {
     /// Makes the certificates in `dir` (a CA, `nodes` nodes and the root
     /// client).
     pub fn make(dir: &Path, nodes: u64, client_certs: bool) -> Result<Self> {
+        let hosts: Vec<(u64, String)> = (1..=nodes).map(|id| (id, "127.0.0.1".to_string())).collect();
+        Self::make_for(dir, &hosts, client_certs)
+    }
+
+    /// As [`make`](Self::make), for nodes at these hosts (each certificate
+    /// also names localhost and 127.0.0.1).
+    pub fn make_for(dir: &Path, hosts: &[(u64, String)], client_certs: bool) -> Result<Self> {
         let mut cmd = Command::new(crate::handlestore_bin());
         cmd.arg("certs").arg("--dir").arg(dir).args(["--client", "root"]);
-        for id in 1..=nodes {
-            cmd.args(["--node", &format!("{id}=localhost,127.0.0.1")]);
+        for (id, host) in hosts {
+            let names = if host == "127.0.0.1" {
+                String::new()
+            } else {
+                format!(",{host}")
+            };
+            cmd.args(["--node", &format!("{id}=localhost,127.0.0.1{names}")]);
         }
         certs(&mut cmd)?;
         Ok(Self {

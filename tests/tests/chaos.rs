@@ -16,9 +16,13 @@ async fn run_alone(cfg: ChaosConfig) -> Report {
     run(cfg).await.expect("chaos run")
 }
 
+/// Three nodes secured as production should be (TLS, peer mutual TLS,
+/// auth: every client and cart server sends a token), under every fault.
 #[tokio::test(flavor = "multi_thread")]
 async fn chaos_three_nodes() {
-    let report = run_alone(ChaosConfig::new(42, Duration::from_secs(100), 3)).await;
+    let mut cfg = ChaosConfig::new(42, Duration::from_secs(100), 3);
+    cfg.secure = true;
+    let report = run_alone(cfg).await;
     eprintln!("{}", report.summary());
     assert!(report.passed(), "{}", report.summary());
     let kinds: std::collections::BTreeSet<FaultKind> = report.faults.iter().map(|f| f.kind).collect();

@@ -363,7 +363,15 @@ async fn clock_jumps_during_a_run_move_no_ttl() {
     let cluster = start(lib).await;
     let history = Arc::new(History::default());
     let stop = Arc::new(AtomicBool::new(false));
-    let tasks = expiry::spawn(&cluster.endpoints(), NS, history.clone(), stop.clone(), 7).expect("workload");
+    let tasks = expiry::spawn(
+        &cluster.credentials(),
+        &cluster.endpoints(),
+        NS,
+        history.clone(),
+        stop.clone(),
+        7,
+    )
+    .expect("workload");
     tokio::time::sleep(Duration::from_secs(3)).await;
     for (target_leader, offset) in [(false, 30_000), (true, -30_000), (false, -HOUR_MS), (true, HOUR_MS)] {
         let l = leader(&cluster).await;

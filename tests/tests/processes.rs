@@ -5,7 +5,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use handlestore_client::{Client, ClusterHandleStore, HandleStore, Ttl};
+use handlestore_client::{Client, ClientTls, ClusterHandleStore, HandleStore, Ttl};
 use handlestore_tests::{free_port, free_port_run, handlestore_bin};
 use serde_json::{Value, json};
 
@@ -58,35 +58,56 @@ async fn mint_until_ready(store: &ClusterHandleStore<Value>, value: Value) -> St
     }
 }
 
+/// Waits for the dev cluster to keep root's token, and reads it.
+fn root_token(data: &std::path::Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(t) = std::fs::read_to_string(data.join("root.token")) {
+            return t.trim().to_string();
+        }
+        assert!(Instant::now() < deadline, "dev never kept root's token");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `handlestore dev` is secured by default (TLS, peer mTLS, auth with
+/// root's token kept in its data), stops on Ctrl-C and resumes from its
+/// data, token and certificates included.
 #[tokio::test(flavor = "multi_thread")]
 async fn dev_runs_three_nodes_stops_on_ctrl_c_and_resumes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let base = free_port_run(3);
+    let (base, peer_base) = (free_port_run(3), free_port_run(3));
+    let data = dir.path().join("dev");
     let start = || {
         Command::new(handlestore_bin())
-            .args(["dev", "--base-port", &base.to_string(), "--data"])
-            .arg(dir.path().join("dev"))
+            .args(["dev", "--base-port", &base.to_string()])
+            .args(["--peer-base-port", &peer_base.to_string(), "--data"])
+            .arg(&data)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn dev")
     };
-    let endpoints: Vec<String> = (0..3).map(|i| format!("http://127.0.0.1:{}", base + i)).collect();
+    let endpoints: Vec<String> = (0..3).map(|i| format!("https://127.0.0.1:{}", base + i)).collect();
+    let ca = data.join("certs").join("ca.pem");
+    let client_of = |endpoints: Vec<String>, token: Option<&str>| {
+        let mut b = Client::builder(endpoints).tls(ClientTls::from_files(&ca, None, None).expect("the dev CA"));
+        if let Some(t) = token {
+            b = b.token(t);
+        }
+        b.build().expect("client")
+    };
 
     let mut dev = Guard(Some(start()));
-    let store: ClusterHandleStore<Value> = Client::builder(endpoints.clone())
-        .build()
-        .expect("client")
-        .handle_store("dev")
-        .build();
+    let token = root_token(&data);
+    let store: ClusterHandleStore<Value> = client_of(endpoints.clone(), Some(&token)).handle_store("dev").build();
     let id = mint_until_ready(&store, json!({"kept": true})).await;
+    let anonymous: ClusterHandleStore<Value> = client_of(endpoints.clone(), None).handle_store("dev").build();
+    let e = anonymous.get(&id).await.expect_err("auth is on");
+    assert!(matches!(e, handlestore_client::Error::Unauthenticated(_)), "{e:?}");
     // Every node answers: all three are up.
     for e in &endpoints {
-        let one: ClusterHandleStore<Value> = Client::builder([e.clone()])
-            .build()
-            .expect("client")
-            .handle_store("dev")
-            .build();
+        let one: ClusterHandleStore<Value> = client_of(vec![e.clone()], Some(&token)).handle_store("dev").build();
         assert_eq!(one.get(&id).await.expect("get"), Some(json!({"kept": true})), "via {e}");
     }
     let child = dev.0.as_mut().expect("running");
@@ -98,6 +119,11 @@ async fn dev_runs_three_nodes_stops_on_ctrl_c_and_resumes() {
     for e in &endpoints {
         assert!(out.contains(e.as_str()), "dev prints the endpoint {e}:\n{out}");
     }
+    assert!(
+        out.contains("export HANDLESTORE_TOKEN="),
+        "dev says how to use root's token:\n{out}"
+    );
+    assert!(!out.contains(&token), "dev never prints the token itself");
     dev.0 = None;
     for i in 0..3 {
         assert!(
@@ -125,6 +151,7 @@ async fn dev_runs_three_nodes_stops_on_ctrl_c_and_resumes() {
         Some(json!({"kept": true})),
         "a restarted dev cluster resumes from its data"
     );
+    assert_eq!(root_token(&data), token, "and keeps root's token");
     let child = dev.0.as_mut().expect("running");
     signal(child, "INT");
     assert!(wait_exit(child, Duration::from_secs(30)).success());

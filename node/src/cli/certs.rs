@@ -124,10 +124,11 @@ fn tls_err(what: &str) -> impl Fn(rcgen::Error) -> CliError + '_ {
     move |e| CliError::new(2, format!("{what}: {e}"))
 }
 
-/// Validity from now (a minute back, for clocks slightly behind) for `days`.
+/// Validity for `days` from now, and from a day back: a node whose clock
+/// runs behind (by up to a day) still accepts its peers' certificates.
 fn validity(params: &mut CertificateParams, days: u32) {
     let now = time::OffsetDateTime::now_utc();
-    params.not_before = now - time::Duration::minutes(1);
+    params.not_before = now - time::Duration::days(1);
     params.not_after = now + time::Duration::days(i64::from(days.max(1)));
 }
 

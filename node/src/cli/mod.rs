@@ -19,8 +19,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-/// The dev cluster's client endpoints: the default for every admin command.
-pub const DEFAULT_ENDPOINTS: &str = "http://127.0.0.1:7401,http://127.0.0.1:7402,http://127.0.0.1:7403";
+/// The dev cluster's client endpoints: the default for every admin command
+/// (https once a CA is given or found, else http).
+pub const DEFAULT_ENDPOINTS: &str = "127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -85,14 +86,46 @@ impl Conn {
         let mut builder = handlestore_client::Client::builder(endpoints)
             .namespace(self.namespace.clone())
             .deadline(self.timeout);
-        let (ca, cert, key) = (self.cacert.as_deref(), self.cert.as_deref(), self.key.as_deref());
-        if let Some(tls) = handlestore_client::ClientTls::from_optional_files(ca, cert, key)? {
+        let dev = self.dev_cluster();
+        let ca = self.cacert.clone().or_else(|| dev.as_ref().map(DevCluster::ca));
+        let (cert, key) = (self.cert.as_deref(), self.key.as_deref());
+        if let Some(tls) = handlestore_client::ClientTls::from_optional_files(ca.as_deref(), cert, key)? {
             builder = builder.tls(tls);
         }
-        if let Some(token) = &self.token {
-            builder = builder.token(token.clone());
+        // A client certificate names its user: root's token would override it.
+        let dev_token = dev.filter(|_| cert.is_none()).and_then(|d| d.root_token());
+        if let Some(token) = self.token.clone().or(dev_token) {
+            builder = builder.token(token);
         }
         builder.build().map_err(CliError::from)
+    }
+
+    /// A secured dev cluster whose data is in `./.handlestore-dev`, for a
+    /// command aimed at the dev cluster's endpoints: its CA and root's
+    /// token stand in for the credentials the command was not given.
+    fn dev_cluster(&self) -> Option<DevCluster> {
+        if self.endpoints.join(",") != DEFAULT_ENDPOINTS {
+            return None;
+        }
+        let data = PathBuf::from(dev::DEFAULT_DATA);
+        data.join(dev::CERTS_DIR)
+            .join("ca.pem")
+            .exists()
+            .then_some(DevCluster(data))
+    }
+}
+
+/// The data directory of a secured dev cluster.
+struct DevCluster(PathBuf);
+
+impl DevCluster {
+    fn ca(&self) -> PathBuf {
+        self.0.join(dev::CERTS_DIR).join("ca.pem")
+    }
+
+    fn root_token(&self) -> Option<String> {
+        let t = std::fs::read_to_string(self.0.join(dev::ROOT_TOKEN_FILE)).ok()?;
+        Some(t.trim().to_string())
     }
 }
 

@@ -34,6 +34,7 @@ type Minted = Arc<Mutex<VecDeque<(String, u64)>>>;
 
 /// Starts the minter and one reader per endpoint; they run until `stop`.
 pub fn spawn(
+    creds: &crate::creds::Credentials,
     endpoints: &[String],
     namespace: &str,
     history: Arc<History>,
@@ -41,7 +42,8 @@ pub fn spawn(
     seed: u64,
 ) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
     let minted: Minted = Arc::default();
-    let client = Client::builder(endpoints.to_vec())
+    let client = creds
+        .builder(endpoints.to_vec())
         .namespace(namespace)
         .deadline(Duration::from_secs(3))
         .attempt_timeout(Duration::from_secs(1))
@@ -55,7 +57,8 @@ pub fn spawn(
     ))];
     for (i, e) in endpoints.iter().enumerate() {
         // One node only, one attempt: the answer is that node's.
-        let client = Client::builder([e.clone()])
+        let client = creds
+            .builder([e.clone()])
             .namespace(namespace)
             .deadline(Duration::from_millis(1_500))
             .attempt_timeout(Duration::from_secs(1))

@@ -28,6 +28,7 @@ use self::faults::{FaultEvent, FaultKind};
 use self::history::{History, Outcome};
 pub use self::report::{OpCounts, Recovery, Report};
 use self::setup::{Setup, Traffic};
+use crate::creds::Credentials;
 
 #[derive(Debug, Clone)]
 pub struct ChaosConfig {
@@ -43,6 +44,9 @@ pub struct ChaosConfig {
     /// The control experiment: one cart server keeping carts in memory,
     /// restarted mid-flow (it loses data; the checkers must say so).
     pub lossy: bool,
+    /// The cluster runs secured (TLS, peer mTLS, auth): every client and
+    /// cart server uses the CA and a token.
+    pub secure: bool,
 }
 
 impl ChaosConfig {
@@ -56,6 +60,7 @@ impl ChaosConfig {
             faults: FaultKind::ALL.to_vec(),
             recovery_bound: Duration::from_secs(30),
             lossy: false,
+            secure: false,
         }
     }
 }
@@ -169,7 +174,7 @@ async fn inject_faults(
             // The old leader has just woken up, still believing it leads:
             // ask it directly. Whatever it answers goes into the history.
             let endpoint = c.node(old).endpoint();
-            probe_old_leader(&endpoint, keys, history).await;
+            probe_old_leader(&c.credentials(), &endpoint, keys, history).await;
         }
         let recovery = measure_recovery(cl, cfg.recovery_bound).await;
         if recovery.is_none() {
@@ -207,8 +212,9 @@ async fn stop_traffic(stop: &AtomicBool, tasks: Vec<tokio::task::JoinHandle<()>>
 
 /// A linearizable read and a write of every register, sent only to `endpoint`
 /// (a just-resumed old leader), recorded as register operations.
-async fn probe_old_leader(endpoint: &str, keys: &[String], history: &History) {
-    let Ok(client) = Client::builder([endpoint.to_string()])
+async fn probe_old_leader(creds: &Credentials, endpoint: &str, keys: &[String], history: &History) {
+    let Ok(client) = creds
+        .builder([endpoint.to_string()])
         .namespace("chaos")
         .deadline(Duration::from_secs(3))
         .attempt_timeout(Duration::from_secs(1))

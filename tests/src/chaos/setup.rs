@@ -20,6 +20,7 @@ use super::faults::FaultKind;
 use super::history::History;
 use super::{ChaosConfig, expiry, workload};
 use crate::cluster::TestCluster;
+use crate::creds::Credentials;
 use crate::mcp::{CartServer, RoundRobin};
 use crate::netns::NetNs;
 
@@ -52,9 +53,10 @@ impl Setup {
         if cfg.lossy {
             servers.push(CartServer::start_memory(log_dir.path()).await?);
         } else {
-            let c = start_cluster(cfg.nodes, &mut faults, &mut skipped).await?;
+            let c = start_cluster(cfg, &mut faults, &mut skipped).await?;
             for _ in 0..2 {
-                servers.push(CartServer::start(&c.endpoints(), log_dir.path()).await?);
+                let creds = c.credentials();
+                servers.push(CartServer::start_with_credentials(&c.endpoints(), &creds, log_dir.path()).await?);
             }
             cluster = Some(c);
         }
@@ -73,7 +75,11 @@ impl Setup {
 /// A cluster of `nodes`, each in its own network namespace and with a wall
 /// clock libfaketime can step where this machine allows; a fault it cannot
 /// make then is taken out of `faults`, and why goes into `skipped`.
-async fn start_cluster(nodes: usize, faults: &mut Vec<FaultKind>, skipped: &mut Vec<String>) -> Result<TestCluster> {
+async fn start_cluster(
+    cfg: &ChaosConfig,
+    faults: &mut Vec<FaultKind>,
+    skipped: &mut Vec<String>,
+) -> Result<TestCluster> {
     let netns = match NetNs::available() {
         Ok(()) => true,
         Err(why) if faults.contains(&FaultKind::PartitionLeader) => {
@@ -83,7 +89,7 @@ async fn start_cluster(nodes: usize, faults: &mut Vec<FaultKind>, skipped: &mut 
         }
         Err(_) => false,
     };
-    let mut builder = TestCluster::builder(nodes).netns(netns);
+    let mut builder = TestCluster::builder(cfg.nodes).netns(netns).secure(cfg.secure);
     match crate::faketime::library() {
         Ok(lib) => builder = builder.faketime(lib),
         Err(why) if faults.contains(&FaultKind::ClockJump) => {
@@ -131,7 +137,9 @@ impl Traffic {
             registers: None,
         };
         if let Some(c) = &setup.cluster {
-            traffic.start_direct(cfg, &c.endpoints(), history, stop, rng).await?;
+            traffic
+                .start_direct(cfg, &c.credentials(), &c.endpoints(), history, stop, rng)
+                .await?;
         }
         Ok(traffic)
     }
@@ -140,16 +148,18 @@ impl Traffic {
     async fn start_direct(
         &mut self,
         cfg: &ChaosConfig,
+        creds: &Credentials,
         endpoints: &[String],
         history: &Arc<History>,
         stop: &Arc<AtomicBool>,
         rng: &mut StdRng,
     ) -> Result<()> {
-        self.probe_client = Some(Client::builder(endpoints.to_vec()).namespace("chaos").build()?);
+        self.probe_client = Some(creds.builder(endpoints.to_vec()).namespace("chaos").build()?);
         // A deadline shorter than the longest faults, so some writes end
         // with an unknown outcome (which may still be applied later) and the
         // checkers must reason about them.
-        let cl = Client::builder(endpoints.to_vec())
+        let cl = creds
+            .builder(endpoints.to_vec())
             .namespace("chaos")
             .deadline(Duration::from_secs(3))
             .attempt_timeout(Duration::from_secs(1))
@@ -177,6 +187,7 @@ impl Traffic {
             stop.clone(),
         )));
         self.tasks.extend(expiry::spawn(
+            creds,
             endpoints,
             "chaos",
             history.clone(),
