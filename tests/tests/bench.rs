@@ -18,9 +18,9 @@ async fn harness_runs_every_system() {
         rounds: 1,
     };
     let rows = bench::run(&cfg).await.expect("bench run");
-    // fsync once; handlestore 6 ops, etcd 6, each Redis 3, in-memory
-    // carts 1; at 2 levels.
-    assert_eq!(rows.len(), 1 + (6 + 6 + 3 + 3 + 1) * 2, "{rows:#?}");
+    // fsync once; handlestore 6 ops, secured handlestore 2, etcd 6, each
+    // Redis 3, in-memory carts 1; at 2 levels.
+    assert_eq!(rows.len(), 1 + (6 + 2 + 6 + 3 + 3 + 1) * 2, "{rows:#?}");
     for r in &rows {
         assert!(r.ops > 0, "{r:?}");
         assert_eq!(r.errors, 0, "{r:?}");

@@ -235,6 +235,18 @@ fn round_targets(rows: &[Row]) -> Vec<Target> {
             "cart_flow x64 / in-memory cart_server cart_flow x64 (reported)",
             ratio(tp("handlestore", "cart_flow", 64), tp("cart-memory", "cart_flow", 64)),
         ),
+        // TLS to clients and between peers (gRPC AppendEntries instead of
+        // the Raft wire), auth checked on every call.
+        at_least(
+            "TLS+auth mint x64 / plaintext mint x64",
+            ratio(tp("handlestore-secure", "mint", 64), tp("handlestore", "mint", 64)),
+            0.85,
+        ),
+        at_least(
+            "TLS+auth linearizable get x64 / plaintext get x64",
+            ratio(tp("handlestore-secure", "get", 64), tp("handlestore", "get", 64)),
+            0.85,
+        ),
         at_least(
             "stretch: mint x64 / redis appendfsync-always set_ex x64",
             ratio(tp("handlestore", "mint", 64), tp("redis-fsync", "set_ex", 64)),

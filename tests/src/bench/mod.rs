@@ -125,7 +125,15 @@ impl BenchConfig {
     }
 }
 
-pub const SYSTEMS: [&str; 6] = ["fsync", "handlestore", "etcd", "redis", "redis-fsync", "cart-memory"];
+pub const SYSTEMS: [&str; 7] = [
+    "fsync",
+    "handlestore",
+    "handlestore-secure",
+    "etcd",
+    "redis",
+    "redis-fsync",
+    "cart-memory",
+];
 
 /// Runs every system's operations at every concurrency, `cfg.rounds` times.
 pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {

@@ -21,6 +21,7 @@ const PRELOAD: usize = 1000;
 pub(super) fn plan(system: &str) -> Vec<&'static str> {
     match system {
         "handlestore" => vec!["mint", "get", "get_stale", "update", "batch_store", "cart_flow"],
+        "handlestore-secure" => vec!["mint", "get"],
         "cart-memory" => vec!["cart_flow"],
         "etcd" => vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"],
         "redis" | "redis-fsync" => vec!["set_ex", "get", "multi_set10"],
@@ -43,6 +44,7 @@ pub(super) async fn start(
 ) -> Result<Vec<(&'static str, Op)>> {
     match system {
         "handlestore" => start_handlestore(dir, keep, pids).await,
+        "handlestore-secure" => start_handlestore_secure(dir, keep, pids).await,
         "cart-memory" => start_cart_memory(dir, keep, pids).await,
         "etcd" => start_etcd(dir, keep, pids).await,
         "redis" => start_redis(dir, RedisMode::Shipped, keep, pids).await,
@@ -84,6 +86,34 @@ async fn start_handlestore(
         ("update", Op::HsUpdate(store, keys)),
         ("batch_store", Op::HsBatch(client.state_tool())),
         ("cart_flow", Op::Cart(Arc::new(cart_urls), Vec::new())),
+    ])
+}
+
+/// Three nodes secured as production should be: TLS to clients, peer
+/// ports with mutual TLS (AppendEntries over gRPC, not the Raft wire),
+/// auth on and every call carrying a token.
+async fn start_handlestore_secure(
+    dir: &Path,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    let value = "v".repeat(VALUE_BYTES);
+    let cluster = TestCluster::builder(3).secure(true).dir_in(dir).start().await?;
+    let client = cluster
+        .credentials()
+        .builder(cluster.endpoints())
+        .namespace("bench")
+        .build()?;
+    pids.extend((1..=3).filter_map(|id| cluster.node(id).pid()));
+    keep.push(Box::new(cluster));
+    let store: Arc<ClusterHandleStore<Value>> = Arc::new(client.handle_store("bench").build());
+    let mut keys = Vec::new();
+    for _ in 0..PRELOAD {
+        keys.push(store.mint(json!(value), Ttl::Never).await?);
+    }
+    Ok(vec![
+        ("mint", Op::HsMint(store.clone())),
+        ("get", Op::HsGet(store, Arc::new(keys))),
     ])
 }
 
