@@ -117,6 +117,9 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     if let Err(e) = storage.db.flush_wal(true) {
         tracing::warn!("final WAL sync: {e}");
     }
+    // RocksDB's compaction and flush threads must be stopped before the
+    // process exits (else they may take a lock the exit already tore down).
+    storage.db.cancel_all_background_work(true);
     served.context("gRPC server")?;
     tracing::info!(id = cfg.id, "stopped");
     Ok(())

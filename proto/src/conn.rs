@@ -129,8 +129,9 @@ either_stream!(ServerConn);
 pub struct PeerInfo {
     pub remote_addr: Option<std::net::SocketAddr>,
     /// The client's end-entity certificate (DER), verified against the
-    /// node's client CA.
-    pub client_cert: Option<rustls::pki_types::CertificateDer<'static>>,
+    /// node's client CA; shared, as every request of the connection
+    /// carries a clone of this.
+    pub client_cert: Option<std::sync::Arc<rustls::pki_types::CertificateDer<'static>>>,
 }
 
 impl Connected for ServerConn {
@@ -149,7 +150,7 @@ impl Connected for ServerConn {
                     client_cert: session
                         .peer_certificates()
                         .and_then(|c| c.first())
-                        .map(|c| c.clone().into_owned()),
+                        .map(|c| std::sync::Arc::new(c.clone().into_owned())),
                 }
             }
         }

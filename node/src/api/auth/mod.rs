@@ -20,6 +20,7 @@ use handlestore_proto::conn::PeerInfo;
 use handlestore_proto::meta::AUTHORIZATION_HEADER;
 use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
+use rustls::pki_types::CertificateDer;
 use tonic::{Code, Request, Status};
 
 pub use rules::{Need, On};
@@ -33,15 +34,16 @@ use crate::status;
 pub struct Credentials {
     /// The bearer token, or why the authorization header is unusable.
     token: Option<Result<String, &'static str>>,
-    /// The verified client certificate's common name.
-    cert_name: Option<String>,
+    /// The verified client certificate; its common name is read only when
+    /// it decides who the caller is.
+    cert: Option<Arc<CertificateDer<'static>>>,
 }
 
 impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Credentials")
             .field("token", &self.token.as_ref().map(|_| "(redacted)"))
-            .field("cert_name", &self.cert_name)
+            .field("cert", &self.cert.is_some())
             .finish()
     }
 }
@@ -54,17 +56,16 @@ impl Credentials {
                 .map(|t| t.trim().to_string())
                 .ok_or("the authorization header is not \"Bearer <token>\"")
         });
-        let cert_name = request
+        let cert = request
             .extensions()
             .get::<PeerInfo>()
-            .and_then(|p| p.client_cert.as_ref())
-            .and_then(crate::tls::peer::common_name);
-        Self { token, cert_name }
+            .and_then(|p| p.client_cert.clone());
+        Self { token, cert }
     }
 
     /// No token and no client certificate.
     pub fn is_empty(&self) -> bool {
-        self.token.is_none() && self.cert_name.is_none()
+        self.token.is_none() && self.cert.is_none()
     }
 }
 
@@ -92,8 +93,13 @@ impl Decision {
 
     pub fn allows(&self, need: &Need<'_>) -> bool {
         let Some(name) = &self.user else { return true };
+        rules::allows(self.grants(name).as_deref(), need)
+    }
+
+    /// A user's grants through its roles (None: root, granted everything).
+    fn grants(&self, name: &str) -> Option<Vec<&pb::Permission>> {
         let roles = self.view.user(name).map(|u| u.roles.as_slice()).unwrap_or_default();
-        rules::allows(rules::grants(&self.view, roles).as_deref(), need)
+        rules::grants(&self.view, roles)
     }
 
     /// Whether the caller sees every owner's handles where `need` reaches
@@ -116,8 +122,7 @@ impl Decision {
     /// Whether some state key under `prefix` of `ns` is readable.
     pub fn reads_some_under(&self, ns: &str, prefix: &str) -> bool {
         let Some(name) = &self.user else { return true };
-        let roles = self.view.user(name).map(|u| u.roles.as_slice()).unwrap_or_default();
-        rules::reads_some_under(rules::grants(&self.view, roles).as_deref(), ns, prefix)
+        rules::reads_some_under(self.grants(name).as_deref(), ns, prefix)
     }
 }
 
@@ -157,7 +162,7 @@ impl Guard {
 /// The user the credentials name, or UNAUTHENTICATED. The message never
 /// repeats a token.
 fn identify(view: &AuthView, creds: &Credentials) -> Result<String, Status> {
-    match (&creds.token, &creds.cert_name) {
+    match (&creds.token, &creds.cert) {
         (Some(Err(why)), _) => Err(unauthenticated(why)),
         (Some(Ok(t)), _) => {
             let user = token::parse(t).and_then(|p| {
@@ -167,12 +172,16 @@ fn identify(view: &AuthView, creds: &Credentials) -> Result<String, Status> {
             user.map(|u| u.name.clone())
                 .ok_or_else(|| unauthenticated("the token is invalid or revoked"))
         }
-        (None, Some(name)) => match view.user(name) {
-            Some(u) => Ok(u.name.clone()),
-            None => Err(unauthenticated(&format!(
-                "the client certificate names {name:?}, which is no user"
-            ))),
-        },
+        (None, Some(cert)) => {
+            let name = crate::tls::peer::common_name(cert)
+                .ok_or_else(|| unauthenticated("the client certificate has no common name"))?;
+            match view.user(&name) {
+                Some(u) => Ok(u.name.clone()),
+                None => Err(unauthenticated(&format!(
+                    "the client certificate names {name:?}, which is no user"
+                ))),
+            }
+        }
         (None, None) => Err(unauthenticated(
             "auth is enabled: send a token (authorization: Bearer <token>) or a client certificate",
         )),

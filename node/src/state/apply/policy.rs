@@ -39,14 +39,18 @@ impl Tx<'_> {
             .is_some_and(|p| p.owner_bound_stores.iter().any(|s| s == store))
     }
 
-    /// A namespace's usage as this batch sees it.
-    fn usage(&mut self, ns: &str) -> Result<Usage> {
-        let stored = self
+    /// A namespace's usage as stored before this batch.
+    fn stored_usage(&self, ns: &str) -> Result<Usage> {
+        Ok(self
             .db
             .get_pinned_cf(db::cf(self.db, CF_SM_META), keys::usage_key(ns))?
             .and_then(|raw| Usage::decode(&raw))
-            .unwrap_or_default();
-        let mut u = stored;
+            .unwrap_or_default())
+    }
+
+    /// A namespace's usage as this batch sees it.
+    fn usage(&self, ns: &str) -> Result<Usage> {
+        let mut u = self.stored_usage(ns)?;
         if let Some(d) = self.usage.get(ns) {
             u.add(*d);
         }
@@ -104,11 +108,7 @@ impl Tx<'_> {
                 continue;
             }
             let key = keys::usage_key(&ns);
-            let mut u = self
-                .db
-                .get_pinned_cf(meta_cf, &key)?
-                .and_then(|raw| Usage::decode(&raw))
-                .unwrap_or_default();
+            let mut u = self.stored_usage(&ns)?;
             u.add(d);
             if u.entries <= 0 && u.bytes <= 0 {
                 self.wb.delete_cf(meta_cf, key);
