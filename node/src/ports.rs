@@ -6,8 +6,9 @@
 //! wire (and has no Raft service), and the peer port serves only those.
 //!
 //! A port with TLS (`--tls-cert` on the client port, `--peer-tls-cert` on
-//! the peer port) takes TLS only, and no Raft wire: over mutual TLS,
-//! AppendEntries go over gRPC. A connection whose first byte is not a TLS
+//! the peer port) takes TLS only; a leader asks for the Raft wire inside it
+//! by ALPN (`peer_wire::ALPN`), anything else is gRPC (or HTTP/1.1 for the
+//! health endpoints). A connection whose first byte is not a TLS
 //! handshake is answered, whatever it asks, with an error saying the port
 //! requires TLS: gRPC `UNAUTHENTICATED` (a transport credential is
 //! missing; not `UNAVAILABLE`, which a client would retry as if the node
@@ -214,8 +215,8 @@ impl Accepting {
         }
     }
 
-    /// A TLS port: the handshake, then gRPC; anything else is told the
-    /// port requires TLS.
+    /// A TLS port: the handshake, then the Raft wire or gRPC as the
+    /// client chose by ALPN; anything else is told the port requires TLS.
     async fn tls_port(&self, stream: TcpStream, tls: &ServerTls) {
         let mut first = [0u8; 1];
         let peeked = tokio::time::timeout(peer_wire::SNIFF_TIMEOUT, stream.peek(&mut first)).await;
@@ -227,7 +228,16 @@ impl Accepting {
         let handshake = tls::server::acceptor(tls).accept(Conn::new(stream));
         match tokio::time::timeout(peer_wire::SNIFF_TIMEOUT, handshake).await {
             Ok(Ok(tls_stream)) => {
-                let _ = self.grpc.send(Ok(ServerConn::Tls(Box::new(tls_stream)))).await;
+                let wants_wire = tls_stream.get_ref().1.alpn_protocol() == Some(peer_wire::ALPN);
+                match (wants_wire, &self.wire) {
+                    (true, Some(wire)) => serve_wire_tls(tls_stream, wire.clone()).await,
+                    (true, None) => {
+                        tracing::warn!(%from, "refused a Raft connection on the client port: peers use the peer port");
+                    }
+                    (false, _) => {
+                        let _ = self.grpc.send(Ok(ServerConn::Tls(Box::new(tls_stream)))).await;
+                    }
+                }
             }
             Ok(Err(e)) => tracing::info!(%from, "TLS handshake failed: {e}"),
             Err(_) => tracing::info!(%from, "TLS handshake did not finish in time"),
@@ -240,7 +250,17 @@ impl Accepting {
 /// log's sync thread as soon as the sync lands.
 async fn serve_wire(stream: TcpStream, wire: Wire) {
     let hold = |answer| wire.durability.when_synced(answer);
-    peer_wire::serve(stream, MAX_PEER_MESSAGE, hold, |req| {
+    peer_wire::serve_tcp(stream, MAX_PEER_MESSAGE, hold, |req| {
+        let raft = wire.raft.clone();
+        async move { service::append_entries_unsynced(&raft, req).await }
+    })
+    .await;
+}
+
+/// The same inside TLS.
+async fn serve_wire_tls(stream: tokio_rustls::server::TlsStream<Conn>, wire: Wire) {
+    let hold = |answer| wire.durability.when_synced(answer);
+    peer_wire::serve_stream(stream, MAX_PEER_MESSAGE, hold, |req| {
         let raft = wire.raft.clone();
         async move { service::append_entries_unsynced(&raft, req).await }
     })

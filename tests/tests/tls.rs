@@ -258,6 +258,21 @@ async fn peers_speak_mutual_tls_and_let_in_only_allowed_peers() {
     );
     let term = cluster.status(follower).await.expect("status").term;
     assert!(term < 1000, "the term did not move: {term}");
+    // The Raft wire inside TLS: the peers speak it; a client asking for it
+    // on the client port (by ALPN, with the CA's trust) is turned away.
+    assert!(
+        !cluster.log(leader).contains("does not speak the Raft wire"),
+        "AppendEntries take the wire inside mutual TLS"
+    );
+    let asked = wire_over_tls(&tls, &cluster.node(follower).addr).await;
+    assert!(asked.is_err(), "the client port served the Raft wire: {asked:?}");
+    assert!(
+        cluster
+            .log(follower)
+            .contains("refused a Raft connection on the client port"),
+        "{}",
+        cluster.log_tail(follower, 20)
+    );
 
     // Failover over mutual TLS, and the data is there.
     cluster.kill(leader);
@@ -302,4 +317,36 @@ async fn the_health_command_asks_a_tls_node_over_https() {
     let out = health(&[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("requires TLS"));
+}
+
+/// Opens TLS to `addr` (trusting the test CA, no client certificate)
+/// asking for the Raft wire by ALPN, and sends its greeting: the echo, or
+/// why there was none.
+async fn wire_over_tls(tls: &TestTls, addr: &str) -> std::io::Result<[u8; 8]> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = std::fs::read(tls.path("ca.pem"))?;
+    for cert in rustls::pki_types::pem::PemObject::pem_slice_iter(&ca) {
+        roots
+            .add(cert.map_err(std::io::Error::other)?)
+            .map_err(std::io::Error::other)?;
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(std::io::Error::other)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"hsraft/1".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    let name = rustls::pki_types::ServerName::try_from("localhost").map_err(std::io::Error::other)?;
+    let mut s = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(name, tcp)
+        .await?;
+    s.write_all(b"HSRAFT/1").await?;
+    let mut echo = [0u8; 8];
+    tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut echo))
+        .await
+        .map_err(std::io::Error::other)??;
+    Ok(echo)
 }

@@ -2,7 +2,7 @@
 //! subcommands are an etcdctl-like admin client.
 
 mod auth;
-mod certs;
+pub(crate) mod certs;
 mod dev;
 mod handle;
 mod health;

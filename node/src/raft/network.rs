@@ -1,5 +1,6 @@
-//! Raft RPCs to peers: AppendEntries over the Raft wire (`peer_wire`), one
-//! connection per follower, or over gRPC to a node that does not speak it;
+//! Raft RPCs to peers: AppendEntries over the Raft wire (`peer_wire`, inside
+//! mutual TLS with peer TLS), one connection per follower, or over gRPC to
+//! a node that does not speak it;
 //! everything else over tonic, one cached HTTP/2 channel per peer address.
 //! Snapshots are streamed (client-streaming gRPC) in chunks read from the
 //! snapshot file, so memory stays flat whatever the snapshot size.
@@ -56,10 +57,10 @@ impl Peers {
         }
     }
 
-    /// Whether peers are dialed through TLS (then the Raft wire is not
-    /// used: AppendEntries go over gRPC).
-    pub fn is_tls(&self) -> bool {
-        self.tls.is_some()
+    /// The TLS configuration of a Raft wire connection (mutual TLS, the
+    /// wire asked for by ALPN), when peers are dialed through TLS.
+    pub fn wire_tls(&self) -> Option<Arc<rustls::ClientConfig>> {
+        self.tls.as_deref().map(crate::tls::peer::wire_config)
     }
 
     pub fn channel(&self, addr: &str) -> Result<Channel, tonic::transport::Error> {
@@ -222,7 +223,7 @@ impl PeerConnection {
         &self,
         slot: ConnectSlot<'_>,
     ) -> Result<WireConn, Option<RPCError<NodeId, Member, RaftError<NodeId>>>> {
-        match WireConn::connect(&self.addr, MAX_PEER_MESSAGE).await {
+        match WireConn::connect(&self.addr, MAX_PEER_MESSAGE, self.peers.wire_tls()).await {
             Ok(conn) => {
                 slot.finish(Connected::Yes);
                 Ok(conn)
@@ -312,12 +313,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             .or(rpc.prev_log_id.map(|l| l.index))
             .unwrap_or(0);
         let request = codec::append_request_to_pb(&rpc);
-        let over_wire = if self.peers.is_tls() {
-            None
-        } else {
-            self.append_over_wire(&request, option.hard_ttl()).await
-        };
-        let answer = match over_wire {
+        let answer = match self.append_over_wire(&request, option.hard_ttl()).await {
             Some(answer) => answer,
             None => {
                 let mut req = tonic::Request::new(request);

@@ -32,6 +32,13 @@ fn client_config(files: &TlsFiles) -> anyhow::Result<ClientConfig> {
     super::client_config(ca, Some((&files.cert, &files.key)), b"h2")
 }
 
+/// The configuration in use, asking for the Raft wire (alone) by ALPN.
+pub fn wire_config(tls: &PeerClientTls) -> Arc<ClientConfig> {
+    let mut config = (*tls.current()).clone();
+    config.alpn_protocols = vec![crate::raft::peer_wire::ALPN.to_vec()];
+    Arc::new(config)
+}
+
 /// Dials a peer's `host:port` through mutual TLS, for a gRPC channel.
 pub async fn dial(uri: http::Uri, tls: Arc<PeerClientTls>) -> std::io::Result<TokioIo<ClientConn>> {
     let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);

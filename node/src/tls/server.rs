@@ -1,5 +1,5 @@
-//! The server side of a port's TLS: HTTP/2 (gRPC) or HTTP/1.1 (health) by
-//! ALPN, optionally requiring client certificates from a CA (and, on the
+//! The server side of a port's TLS: HTTP/2 (gRPC), HTTP/1.1 (health) or
+//! the Raft wire by ALPN, optionally requiring client certificates from a CA (and, on the
 //! peer port, naming an allowed peer).
 
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use rustls::server::danger::ClientCertVerifier;
 use tokio_rustls::TlsAcceptor;
 
 use super::{Reloading, TlsFiles, VERSIONS, load_certs, load_key, load_roots, peer, provider};
+use crate::raft::peer_wire::ALPN as RAFT_WIRE_ALPN;
 
 /// A port's TLS, reloaded when its files change.
 pub type ServerTls = Reloading<ServerConfig>;
@@ -59,6 +60,8 @@ fn server_config(files: &TlsFiles) -> anyhow::Result<ServerConfig> {
                 files.key.display()
             )
         })?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    // The Raft wire is offered wherever TLS is; a port that does not
+    // serve it refuses such a connection after the handshake (`ports`).
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec(), RAFT_WIRE_ALPN.to_vec()];
     Ok(config)
 }

@@ -1,27 +1,38 @@
-//! A leader's connection to one follower: one request, one answer.
+//! A leader's connection to one follower: one request, one answer; on a
+//! plain socket or inside mutual TLS.
 
 use std::io;
+use std::sync::Arc;
 
 use handlestore_proto::internal::v1 as ipb;
 use prost::Message;
-use tokio::io::{AsyncWriteExt, BufReader};
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::codec::{frame, read_all_or_eof, read_frame};
 use super::*;
 
+type ReadSide = BufReader<Box<dyn AsyncRead + Send + Unpin>>;
+type WriteSide = Box<dyn AsyncWrite + Send + Unpin>;
+
 /// A leader's connection to one follower.
 pub struct WireConn {
-    r: BufReader<OwnedReadHalf>,
-    w: OwnedWriteHalf,
+    r: ReadSide,
+    w: WriteSide,
     max_message: usize,
 }
 
 impl WireConn {
-    /// Connects to `addr` ("host:port", the peer's one port) and checks that
-    /// it speaks the Raft wire.
-    pub async fn connect(addr: &str, max_message: usize) -> Result<Self, CallError> {
+    /// Connects to `addr` ("host:port", the peer's port) and checks that it
+    /// speaks the Raft wire. With `tls` (a client configuration offering
+    /// only [`ALPN`]), inside TLS; a peer whose TLS does not offer the wire
+    /// is [`CallError::Unsupported`].
+    pub async fn connect(
+        addr: &str,
+        max_message: usize,
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> Result<Self, CallError> {
         let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
             Ok(connected) => connected?,
             Err(_) => {
@@ -32,9 +43,34 @@ impl WireConn {
             }
         };
         stream.set_nodelay(true)?;
-        let (r, mut w) = stream.into_split();
-        let mut r = BufReader::new(r);
+        let (mut r, mut w) = match tls {
+            None => {
+                let (r, w) = stream.into_split();
+                (
+                    BufReader::new(Box::new(r) as Box<dyn AsyncRead + Send + Unpin>),
+                    Box::new(w) as WriteSide,
+                )
+            }
+            Some(config) => {
+                let handshake = tls_handshake(addr, stream, config);
+                let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
+                    Ok(shaken) => shaken?,
+                    Err(_) => {
+                        return Err(CallError::Io(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!("no TLS handshake within {HANDSHAKE_TIMEOUT:?}"),
+                        )));
+                    }
+                };
+                let (r, w) = tokio::io::split(stream);
+                (
+                    BufReader::new(Box::new(r) as Box<dyn AsyncRead + Send + Unpin>),
+                    Box::new(w) as WriteSide,
+                )
+            }
+        };
         w.write_all(&MAGIC).await?;
+        w.flush().await?;
         let mut echo = [0u8; MAGIC.len()];
         match tokio::time::timeout(HANDSHAKE_TIMEOUT, read_all_or_eof(&mut r, &mut echo)).await {
             Ok(Ok(true)) if echo == MAGIC => Ok(Self { r, w, max_message }),
@@ -67,6 +103,7 @@ impl WireConn {
             )));
         }
         self.w.write_all(&frame(KIND_OK, &body)?).await?;
+        self.w.flush().await?;
         let (kind, body) = match read_frame(&mut self.r, self.max_message).await? {
             Some(frame) => frame,
             None => {
@@ -85,4 +122,38 @@ impl WireConn {
             other => Err(CallError::Malformed(format!("unknown answer kind {other}"))),
         }
     }
+}
+
+/// The TLS handshake with the peer at `addr`, which must choose the Raft
+/// wire by ALPN: a peer that does not know it (a node of an earlier build)
+/// is [`CallError::Unsupported`].
+async fn tls_handshake(
+    addr: &str,
+    tcp: TcpStream,
+    config: Arc<rustls::ClientConfig>,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, CallError> {
+    let invalid = |m: String| CallError::Io(io::Error::new(io::ErrorKind::InvalidInput, m));
+    let host = addr
+        .rsplit_once(':')
+        .map(|(h, _)| h.trim_start_matches('[').trim_end_matches(']'))
+        .ok_or_else(|| invalid(format!("no port in {addr}")))?;
+    let name = ServerName::try_from(host.to_string()).map_err(|e| invalid(format!("{host}: {e}")))?;
+    let stream = tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .map_err(|e| {
+            let no_alpn = e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                == Some(&rustls::Error::AlertReceived(
+                    rustls::AlertDescription::NoApplicationProtocol,
+                ));
+            if no_alpn {
+                CallError::Unsupported
+            } else {
+                CallError::Io(e)
+            }
+        })?;
+    if stream.get_ref().1.alpn_protocol() != Some(ALPN) {
+        return Err(CallError::Unsupported);
+    }
+    Ok(stream)
 }

@@ -1,5 +1,6 @@
 //! The Raft wire: AppendEntries between nodes as length-prefixed protobuf
-//! frames on a plain TCP connection, on the node's one port beside gRPC.
+//! frames on a TCP connection, on the node's port beside gRPC; inside
+//! mutual TLS where the peer port has it.
 //!
 //! Every write, and every read round, crosses one of these calls per
 //! follower, and over gRPC each was an HTTP/2 stream with its own headers,
@@ -19,19 +20,28 @@
 //! AppendEntries and so travel here too. Votes, snapshots, forwarded writes
 //! and a follower's read-index requests to the leader stay on gRPC.
 //!
+//! With TLS, the leader asks for the wire by ALPN ([`ALPN`], alone) in the
+//! handshake, and the listener hands the connection to the wire by the
+//! protocol chosen; the magic is exchanged inside TLS as in the clear. A
+//! peer whose TLS does not offer it (an earlier build) refuses the
+//! handshake: it is spoken to over gRPC, as one in the clear that does not
+//! echo the magic.
+//!
 //! Frames: a 4-byte big-endian length, then that many bytes: a kind byte
 //! and a body. The leader's frames carry a `ipb::AppendEntriesRequest`; the
 //! follower answers with kind [`KIND_OK`] and a `ipb::AppendEntriesResponse`,
 //! or with [`KIND_INVALID`] / [`KIND_UNAVAILABLE`] and a message, and then
 //! closes the connection.
 //!
-//! Files: `codec` (frames), `server` (a follower's side), `conn` (a
-//! leader's connection), `pool` (a leader's connections by peer).
+//! Files: `codec` (frames), `server` (a follower's side), `writer` (its
+//! answers' way out), `conn` (a leader's connection), `pool` (a leader's
+//! connections by peer).
 
 mod codec;
 mod conn;
 mod pool;
 mod server;
+mod writer;
 
 use std::io;
 use std::time::Duration;
@@ -40,8 +50,10 @@ use tokio::net::TcpStream;
 
 pub use conn::WireConn;
 pub use pool::{ConnectSlot, Connected, Taken, WirePool};
-pub use server::serve;
+pub use server::{serve_stream, serve_tcp};
 
+/// The ALPN protocol id a leader offers, alone, to speak the wire inside TLS.
+pub const ALPN: &[u8] = b"hsraft/1";
 /// The first bytes of a Raft wire connection, and the follower's echo.
 /// HTTP/2's preface starts with "PRI", so the first byte tells them apart.
 pub const MAGIC: [u8; 8] = *b"HSRAFT/1";

@@ -38,7 +38,7 @@ async fn server(
             let p = sniff(&s).await;
             let _ = tx.send(p);
             if p == Protocol::RaftWire {
-                tokio::spawn(serve(s, MAX, Some, move |req| async move { answer(req) }));
+                tokio::spawn(serve_tcp(s, MAX, Some, move |req| async move { answer(req) }));
             }
         }
     });
@@ -58,7 +58,7 @@ fn echo_term(req: ipb::AppendEntriesRequest) -> Result<ipb::AppendEntriesRespons
 #[tokio::test]
 async fn requests_and_answers_cross_one_connection_in_turn() {
     let (addr, mut seen) = server(echo_term).await;
-    let mut conn = WireConn::connect(&addr, MAX).await.expect("connect");
+    let mut conn = WireConn::connect(&addr, MAX, None).await.expect("connect");
     for term in 1..=50 {
         let resp = conn.call(&request(term)).await.expect("answer");
         let Some(ipb::append_entries_response::Result::HigherVote(vote)) = resp.result else {
@@ -78,7 +78,7 @@ async fn the_pool_lends_one_connection_at_a_time_and_lets_one_caller_connect() {
         panic!("nothing open yet: connect");
     };
     assert!(matches!(pool.take(&addr), Taken::Grpc), "one caller connects at a time");
-    let conn = WireConn::connect(&addr, MAX).await.expect("connect");
+    let conn = WireConn::connect(&addr, MAX, None).await.expect("connect");
     assert!(!slot.finish(Connected::Yes));
     pool.give_back(&addr, conn);
     for term in 1..=3 {
@@ -114,7 +114,7 @@ async fn the_pool_lends_one_connection_at_a_time_and_lets_one_caller_connect() {
 #[tokio::test]
 async fn a_refusal_is_answered_and_closes_the_connection() {
     let (addr, _seen) = server(echo_term).await;
-    let mut conn = WireConn::connect(&addr, MAX).await.expect("connect");
+    let mut conn = WireConn::connect(&addr, MAX, None).await.expect("connect");
     match conn.call(&request(99)).await {
         Err(CallError::Refused(Refusal::Unavailable(m))) => assert_eq!(m, "shutting down"),
         other => panic!("{other:?}"),
@@ -134,9 +134,9 @@ async fn an_answer_leaves_when_the_job_holding_it_runs_on_another_thread() {
             assert!(held_tx.send(job).is_ok(), "held");
             None
         };
-        serve(s, MAX, hold, |req| async move { echo_term(req) }).await;
+        serve_tcp(s, MAX, hold, |req| async move { echo_term(req) }).await;
     });
-    let mut conn = WireConn::connect(&addr, MAX).await.expect("connect");
+    let mut conn = WireConn::connect(&addr, MAX, None).await.expect("connect");
     for term in 1..=3 {
         let call = tokio::spawn(async move {
             let resp = conn.call(&request(term)).await;
@@ -201,7 +201,7 @@ async fn malformed_and_oversized_frames_are_refused_as_invalid() {
     assert_eq!(raw(&addr, &[0, 0, 0, 0]).await.0, KIND_INVALID);
     assert_eq!(raw(&addr, &[0, 0, 0, 1, 7]).await.0, KIND_INVALID);
     // The server still takes new connections.
-    let mut conn = WireConn::connect(&addr, MAX).await.expect("connect");
+    let mut conn = WireConn::connect(&addr, MAX, None).await.expect("connect");
     assert!(conn.call(&request(3)).await.is_ok());
 }
 
@@ -230,7 +230,7 @@ async fn a_peer_that_answers_the_magic_with_other_bytes_is_unsupported() {
     ] {
         let addr = greeter(greeting, false).await;
         assert!(matches!(
-            WireConn::connect(&addr, MAX).await,
+            WireConn::connect(&addr, MAX, None).await,
             Err(CallError::Unsupported)
         ));
     }
@@ -242,10 +242,140 @@ async fn a_silent_closed_or_absent_peer_is_unreachable_not_unsupported() {
     // listening: all tried again later over the wire.
     for (greeting, close) in [(&b""[..], false), (&b"HSR"[..], true)] {
         let addr = greeter(greeting, close).await;
-        assert!(matches!(WireConn::connect(&addr, MAX).await, Err(CallError::Io(_))));
+        assert!(matches!(
+            WireConn::connect(&addr, MAX, None).await,
+            Err(CallError::Io(_))
+        ));
     }
     let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = l.local_addr().expect("addr").to_string();
     drop(l);
-    assert!(matches!(WireConn::connect(&addr, MAX).await, Err(CallError::Io(_))));
+    assert!(matches!(
+        WireConn::connect(&addr, MAX, None).await,
+        Err(CallError::Io(_))
+    ));
+}
+
+/// The wire inside mutual TLS, as on a peer port with peer TLS.
+mod over_tls {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::tls::{self, TlsFiles};
+
+    /// A CA and node 1's certificate (for localhost) in `dir`.
+    fn files(dir: &Path) -> TlsFiles {
+        crate::cli::certs::run(crate::cli::certs::CertsArgs {
+            dir: dir.to_path_buf(),
+            nodes: vec!["1=localhost".into()],
+            clients: vec![],
+            days: 1,
+            force: false,
+        })
+        .expect("certificates");
+        TlsFiles {
+            cert: dir.join("node-1.pem"),
+            key: dir.join("node-1-key.pem"),
+            ca: Some(dir.join("ca.pem")),
+            allowed_names: vec![],
+        }
+    }
+
+    /// A TLS listener requiring client certificates of the CA, offering
+    /// the wire by ALPN only if `wire`; its handshakes' chosen protocols go
+    /// to the receiver, wire connections are served with `hold`.
+    async fn server(
+        files: TlsFiles,
+        wire: bool,
+        hold: impl Fn(Held) -> Option<Held> + Clone + Send + Sync + 'static,
+    ) -> (String, tokio::sync::mpsc::UnboundedReceiver<Option<Vec<u8>>>) {
+        let tls = tls::server::load("test", files).expect("server TLS");
+        let mut config = (*tls.current()).clone();
+        if !wire {
+            config.alpn_protocols = vec![b"h2".to_vec()];
+        }
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = format!("localhost:{}", l.local_addr().expect("addr").port());
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((s, _)) = l.accept().await {
+                let Ok(s) = acceptor.accept(s).await else {
+                    let _ = tx.send(None);
+                    continue;
+                };
+                let alpn = s.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+                let _ = tx.send(alpn.clone());
+                if alpn.as_deref() == Some(ALPN) {
+                    let hold = hold.clone();
+                    tokio::spawn(serve_stream(s, MAX, hold, |req| async move { echo_term(req) }));
+                }
+            }
+        });
+        (addr, rx)
+    }
+
+    fn client(files: &TlsFiles) -> Arc<rustls::ClientConfig> {
+        let tls = tls::peer::load_client(files.clone()).expect("client TLS");
+        tls::peer::wire_config(&tls)
+    }
+
+    #[tokio::test]
+    async fn calls_cross_one_tls_connection_and_held_answers_leave_from_another_thread() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = files(dir.path());
+        let (held_tx, mut held_rx) = tokio::sync::mpsc::unbounded_channel::<Held>();
+        let hold = move |job| {
+            assert!(held_tx.send(job).is_ok(), "held");
+            None
+        };
+        let (addr, mut seen) = server(files.clone(), true, hold).await;
+        let mut conn = WireConn::connect(&addr, MAX, Some(client(&files)))
+            .await
+            .expect("connect");
+        assert_eq!(seen.recv().await, Some(Some(ALPN.to_vec())), "the wire, by ALPN");
+        for term in 1..=5 {
+            let call = tokio::spawn(async move {
+                let resp = conn.call(&request(term)).await;
+                (conn, resp)
+            });
+            let job = held_rx.recv().await.expect("a job");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(!call.is_finished(), "the answer is held until its job runs");
+            std::thread::spawn(job).join().expect("job ran");
+            let (c, resp) = call.await.expect("call");
+            let Some(ipb::append_entries_response::Result::HigherVote(vote)) = resp.expect("answer").result else {
+                panic!("no vote");
+            };
+            assert_eq!(term_of(Some(&vote)), Some(term));
+            conn = c;
+        }
+        assert!(seen.try_recv().is_err(), "one connection for every call");
+        // A refusal is answered inside TLS and ends the connection.
+        let call = tokio::spawn(async move { conn.call(&request(99)).await });
+        match call.await.expect("call") {
+            Err(CallError::Refused(Refusal::Unavailable(m))) => assert_eq!(m, "shutting down"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_tls_peer_without_the_wire_is_unsupported_and_one_without_a_certificate_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = files(dir.path());
+        let (addr, _seen) = server(files.clone(), false, Some).await;
+        assert!(matches!(
+            WireConn::connect(&addr, MAX, Some(client(&files))).await,
+            Err(CallError::Unsupported)
+        ));
+        // No client certificate: the peer port's mutual TLS refuses it.
+        let (addr, mut seen) = server(files.clone(), true, Some).await;
+        let ca = files.ca.as_deref().expect("ca");
+        let mut anonymous = tls::client_config(ca, None, ALPN).expect("config");
+        anonymous.alpn_protocols = vec![ALPN.to_vec()];
+        let refused = WireConn::connect(&addr, MAX, Some(Arc::new(anonymous))).await;
+        assert!(matches!(refused, Err(CallError::Io(_))), "{:?}", refused.err());
+        assert_eq!(seen.recv().await, Some(None), "the handshake failed");
+    }
 }
