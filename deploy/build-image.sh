@@ -36,7 +36,7 @@ done
 
 ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
-mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/etc" "$ctx/owned/data"
+mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/etc" "$ctx/owned/data" "$ctx/owned/secrets"
 cp "${bins[@]}" "$ctx/rootfs/usr/local/bin/"
 
 # Every shared library the binaries load, and the dynamic loader, at the
@@ -66,8 +66,8 @@ echo 'hosts: files dns' >"$ctx/rootfs/etc/nsswitch.conf"
   cat <<'DOCKERFILE'
 FROM scratch
 COPY --chown=0:0 rootfs/ /
-# The data directory, owned by the user the node runs as (a new named
-# volume takes its owner from here).
+# The data and secrets directories, owned by the user the node runs as (a
+# new named volume takes its owner from here).
 COPY --chown=10001:10001 owned/ /
 DOCKERFILE
   sed -n '/^USER /,$p' "$root/deploy/Dockerfile"

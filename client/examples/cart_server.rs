@@ -90,10 +90,13 @@ struct Args {
     /// A user's token, for clusters with auth enabled.
     #[arg(long, env = "HANDLESTORE_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// A file holding the token (a container secret), instead of --token.
+    #[arg(long, env = "HANDLESTORE_TOKEN_FILE", conflicts_with = "token")]
+    token_file: Option<std::path::PathBuf>,
 }
 
 /// A client of the cluster, as the flags say (TLS with --cacert, a token
-/// with --token).
+/// with --token or --token-file).
 fn cluster_client(args: &Args) -> anyhow::Result<Client> {
     let mut builder = Client::builder(args.endpoints.clone()).namespace(args.namespace.clone());
     let (ca, cert, key) = (args.cacert.as_deref(), args.cert.as_deref(), args.key.as_deref());
@@ -102,6 +105,11 @@ fn cluster_client(args: &Args) -> anyhow::Result<Client> {
     }
     if let Some(token) = &args.token {
         builder = builder.token(token.clone());
+    }
+    if let Some(file) = &args.token_file {
+        let token = handlestore_client::auth::read_token_file(file)
+            .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", file.display()))?;
+        builder = builder.token(token);
     }
     Ok(builder.build()?)
 }

@@ -15,6 +15,20 @@ fn auth(ch: NodeChannel) -> AuthClient<NodeChannel> {
     AuthClient::new(ch)
 }
 
+/// A token kept in a file (`--token-file`, `HANDLESTORE_TOKEN_FILE`: the
+/// way container secrets are handed over): the file's first line, trimmed.
+pub fn read_token_file(path: &std::path::Path) -> std::io::Result<String> {
+    let text = std::fs::read_to_string(path)?;
+    let token = text.lines().next().unwrap_or("").trim();
+    if token.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the file holds no token",
+        ));
+    }
+    Ok(token.to_string())
+}
+
 /// Whether auth is on, and who this client is.
 #[derive(Debug, Clone)]
 pub struct AuthStatus {

@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail};
 use tokio::process::Command;
 
 use crate::cluster::{free_port, handlestore_bin};
+use crate::creds::Credentials;
 
 /// Why Docker tests cannot run here, or `None` when a Docker engine answers
 /// and a Compose command exists.
@@ -87,6 +88,8 @@ pub struct Compose {
     /// Host ports of cart1 and cart2.
     pub cart_ports: [u16; 2],
     image: String,
+    /// Copies of the CA and root's token from the `secrets` volume.
+    secrets: tempfile::TempDir,
 }
 
 impl Compose {
@@ -99,6 +102,7 @@ impl Compose {
             node_ports: [free_port(), free_port(), free_port()],
             cart_ports: [free_port(), free_port()],
             image: image.to_string(),
+            secrets: tempfile::tempdir()?,
         })
     }
 
@@ -222,16 +226,27 @@ impl Compose {
             .map(drop)
     }
 
-    /// Host endpoints of the nodes (`http://127.0.0.1:PORT`).
+    /// Host endpoints of the nodes (`https://127.0.0.1:PORT`).
     pub fn endpoints(&self) -> Vec<String> {
-        self.node_ports
-            .iter()
-            .map(|p| format!("http://127.0.0.1:{p}"))
-            .collect()
+        (1..=self.node_ports.len()).map(|n| self.endpoint(n)).collect()
     }
 
     pub fn endpoint(&self, node: usize) -> String {
-        format!("http://127.0.0.1:{}", self.node_ports[node - 1])
+        format!("https://127.0.0.1:{}", self.node_ports[node - 1])
+    }
+
+    /// The CA and root's token the one-shot services put in the `secrets`
+    /// volume, copied out of node1's container (as docs/docker.md says
+    /// an operator does).
+    pub async fn credentials(&self) -> Result<Credentials> {
+        let mut files = Vec::new();
+        for name in ["ca.pem", "root.token"] {
+            let to = self.secrets.path().join(name);
+            let from = format!("{{}}:/secrets/{name}");
+            self.docker("node1", &["cp", &from, &to.display().to_string()]).await?;
+            files.push(to);
+        }
+        Credentials::from_files(&files[0], &files[1])
     }
 
     /// MCP URLs of the two cart servers.

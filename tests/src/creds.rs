@@ -23,6 +23,16 @@ impl std::fmt::Debug for Credentials {
 }
 
 impl Credentials {
+    /// TLS with the CA in `ca` and the token kept in `token_file`.
+    pub fn from_files(ca: &std::path::Path, token_file: &std::path::Path) -> anyhow::Result<Self> {
+        let tls = ClientTls::from_files(ca, None, None)?;
+        let token = handlestore_client::auth::read_token_file(token_file)?;
+        Ok(Self {
+            tls: Some((tls, ca.to_path_buf())),
+            token: Some(token),
+        })
+    }
+
     /// A client builder for `endpoints` with these credentials.
     pub fn builder<I, S>(&self, endpoints: I) -> ClientBuilder
     where

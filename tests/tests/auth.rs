@@ -830,3 +830,74 @@ async fn no_secret_reaches_a_log_at_any_level() {
         }
     }
 }
+
+/// `handlestore auth enable --root-token-file F`, as a one-shot setup step (the
+/// Compose file's `auth` service) runs it: the first run turns auth on and
+/// keeps root's token in F (owner-only, never printed); later runs check F
+/// and change nothing; a file without root's token fails. Commands then
+/// take the token from the file (`--token-file`, `HANDLESTORE_TOKEN_FILE`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_enable_keeps_roots_token_in_a_file_and_is_idempotent() {
+    let cluster = TestCluster::start(1).await.expect("cluster");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("root.token");
+    let cli = |args: &[&str], env: Option<(&str, &std::path::Path)>| {
+        let mut c = std::process::Command::new(handlestore_tests::handlestore_bin());
+        c.args(args).arg("--endpoints").arg(cluster.endpoints().join(","));
+        c.env_remove("HANDLESTORE_TOKEN").env_remove("HANDLESTORE_TOKEN_FILE");
+        if let Some((k, v)) = env {
+            c.env(k, v);
+        }
+        c.output().expect("run handlestore")
+    };
+    let file_arg = file.to_str().expect("path");
+    let first = cli(&["auth", "enable", "--root-token-file", file_arg], None);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let token = std::fs::read_to_string(&file).expect("the token file");
+    let token = token.trim();
+    assert!(token.starts_with("hs1_"), "a token is kept");
+    assert!(
+        !String::from_utf8_lossy(&first.stdout).contains(token),
+        "the token is not printed"
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).expect("meta").permissions());
+    assert_eq!(mode & 0o077, 0, "owner-only");
+    assert!(
+        client_as(&cluster, None, NS)
+            .auth_status()
+            .await
+            .expect("status")
+            .enabled
+    );
+
+    let again = cli(&["auth", "enable", "--root-token-file", file_arg], None);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(std::fs::read_to_string(&file).expect("file").trim(), token, "kept");
+
+    let status = cli(&["auth", "status"], Some(("HANDLESTORE_TOKEN_FILE", &file)));
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("you are: root"),
+        "{}{}",
+        String::from_utf8_lossy(&status.stdout),
+        String::from_utf8_lossy(&status.stderr)
+    );
+
+    let wrong = dir.path().join("wrong.token");
+    std::fs::write(
+        &wrong,
+        "hs1_aaaaaaaaaaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n",
+    )
+    .expect("write");
+    let refused = cli(
+        &["auth", "enable", "--root-token-file", wrong.to_str().expect("path")],
+        None,
+    );
+    assert!(!refused.status.success(), "a file without root's token");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("does not hold root's token"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let missing = cli(&["auth", "status", "--token-file", "/nonexistent/token"], None);
+    assert_eq!(missing.status.code(), Some(2), "a missing token file is a usage error");
+}

@@ -4,7 +4,8 @@
 //! answers.
 //!
 //! One compose project goes through, in order: up and healthy with no init
-//! step; a cart flow from the host; `docker kill` of the leader mid-flow;
+//! step, TLS and auth on (the CA and root's token copied out of the
+//! `secrets` volume); a cart flow from the host; `docker kill` of the leader mid-flow;
 //! a real partition (`docker network disconnect`); `down` then `up` keeping
 //! all data; a rolling `restart` of every node under a steady writer.
 
@@ -16,7 +17,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use handlestore_client::{Client, HandleStore, Ttl};
 use handlestore_proto::v1 as pb;
+use handlestore_tests::cluster::handlestore_bin;
 use handlestore_tests::compose::{self, Compose};
+use handlestore_tests::creds::Credentials;
 use handlestore_tests::mcp::{McpClient, RoundRobin, ToolOutcome, call, connect};
 use serde_json::{Value, json};
 
@@ -38,20 +41,11 @@ async fn docker_compose_cluster() {
 }
 
 async fn scenario(c: &Compose) -> Result<()> {
-    // Up: a healthy cluster with no init step.
+    // Up: a healthy cluster with no init step, TLS and auth on.
     c.up().await?;
     c.wait_healthy(&NODES, HEALTHY_WITHIN).await.context("after up")?;
-    let http = reqwest::Client::new();
-    for n in 1..=3 {
-        for path in ["healthz", "readyz"] {
-            let r = http.get(format!("{}/{path}", c.endpoint(n))).send().await?;
-            let status = r.status();
-            let body = r.text().await?;
-            if !status.is_success() {
-                bail!("node{n} /{path}: {status} {body}");
-            }
-        }
-    }
+    let creds = c.credentials().await.context("the CA and root's token")?;
+    secured(c, &creds).await?;
 
     // A cart flow from the host, through both cart replicas.
     let front = RoundRobin::start(c.cart_urls()).await?;
@@ -64,7 +58,7 @@ async fn scenario(c: &Compose) -> Result<()> {
     shop.expect_lines(&first, 3).await?;
 
     // `docker kill` the leader mid-flow: the flow completes, nothing lost.
-    let leader = leader(c, &[1, 2, 3]).await?;
+    let leader = leader(c, &creds, &[1, 2, 3]).await?;
     let killed = format!("node{leader}");
     let cart = shop.create_cart().await?;
     for i in 0..6 {
@@ -89,7 +83,7 @@ async fn scenario(c: &Compose) -> Result<()> {
         );
     }
 
-    partition(c).await?;
+    partition(c, &creds).await?;
 
     // `down` then `up`: every byte kept in the named volumes.
     c.run(&["down", "--timeout", "30"]).await?;
@@ -104,15 +98,65 @@ async fn scenario(c: &Compose) -> Result<()> {
     }
     shop.expect_lines(&cart, 6).await.context("after down and up")?;
 
-    rolling_restart(c).await
+    // The one-shot services ran again and kept the CA and root's token.
+    let again = c.credentials().await?;
+    if again.token != creds.token {
+        bail!("root's token changed across down and up");
+    }
+    rolling_restart(c, &creds).await
+}
+
+/// Every node answers /healthz and /readyz over HTTPS with the cluster's
+/// CA; a call with no token is refused as unauthenticated, one in the
+/// clear fails.
+async fn secured(c: &Compose, creds: &Credentials) -> Result<()> {
+    let (_, ca) = creds.tls.as_ref().context("TLS")?;
+    for n in 1..=3 {
+        for ready in [false, true] {
+            let mut cmd = tokio::process::Command::new(handlestore_bin());
+            cmd.args(["health", "--url", &c.endpoint(n), "--cacert"]).arg(ca);
+            let out = cmd.args(ready.then_some("--ready")).output().await?;
+            if !out.status.success() {
+                bail!(
+                    "node{n} health (ready: {ready}): {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+    let anonymous = Credentials {
+        tls: creds.tls.clone(),
+        token: None,
+    };
+    let store = anonymous
+        .builder(c.endpoints())
+        .deadline(Duration::from_secs(10))
+        .build()?
+        .handle_store::<Value>("docker")
+        .build();
+    let id = handlestore_client::id::new_handle_id("");
+    match store.get(&id).await {
+        Err(handlestore_client::Error::Unauthenticated(_)) => {}
+        other => bail!("a call without a token answered {other:?}"),
+    }
+    let clear = Client::builder([c.endpoint(1).replacen("https", "http", 1)])
+        .deadline(Duration::from_secs(5))
+        .build()?
+        .handle_store::<Value>("docker")
+        .build();
+    if let Ok(v) = clear.get(&id).await {
+        bail!("a plaintext call to a TLS port answered {v:?}");
+    }
+    Ok(())
 }
 
 /// Isolates one node (the leader, the hardest case) from the others.
-async fn partition(c: &Compose) -> Result<()> {
-    let isolated = leader(c, &[1, 2, 3]).await?;
+async fn partition(c: &Compose, creds: &Credentials) -> Result<()> {
+    let isolated = leader(c, creds, &[1, 2, 3]).await?;
     let name = format!("node{isolated}");
     let majority: Vec<u64> = (1..=3).filter(|n| *n != isolated).collect();
-    let client = Client::builder(majority.iter().map(|n| c.endpoint(*n as usize)))
+    let client = creds
+        .builder(majority.iter().map(|n| c.endpoint(*n as usize)))
         .namespace("docker")
         .deadline(Duration::from_secs(30))
         .build()?;
@@ -201,8 +245,9 @@ async fn partition(c: &Compose) -> Result<()> {
 
 /// Restarts each node in turn while a writer keeps writing: every write
 /// succeeds (within the client's retries), none is lost.
-async fn rolling_restart(c: &Compose) -> Result<()> {
-    let client = Client::builder(c.endpoints())
+async fn rolling_restart(c: &Compose, creds: &Credentials) -> Result<()> {
+    let client = creds
+        .builder(c.endpoints())
         .namespace("docker")
         .deadline(Duration::from_secs(30))
         .build()?;
@@ -257,12 +302,13 @@ async fn rolling_restart(c: &Compose) -> Result<()> {
 }
 
 /// Runs `handlestore handle ARGS` inside `node`'s container against that
-/// node only (so it works while the node is cut off from the network).
+/// node only (so it works while the node is cut off from the network), as
+/// root (the container's environment names the CA and root's token file).
 async fn handle_on(c: &Compose, node: &str, namespace: &str, args: &[&str]) -> Result<std::process::Output> {
     let mut full = vec![
         "handle",
         "--endpoints",
-        "http://127.0.0.1:7401",
+        "https://127.0.0.1:7401",
         "--namespace",
         namespace,
         "--timeout",
@@ -273,13 +319,13 @@ async fn handle_on(c: &Compose, node: &str, namespace: &str, args: &[&str]) -> R
 }
 
 /// The leader among `nodes`, as the nodes themselves report it.
-async fn leader(c: &Compose, nodes: &[u64]) -> Result<u64> {
+async fn leader(c: &Compose, creds: &Credentials, nodes: &[u64]) -> Result<u64> {
     let deadline = std::time::Instant::now() + HEALTHY_WITHIN;
     loop {
         for n in nodes {
-            if let Ok(mut admin) = pb::admin_client::AdminClient::connect(c.endpoint(*n as usize)).await
-                && let Ok(s) = admin.status(pb::StatusRequest {}).await
-            {
+            let client = creds.builder([c.endpoint(*n as usize)]).build()?;
+            let mut admin = pb::admin_client::AdminClient::new(client.channel(0).context("a channel")?);
+            if let Ok(s) = admin.status(pb::StatusRequest {}).await {
                 let s = s.into_inner();
                 if s.state == "leader" {
                     return Ok(s.node_id);

@@ -120,7 +120,7 @@ async fn dev_runs_three_nodes_stops_on_ctrl_c_and_resumes() {
         assert!(out.contains(e.as_str()), "dev prints the endpoint {e}:\n{out}");
     }
     assert!(
-        out.contains("export HANDLESTORE_TOKEN="),
+        out.contains("export HANDLESTORE_TOKEN_FILE="),
         "dev says how to use root's token:\n{out}"
     );
     assert!(!out.contains(&token), "dev never prints the token itself");

@@ -1,6 +1,10 @@
 //! `handlestore auth`, `user` and `role`: authentication and authorization
 //! (etcdctl's `auth`, `user` and `role`). Tokens are printed once.
 
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
 use handlestore_client::auth::{Access, NamespacePolicy, NamespaceUsage, Permission};
 
 use super::{CliError, Conn};
@@ -8,7 +12,14 @@ use super::{CliError, Conn};
 #[derive(clap::Subcommand, Debug)]
 pub enum AuthCmd {
     /// Turn auth on; creates the user root (printing its token) if missing.
-    Enable,
+    Enable {
+        /// Keep root's new token in FILE (readable by its owner only)
+        /// instead of printing it. Run again once auth is on, it checks
+        /// that FILE holds root's token and changes nothing: a one-shot
+        /// setup step can run on every start.
+        #[arg(long, value_name = "FILE")]
+        root_token_file: Option<std::path::PathBuf>,
+    },
     /// Turn auth off: every call is allowed again.
     Disable,
     /// Whether auth is on, and who these credentials name.
@@ -122,7 +133,13 @@ fn access_name(a: i32) -> &'static str {
 pub async fn run_auth(conn: &Conn, cmd: AuthCmd) -> Result<(), CliError> {
     let client = conn.client()?;
     match cmd {
-        AuthCmd::Enable => match client.auth_enable().await? {
+        AuthCmd::Enable {
+            root_token_file: Some(file),
+        } => {
+            enable_keeping(conn, &file).await.map_err(|e| CliError::new(1, e))?;
+            println!("auth enabled; root's token is in {}", file.display());
+        }
+        AuthCmd::Enable { root_token_file: None } => match client.auth_enable().await? {
             Some(token) => {
                 println!("auth enabled; the user root was created. Its token (shown only now):");
                 println!("{token}");
@@ -147,6 +164,49 @@ pub async fn run_auth(conn: &Conn, cmd: AuthCmd) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// Turns auth on if it is off, keeping root's new token in `file`; if it
+/// is on already, `file` must hold root's token. Answers with the token.
+pub async fn enable_keeping(conn: &Conn, file: &Path) -> Result<String, String> {
+    let anonymous = with_token(conn, None)?;
+    let status = anonymous.auth_status().await.map_err(|e| e.to_string())?;
+    if !status.enabled
+        && let Some(made) = anonymous
+            .auth_enable()
+            .await
+            .map_err(|e| format!("enabling auth: {e}"))?
+    {
+        keep(file, &made).map_err(|e| format!("keeping root's token in {}: {e}", file.display()))?;
+        return Ok(made);
+    }
+    let not_root = || format!("auth is enabled, but {} does not hold root's token", file.display());
+    let kept = handlestore_client::auth::read_token_file(file).map_err(|_| not_root())?;
+    match with_token(conn, Some(kept.clone()))?.auth_status().await {
+        Ok(s) if s.user == "root" => Ok(kept),
+        Ok(_) | Err(handlestore_client::Error::Unauthenticated(_)) => Err(not_root()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A client of `conn`'s cluster sending `token` (or none).
+fn with_token(conn: &Conn, token: Option<String>) -> Result<handlestore_client::Client, String> {
+    let mut conn = conn.clone();
+    conn.token = token;
+    conn.token_file = None;
+    conn.client().map_err(|e| e.message)
+}
+
+/// Writes the token readable by its owner only.
+fn keep(file: &Path, token: &str) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(file)?;
+    writeln!(f, "{token}")?;
+    f.sync_all()
 }
 
 pub async fn run_user(conn: &Conn, cmd: UserCmd) -> Result<(), CliError> {

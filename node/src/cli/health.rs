@@ -13,8 +13,9 @@ use crate::tls;
 
 #[derive(clap::Args, Debug)]
 pub struct HealthArgs {
-    /// The node's address (its client port).
-    #[arg(long, default_value = "http://127.0.0.1:7401")]
+    /// The node's address (its client port); with no scheme, https when
+    /// --cacert is given, else http.
+    #[arg(long, default_value = "127.0.0.1:7401")]
     pub url: String,
     /// Ask `/readyz` (leader known, applied up to commit) instead of `/healthz`.
     #[arg(long)]
@@ -110,5 +111,43 @@ async fn get_over_tls(url: &str, args: &HealthArgs) -> Result<(u16, String), Cli
         .nth(1)
         .and_then(|c| c.parse().ok())
         .ok_or_else(|| fail(&"no HTTP status"))?;
-    Ok((status, body.to_string()))
+    let chunked = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.to_ascii_lowercase().contains("chunked"));
+    let body = if chunked {
+        dechunk(body).ok_or_else(|| fail(&"a malformed chunked body"))?
+    } else {
+        body.to_string()
+    };
+    Ok((status, body))
+}
+
+/// The body of a chunked HTTP/1.1 answer (`SIZE\r\nDATA\r\n` ... `0`).
+fn dechunk(mut rest: &str) -> Option<String> {
+    let mut out = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n")?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(out);
+        }
+        out.push_str(after.get(..size)?);
+        rest = after.get(size..)?.strip_prefix("\r\n")?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_a_chunked_body() {
+        assert_eq!(
+            super::dechunk("3\r\nok \r\n5;x=1\r\nready\r\n0\r\n\r\n").as_deref(),
+            Some("ok ready")
+        );
+        assert_eq!(super::dechunk("0\r\n\r\n").as_deref(), Some(""));
+        for bad in ["", "zz\r\nab\r\n0\r\n", "9\r\nshort\r\n0\r\n"] {
+            assert_eq!(super::dechunk(bad), None, "{bad:?}");
+        }
+    }
 }

@@ -71,6 +71,9 @@ pub struct Conn {
     /// with auth enabled.
     #[arg(long, env = "HANDLESTORE_TOKEN", hide_env_values = true, global = true)]
     pub token: Option<String>,
+    /// A file holding the token (a container secret), instead of --token.
+    #[arg(long, env = "HANDLESTORE_TOKEN_FILE", global = true, conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
 }
 
 impl Conn {
@@ -94,10 +97,20 @@ impl Conn {
         }
         // A client certificate names its user: root's token would override it.
         let dev_token = dev.filter(|_| cert.is_none()).and_then(|d| d.root_token());
-        if let Some(token) = self.token.clone().or(dev_token) {
+        if let Some(token) = self.given_token()?.or(dev_token) {
             builder = builder.token(token);
         }
         builder.build().map_err(CliError::from)
+    }
+
+    /// The token of --token or --token-file.
+    fn given_token(&self) -> Result<Option<String>, CliError> {
+        let Some(file) = &self.token_file else {
+            return Ok(self.token.clone());
+        };
+        handlestore_client::auth::read_token_file(file)
+            .map(Some)
+            .map_err(|e| CliError::new(2, format!("--token-file {}: {e}", file.display())))
     }
 
     /// A secured dev cluster whose data is in `./.handlestore-dev`, for a
