@@ -205,3 +205,67 @@ async fn a_node_without_initial_cluster_is_a_one_node_cluster() {
         }
     }
 }
+
+/// `handlestore` commands run next to `./.handlestore-dev` and aimed at
+/// the default endpoints use the dev cluster's CA and root's token by
+/// themselves (as the README's quickstart promises); elsewhere they have
+/// neither. Needs the dev cluster's default ports; skipped, saying so,
+/// where something else holds them.
+#[test]
+fn commands_next_to_the_dev_cluster_find_its_ca_and_token() {
+    let ports = [7401u16, 7402, 7403, 7411, 7412, 7413];
+    if let Some(p) = ports
+        .iter()
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", **p)).is_err())
+    {
+        eprintln!("skipping: port {p} of the dev cluster's defaults is in use here");
+        return;
+    }
+    let here = tempfile::tempdir().expect("tempdir");
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let cli = |dir: &std::path::Path, args: &[&str]| {
+        let mut c = Command::new(handlestore_bin());
+        c.args(args).current_dir(dir);
+        for var in [
+            "HANDLESTORE_ENDPOINTS",
+            "HANDLESTORE_CACERT",
+            "HANDLESTORE_CERT",
+            "HANDLESTORE_KEY",
+            "HANDLESTORE_TOKEN",
+            "HANDLESTORE_TOKEN_FILE",
+        ] {
+            c.env_remove(var);
+        }
+        c
+    };
+    let dev = cli(here.path(), &["dev"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn dev");
+    let mut dev = Guard(Some(dev));
+    root_token(&here.path().join(".handlestore-dev"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let out = loop {
+        let out = cli(here.path(), &["auth", "status"]).output().expect("run");
+        if out.status.success() || Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("you are: root"),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let away = cli(elsewhere.path(), &["auth", "status"]).output().expect("run");
+    assert!(
+        !String::from_utf8_lossy(&away.stdout).contains("you are: root"),
+        "away from the dev data, no credentials are found"
+    );
+    let child = dev.0.as_mut().expect("running");
+    signal(child, "INT");
+    assert!(wait_exit(child, Duration::from_secs(30)).success());
+    dev.0 = None;
+}

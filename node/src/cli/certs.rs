@@ -90,6 +90,16 @@ fn parse_client(name: &str) -> Result<Subject, String> {
             "--client '{name}': a name is 1 to 64 letters, digits, '-', '_', '.' or '@'"
         ));
     }
+    // Node certificates are named node-ID, and --peer-allowed-names lets
+    // peers in by name: a client must not share one.
+    let node_like = name
+        .strip_prefix("node-")
+        .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()));
+    if node_like {
+        return Err(format!(
+            "--client '{name}': names node-ID are the nodes' own (a peer allow-list lets them in)"
+        ));
+    }
     Ok(Subject::Client { name: name.into() })
 }
 
@@ -231,9 +241,10 @@ mod tests {
             assert!(parse_node(bad).is_err(), "{bad}");
         }
         assert!(parse_client("cart-server").is_ok());
-        for bad in ["", "a b", "x/y", &"n".repeat(65)] {
+        for bad in ["", "a b", "x/y", &"n".repeat(65), "node-1", "node-42"] {
             assert!(parse_client(bad).is_err(), "{bad}");
         }
+        assert!(parse_client("node-admin").is_ok());
     }
 
     #[test]
