@@ -133,4 +133,52 @@ mod tests {
         assert_eq!(p.into_proposal(), proposal);
         assert!(Payload::decode(Bytes::from_static(&[0xff, 0xff])).is_err());
     }
+
+    #[test]
+    fn an_entry_prints_its_command_kinds_and_nothing_they_carry() {
+        use ipb::command::Op;
+        let secret = vec![0xA7u8; 32];
+        let digest = vec![0x5Cu8; 32];
+        let op = |op| ipb::Command {
+            op: Some(op),
+            ..Default::default()
+        };
+        let p = Payload::new(ipb::Proposal {
+            stamp_ms: 1,
+            commands: vec![
+                op(Op::KeyringRotate(ipb::KeyringRotate {
+                    namespace: "ns".into(),
+                    secret: secret.clone(),
+                    create_only: false,
+                })),
+                op(Op::AuthChange(ipb::AuthChange {
+                    change: Some(ipb::auth_change::Change::PutUser(ipb::AuthUser {
+                        name: "svc".into(),
+                        roles: vec![],
+                        token_id: "public-id".into(),
+                        token_digest: digest.clone(),
+                    })),
+                })),
+                op(Op::HandleWrite(ipb::HandleWrite {
+                    value: b"decrypted-access-token".to_vec(),
+                    ..Default::default()
+                })),
+            ],
+        });
+        for shown in [format!("{p:?}"), format!("{p:#?}")] {
+            assert!(
+                shown.contains("keyring_rotate") && shown.contains("auth_change"),
+                "{shown}"
+            );
+            assert!(shown.contains("handle_write"), "{shown}");
+            for bytes in [&secret, &digest] {
+                for rendering in [format!("{bytes:?}"), format!("{}", bytes[0]), format!("{:x}", bytes[0])] {
+                    assert!(!shown.contains(&rendering), "{shown} shows {rendering}");
+                }
+            }
+            for text in ["decrypted-access-token", "public-id", "svc"] {
+                assert!(!shown.contains(text), "{shown} shows {text}");
+            }
+        }
+    }
 }
