@@ -136,8 +136,19 @@ async fn an_answer_leaves_when_the_job_holding_it_runs_on_another_thread() {
         };
         serve_tcp(s, MAX, hold, |req| async move { echo_term(req) }).await;
     });
-    let mut conn = WireConn::connect(&addr, MAX, None).await.expect("connect");
-    for term in 1..=3 {
+    let conn = WireConn::connect(&addr, MAX, None).await.expect("connect");
+    calls_answered_by_held_jobs(conn, &mut held_rx, 3).await;
+}
+
+/// Makes `calls` calls on `conn`, each answered only once the job the
+/// server held it in runs on a thread outside the runtime (as the log's
+/// sync thread does); gives the connection back.
+async fn calls_answered_by_held_jobs(
+    mut conn: WireConn,
+    held_rx: &mut tokio::sync::mpsc::UnboundedReceiver<Held>,
+    calls: u64,
+) -> WireConn {
+    for term in 1..=calls {
         let call = tokio::spawn(async move {
             let resp = conn.call(&request(term)).await;
             (conn, resp)
@@ -145,7 +156,6 @@ async fn an_answer_leaves_when_the_job_holding_it_runs_on_another_thread() {
         let job = held_rx.recv().await.expect("a job");
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!call.is_finished(), "the answer is held until its job runs");
-        // As the log's sync thread does: a thread outside the runtime.
         std::thread::spawn(job).join().expect("job ran");
         let (c, resp) = call.await.expect("call");
         let Some(ipb::append_entries_response::Result::HigherVote(vote)) = resp.expect("answer").result else {
@@ -154,6 +164,7 @@ async fn an_answer_leaves_when_the_job_holding_it_runs_on_another_thread() {
         assert_eq!(term_of(Some(&vote)), Some(term));
         conn = c;
     }
+    conn
 }
 
 #[tokio::test]
@@ -331,26 +342,11 @@ mod over_tls {
             None
         };
         let (addr, mut seen) = server(files.clone(), true, hold).await;
-        let mut conn = WireConn::connect(&addr, MAX, Some(client(&files)))
+        let conn = WireConn::connect(&addr, MAX, Some(client(&files)))
             .await
             .expect("connect");
         assert_eq!(seen.recv().await, Some(Some(ALPN.to_vec())), "the wire, by ALPN");
-        for term in 1..=5 {
-            let call = tokio::spawn(async move {
-                let resp = conn.call(&request(term)).await;
-                (conn, resp)
-            });
-            let job = held_rx.recv().await.expect("a job");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            assert!(!call.is_finished(), "the answer is held until its job runs");
-            std::thread::spawn(job).join().expect("job ran");
-            let (c, resp) = call.await.expect("call");
-            let Some(ipb::append_entries_response::Result::HigherVote(vote)) = resp.expect("answer").result else {
-                panic!("no vote");
-            };
-            assert_eq!(term_of(Some(&vote)), Some(term));
-            conn = c;
-        }
+        let mut conn = calls_answered_by_held_jobs(conn, &mut held_rx, 5).await;
         assert!(seen.try_recv().is_err(), "one connection for every call");
         // A refusal is answered inside TLS and ends the connection.
         let call = tokio::spawn(async move { conn.call(&request(99)).await });
