@@ -131,15 +131,18 @@ fn access_name(a: i32) -> &'static str {
 }
 
 pub async fn run_auth(conn: &Conn, cmd: AuthCmd) -> Result<(), CliError> {
+    if let AuthCmd::Enable {
+        root_token_file: Some(file),
+    } = &cmd
+    {
+        // Its own clients: without a token, then with the kept one.
+        enable_keeping(conn, file).await.map_err(|e| CliError::new(1, e))?;
+        println!("auth enabled; root's token is in {}", file.display());
+        return Ok(());
+    }
     let client = conn.client()?;
     match cmd {
-        AuthCmd::Enable {
-            root_token_file: Some(file),
-        } => {
-            enable_keeping(conn, &file).await.map_err(|e| CliError::new(1, e))?;
-            println!("auth enabled; root's token is in {}", file.display());
-        }
-        AuthCmd::Enable { root_token_file: None } => match client.auth_enable().await? {
+        AuthCmd::Enable { root_token_file: _ } => match client.auth_enable().await? {
             Some(token) => {
                 println!("auth enabled; the user root was created. Its token (shown only now):");
                 println!("{token}");
