@@ -15,6 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "handlestore/v1/writes.proto",
         "handlestore/v1/admin.proto",
         "handlestore/v1/auth.proto",
+        "handlestore/v1/watch.proto",
         "handlestore/internal/v1/log.proto",
         "handlestore/internal/v1/peer.proto",
         "handlestore/internal/v1/storage.proto",

@@ -428,11 +428,7 @@ impl Client {
                 .or_else(|| self.index_of(&detail(&status).leader_addr))
                 .unwrap_or((idx + 1) % n);
             inner.preferred.store(idx, Ordering::Relaxed);
-            let cap = inner
-                .backoff_base
-                .saturating_mul(1u32 << tries.min(16))
-                .min(inner.backoff_max);
-            let sleep = Duration::from_micros(rand::rng().random_range(0..=cap.as_micros() as u64));
+            let sleep = self.backoff(tries);
             tries += 1;
             if Instant::now() + sleep >= deadline {
                 return Err(Error::Deadline {
@@ -442,6 +438,22 @@ impl Client {
             }
             tokio::time::sleep(sleep).await;
         }
+    }
+
+    /// How long to wait before the next try after `tries` failed ones:
+    /// exponential, capped, with full jitter.
+    pub(crate) fn backoff(&self, tries: u32) -> Duration {
+        let inner = &self.inner;
+        let cap = inner
+            .backoff_base
+            .saturating_mul(1u32 << tries.min(16))
+            .min(inner.backoff_max);
+        Duration::from_micros(rand::rng().random_range(0..=cap.as_micros() as u64))
+    }
+
+    /// The endpoint calls go to first (the leader, when it is known).
+    pub(crate) fn preferred(&self) -> usize {
+        self.inner.preferred.load(Ordering::Relaxed) % self.inner.nodes.len()
     }
 
     /// The endpoint an answer's metadata names as leader, if it is one of

@@ -78,7 +78,7 @@ pub(crate) fn value_to_pb(v: StateValue) -> Result<pb::StateValue> {
     Ok(pb::StateValue { kind: Some(kind) })
 }
 
-fn value_from_pb(v: pb::StateValue) -> Result<Option<StateValue>> {
+pub(crate) fn value_from_pb(v: pb::StateValue) -> Result<Option<StateValue>> {
     Ok(match v.kind {
         Some(pb::state_value::Kind::Json(s)) => Some(StateValue::Json(serde_json::from_str(&s)?)),
         Some(pb::state_value::Kind::Bytes(b)) => Some(StateValue::Bytes(b)),

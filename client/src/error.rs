@@ -35,6 +35,10 @@ pub enum Error {
     PermissionDenied(String),
     #[error("resource exhausted: {0}")]
     ResourceExhausted(String),
+    /// A watch from a revision older than the history the node keeps:
+    /// read the current state, then watch from its revision + 1.
+    #[error("compacted: {message}")]
+    Compacted { compact_revision: u64, message: String },
     /// The value could not be encoded or decoded as JSON.
     #[error("value codec: {0}")]
     Codec(String),
@@ -54,6 +58,10 @@ impl From<tonic::Status> for Error {
     fn from(s: tonic::Status) -> Self {
         let msg = s.message().to_string();
         match s.code() {
+            Code::OutOfRange if detail(&s).reason == handlestore_proto::reason::COMPACTED => Error::Compacted {
+                compact_revision: detail(&s).compact_revision,
+                message: msg,
+            },
             Code::InvalidArgument | Code::OutOfRange => Error::InvalidArgument(msg),
             Code::NotFound => Error::NotFound(msg),
             Code::AlreadyExists => Error::AlreadyExists(msg),

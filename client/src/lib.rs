@@ -38,6 +38,7 @@ pub mod testkit;
 pub mod tls;
 mod transport;
 pub mod ttl;
+pub mod watch;
 pub mod writes;
 
 pub use client_state::ClientStateStore;
@@ -56,6 +57,7 @@ pub use state_tool::{
 pub use tls::ClientTls;
 pub use transport::NodeChannel;
 pub use ttl::Ttl;
+pub use watch::{Change, ChangeKind, Watch, WatchBatch, WatchOptions, WatchTarget};
 pub use writes::WriteStats;
 
 /// Handle ids and state keys: their formats and validation, as the node

@@ -93,6 +93,8 @@ pub struct NodeConfig {
     /// How long remembered write answers (exactly-once retries) are kept.
     pub dedup_window: Duration,
     pub dedup_max_entries: u64,
+    /// Revisions of changes the watch history keeps.
+    pub watch_history: u64,
     pub max_batch_commands: usize,
     pub db_memory: crate::db::DbMemory,
     /// How often free memory of the C heap (RocksDB's) is given back to
@@ -177,6 +179,7 @@ impl NodeConfig {
             sweep_interval: Duration::from_millis(250),
             dedup_window: Duration::from_secs(600),
             dedup_max_entries: 1_000_000,
+            watch_history: crate::state::DEFAULT_HISTORY_REVISIONS,
             max_batch_commands: 512,
             db_memory: crate::db::DbMemory::default(),
             malloc_trim_interval: Duration::from_secs(10),

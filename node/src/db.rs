@@ -27,10 +27,15 @@ const LEGACY_CFS: [&str; 2] = ["dedup", "dedup_age"];
 /// State machine metadata: applied log id, membership, clock, counters.
 pub const CF_SM_META: &str = "sm_meta";
 
-/// The column families that make up the state machine (and so a snapshot).
-pub const STATE_CFS: [&str; 5] = [CF_KV, CF_EXPIRY, CF_ANSWERS, CF_ANSWERS_AGE, CF_SM_META];
+/// The watch history: revision (u64 BE) ++ sequence in the revision (u32
+/// BE) -> prost `HistoryEvent` (see `state::history`).
+pub const CF_HISTORY: &str = "history";
 
-const ALL_CFS: [&str; 7] = [
+/// The column families that make up the state machine (and so a snapshot;
+/// a snapshot names them by position, so new ones go last).
+pub const STATE_CFS: [&str; 6] = [CF_KV, CF_EXPIRY, CF_ANSWERS, CF_ANSWERS_AGE, CF_SM_META, CF_HISTORY];
+
+const ALL_CFS: [&str; 8] = [
     CF_LOG,
     CF_LOG_META,
     CF_KV,
@@ -38,6 +43,7 @@ const ALL_CFS: [&str; 7] = [
     CF_ANSWERS,
     CF_ANSWERS_AGE,
     CF_SM_META,
+    CF_HISTORY,
 ];
 
 /// How much memory RocksDB may hold, whatever the number of keys: one block

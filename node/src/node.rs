@@ -16,6 +16,7 @@ use crate::api::{
     handles::HandlesService,
     read::ReadGate,
     state::StateService,
+    watch::WatchService,
     writes::WritesService,
 };
 use crate::config::NodeConfig;
@@ -59,6 +60,7 @@ fn open_storage(cfg: &NodeConfig) -> anyhow::Result<Storage> {
         db.clone(),
         StateLimits {
             dedup_max_entries: cfg.dedup_max_entries,
+            history_revisions: cfg.watch_history,
         },
     )?;
     let snapshots = Arc::new(SnapshotDir::new(cfg.data_dir.join("snapshots"))?);
@@ -91,6 +93,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     .await?;
     let ports = Ports::bind(&cfg).await?;
     let raft_server = raft_server(&node, storage.snapshots);
+    let watched = storage.state.clone();
     let mut client = client_routes(&cfg, &node, storage.state, log_syncs, memory);
     // With TLS, the client port never serves Raft (a one-node cluster
     // without a peer port has no one to talk to).
@@ -106,6 +109,12 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     let wire = Wire {
         raft: node.raft.clone(),
         durability: node.durability.clone(),
+    };
+    // Watches last: they are ended first, or the servers would wait for
+    // them to finish before stopping.
+    let shutdown = async move {
+        shutdown.await;
+        watched.close_watchers();
     };
     let served = ports::serve(ports, client, peer, wire, shutdown).await;
     tracing::info!(id = cfg.id, "stopping");
@@ -189,6 +198,11 @@ fn client_routes(
             pb::writes_server::WritesServer::new(WritesService::new(api.clone()))
                 .max_decoding_message_size(max_submit)
                 .max_encoding_message_size(max_submit),
+        )
+        .add_service(
+            pb::watch_server::WatchServer::new(WatchService::new(api.clone()))
+                .max_decoding_message_size(max_msg)
+                .max_encoding_message_size(max_msg),
         )
         .add_service(pb::admin_server::AdminServer::new(admin))
         .add_service(pb::auth_server::AuthServer::new(AuthService::new(api.clone())));

@@ -36,3 +36,8 @@ pub const DEFAULT_PREFIX_DELETE: u32 = 1000;
 pub const MAX_PAGE: u32 = 1000;
 pub const DEFAULT_PAGE: u32 = 100;
 pub const MAX_PAGE_BYTES: usize = 4 << 20;
+
+/// How often a node tells an idle watch that asked for progress the
+/// revision it reached; a client that hears nothing for a few of these
+/// takes the node for lost and resumes elsewhere.
+pub const WATCH_PROGRESS_EVERY: Duration = Duration::from_secs(2);

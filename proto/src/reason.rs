@@ -21,6 +21,12 @@ pub const SHUTDOWN: &str = "shutdown";
 /// This node's clock is out of bounds for what was asked.
 pub const CLOCK_OFFSET: &str = "clock_offset";
 pub const SNAPSHOT_STREAM: &str = "snapshot_stream";
+// OUT_OF_RANGE
+/// A watch from a revision older than the history the node keeps.
+pub const COMPACTED: &str = "compacted";
+// RESOURCE_EXHAUSTED
+/// A watcher fell behind the history kept while it was being served.
+pub const SLOW_WATCHER: &str = "slow_watcher";
 // INTERNAL
 pub const INTERNAL: &str = "internal";
 

@@ -99,9 +99,11 @@ enum Rpc {
     UserRemove,
     RoleAdd,
     RoleList,
+    Watch,
+    WatchStore,
 }
 
-const RPCS: [Rpc; 24] = [
+const RPCS: [Rpc; 26] = [
     Rpc::Mint,
     Rpc::Put,
     Rpc::Get,
@@ -126,6 +128,8 @@ const RPCS: [Rpc; 24] = [
     Rpc::UserRemove,
     Rpc::RoleAdd,
     Rpc::RoleList,
+    Rpc::Watch,
+    Rpc::WatchStore,
 ];
 
 impl Rpc {
@@ -134,7 +138,9 @@ impl Rpc {
         use Rpc::*;
         match self {
             Mint | Put | Delete | Store | StateDelete | BatchStore => &["writer", "nsadmin"],
-            Get | Len | Retrieve | List | Exists | BatchRetrieve | KeyringIds => &["writer", "reader", "nsadmin"],
+            Get | Len | Retrieve | List | Exists | BatchRetrieve | KeyringIds | Watch | WatchStore => {
+                &["writer", "reader", "nsadmin"]
+            }
             Status => &["writer", "reader", "other", "codec", "nsadmin"],
             KeyringSecrets => &["codec", "nsadmin"],
             KeyringRotate | KeyringRetire => &["nsadmin"],
@@ -153,8 +159,30 @@ impl Rpc {
             | Rpc::BatchStore
             | Rpc::BatchRetrieve => self.state(ch).await,
             Rpc::UserList | Rpc::UserRemove | Rpc::RoleAdd | Rpc::RoleList => self.auth(ch).await,
+            Rpc::Watch | Rpc::WatchStore => self.watch(ch).await,
             _ => self.admin(ch).await,
         }
+    }
+
+    /// A watch is refused when it is opened (and, once opened, answers
+    /// that it is established).
+    async fn watch(self, ch: NodeChannel) -> Result<(), tonic::Status> {
+        let target = match self {
+            Rpc::Watch => pb::watch_request::Target::Prefix(String::new()),
+            _ => pb::watch_request::Target::Store("cart".into()),
+        };
+        let req = pb::WatchRequest {
+            namespace: NS.into(),
+            target: Some(target),
+            ..Default::default()
+        };
+        let mut stream = pb::watch_client::WatchClient::new(ch).watch(req).await?.into_inner();
+        let first = stream.message().await?;
+        assert!(
+            first.is_some_and(|r| r.created),
+            "the first answer says the watch is established"
+        );
+        Ok(())
     }
 
     async fn handles(self, ch: NodeChannel) -> Result<(), tonic::Status> {
@@ -694,6 +722,109 @@ async fn owner_bound_handles_are_invisible_to_other_users() {
         .await
         .expect("the owner writes");
     assert!(mine.delete(&id).await.expect("the owner deletes"));
+}
+
+/// Watches deliver only what their caller may read: another user's
+/// handles in an owner-bound store, and keys outside a narrowed grant,
+/// never arrive; a watch ends with PERMISSION_DENIED once its grant is
+/// revoked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_deliver_only_what_the_caller_may_read() {
+    async fn next(w: &mut handlestore_client::Watch) -> handlestore_client::Result<handlestore_client::WatchBatch> {
+        tokio::time::timeout(Duration::from_secs(20), w.next())
+            .await
+            .expect("in time")
+    }
+    use handlestore_client::{WatchOptions, WatchTarget};
+    let (cluster, tokens) = cluster_with_users().await;
+    let admin = cluster.client().with_namespace(NS).expect("ns");
+    let policy = handlestore_client::auth::NamespacePolicy {
+        name: NS.into(),
+        owner_bound_stores: vec!["cart".into()],
+        ..Default::default()
+    };
+    admin.namespace_set(policy).await.expect("policy");
+    let second = admin
+        .user_add("writer2", &["writer-role".into()], false)
+        .await
+        .expect("user")
+        .expect("token");
+    let narrow = Permission {
+        key_prefix: "drafts/".into(),
+        ..grant(NS, Access::Read)
+    };
+    admin.role_add("drafts").await.expect("role");
+    admin.role_grant("drafts", narrow.clone()).await.expect("grant");
+    let narrow_token = admin
+        .user_add("narrow", &["drafts".into()], false)
+        .await
+        .expect("user")
+        .expect("token");
+    let writer = tokens
+        .iter()
+        .find(|(n, _)| n == "writer")
+        .map(|(_, t)| t.clone())
+        .expect("writer");
+    let as_user = |t: &str| client_as(&cluster, Some(t), NS);
+    let watch = |c: Client, target: WatchTarget| async move { c.watch(target, WatchOptions::default()).await };
+
+    let mut theirs = watch(as_user(&second), WatchTarget::store("cart"))
+        .await
+        .expect("watch");
+    let mut keys = watch(as_user(&narrow_token), WatchTarget::prefix(""))
+        .await
+        .expect("watch");
+    let e = watch(as_user(&narrow_token), WatchTarget::prefix("other/")).await.err();
+    assert!(
+        matches!(e, Some(handlestore_client::Error::PermissionDenied(_))),
+        "{e:?}"
+    );
+
+    let carts = |t: &str| as_user(t).handle_store::<serde_json::Value>("cart").build();
+    carts(&writer)
+        .mint(serde_json::json!(1), Ttl::Never)
+        .await
+        .expect("mine");
+    let own = carts(&second)
+        .mint(serde_json::json!(2), Ttl::Never)
+        .await
+        .expect("theirs");
+    let kv = admin.state_tool();
+    kv.store(
+        "other/1",
+        StateValue::Json(serde_json::json!(1)),
+        StoreOptions::default(),
+    )
+    .await
+    .expect("store");
+    kv.store(
+        "drafts/1",
+        StateValue::Json(serde_json::json!(1)),
+        StoreOptions::default(),
+    )
+    .await
+    .expect("store");
+    let b = next(&mut theirs).await.expect("their batch");
+    assert_eq!(
+        b.changes.iter().map(|c| c.key.as_str()).collect::<Vec<_>>(),
+        [own.as_str()]
+    );
+    let b = next(&mut keys).await.expect("a batch");
+    assert_eq!(
+        b.changes.iter().map(|c| c.key.as_str()).collect::<Vec<_>>(),
+        ["drafts/1"]
+    );
+
+    admin.role_revoke("drafts", narrow).await.expect("revoke");
+    kv.store(
+        "drafts/2",
+        StateValue::Json(serde_json::json!(2)),
+        StoreOptions::default(),
+    )
+    .await
+    .expect("store");
+    let e = next(&mut keys).await.expect_err("the grant is gone");
+    assert!(matches!(e, handlestore_client::Error::PermissionDenied(_)), "{e:?}");
 }
 
 /// Quotas: a write that would pass a namespace's entries or bytes gets

@@ -71,6 +71,27 @@ async fn laggard_and_new_member_catch_up_by_snapshot() {
         on_down.len_with(Consistency::Stale).await.expect("len"),
         ids.len() as u64
     );
+    // The snapshot carried the watch history: the laggard replays the
+    // writes it never applied itself.
+    let from = handlestore_client::WatchOptions {
+        from: Some(down_last + 1),
+        ..Default::default()
+    };
+    let mut watch = cluster
+        .client_for(down)
+        .watch(handlestore_client::WatchTarget::store("snap"), from)
+        .await
+        .expect("watch on the laggard");
+    let mut replayed = Vec::new();
+    while replayed.len() < ids.len() {
+        let batch = tokio::time::timeout(Duration::from_secs(20), watch.next())
+            .await
+            .expect("in time")
+            .expect("a batch");
+        replayed.extend(batch.changes.into_iter().map(|c| c.key));
+    }
+    let minted: Vec<String> = ids.iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(replayed, minted, "every mint, once, in order");
 
     // A new member joins: add it as a learner, then promote it.
     let new = cluster.spawn_extra().expect("spawn node 4");

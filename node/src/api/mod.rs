@@ -8,6 +8,7 @@ pub mod handles;
 pub mod read;
 pub mod state;
 pub mod validate;
+pub mod watch;
 pub mod writes;
 
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use crate::config::Limits;
 use crate::raft::proposer::Proposer;
 use crate::state::StateStore;
 use crate::status;
-pub use auth::{Credentials, Decision, Need, On};
+pub use auth::{Credentials, Decision, Need};
 
 /// How often a write is authorized again after the auth state changed
 /// under it, before the caller is told to retry.

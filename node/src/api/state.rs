@@ -359,19 +359,7 @@ impl StateService {
         need: &Need<'_>,
         opts: Option<&pb::ReadOptions>,
     ) -> Result<(super::read::ReadAt, Decision), Status> {
-        let (at, d) = self.api.read_as(creds, &Need::Authenticated, opts).await?;
-        let Need::In {
-            ns,
-            on: super::On::Prefix(prefix),
-            ..
-        } = need
-        else {
-            return Ok((at, d));
-        };
-        if d.reads_some_under(ns, prefix) {
-            Ok((at, d))
-        } else {
-            Err(denied_batch(&d, need))
-        }
+        let at = self.api.reads.ready(opts).await?;
+        Ok((at, self.api.guard.check_some(creds, need)?))
     }
 }

@@ -50,7 +50,7 @@ pub enum KvCmd {
     Exists { key: String },
 }
 
-fn show(v: &StateValue) -> String {
+pub(super) fn show(v: &StateValue) -> String {
     match v {
         StateValue::Json(j) => j.to_string(),
         StateValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),

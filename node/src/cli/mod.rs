@@ -12,6 +12,7 @@ mod mcp;
 mod member;
 mod node;
 mod status;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -213,6 +214,14 @@ enum Command {
         #[command(subcommand)]
         cmd: auth::NamespaceCmd,
     },
+    /// Print changes to state keys or handles as they happen (or from a
+    /// revision).
+    Watch {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        args: watch::WatchArgs,
+    },
     /// Membership: list, add a learner, promote, remove.
     Member {
         #[command(flatten)]
@@ -302,6 +311,7 @@ pub fn main() -> ExitCode {
             Command::Kv { conn, cmd } => kv::run(&conn, cmd).await,
             Command::Mcp { conn, args } => mcp::run(&conn, args).await,
             Command::Member { conn, cmd } => member::run(&conn, cmd).await,
+            Command::Watch { conn, args } => watch::run(&conn, args).await,
             Command::Auth { conn, cmd } => auth::run_auth(&conn, cmd).await,
             Command::User { conn, cmd } => auth::run_user(&conn, cmd).await,
             Command::Role { conn, cmd } => auth::run_role(&conn, cmd).await,

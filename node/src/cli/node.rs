@@ -66,6 +66,11 @@ pub struct NodeArgs {
     /// How long answers are remembered for exactly-once retries.
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub dedup_window: Duration,
+    /// Revisions (log entries) of changes kept for watchers: a watch may
+    /// start, or resume, this far back. Each change is kept with its value.
+    #[arg(long, default_value_t = crate::state::DEFAULT_HISTORY_REVISIONS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub watch_history: u64,
     /// RocksDB block cache, shared by all data (MiB). With the write
     /// buffers, this bounds the node's memory whatever the number of keys.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
@@ -211,6 +216,7 @@ impl NodeArgs {
         cfg.raft.keep_logs = self.keep_entries;
         cfg.sweep_interval = self.sweep_interval.max(Duration::from_millis(10));
         cfg.dedup_window = self.dedup_window;
+        cfg.watch_history = self.watch_history;
         cfg.db_memory = crate::db::DbMemory {
             block_cache_bytes: (self.block_cache_mb as usize) << 20,
             write_buffer_bytes: (self.write_buffer_mb as usize) << 20,

@@ -8,6 +8,7 @@
 mod answers;
 mod apply;
 pub mod auth;
+pub mod history;
 pub mod keys;
 pub mod snapshot;
 
@@ -17,7 +18,7 @@ use std::sync::{Arc, RwLock};
 use handlestore_proto::internal::v1 as ipb;
 use prost::Message;
 use rocksdb::{DB, IteratorMode, ReadOptions};
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
 use crate::db::{self, CF_EXPIRY, CF_KV, CF_SM_META};
 
@@ -38,6 +39,8 @@ pub(crate) mod meta {
     pub const INSTALLING: &[u8] = b"installing";
     /// The auth state (`state::auth`).
     pub const AUTH: &[u8] = b"auth";
+    /// The oldest revision whose changes the watch history holds (u64 BE).
+    pub const HISTORY_FLOOR: &[u8] = b"history_floor";
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,15 +67,22 @@ pub struct StateLimits {
     /// Upper bound on remembered write answers; the oldest are forgotten
     /// first when it is exceeded.
     pub dedup_max_entries: u64,
+    /// The watch history keeps at least this many revisions (log entries)
+    /// of changes.
+    pub history_revisions: u64,
 }
 
 impl Default for StateLimits {
     fn default() -> Self {
         Self {
             dedup_max_entries: 1_000_000,
+            history_revisions: DEFAULT_HISTORY_REVISIONS,
         }
     }
 }
+
+/// The watch history's default length, in revisions.
+pub const DEFAULT_HISTORY_REVISIONS: u64 = 100_000;
 
 /// A handle as stored, with its revisions.
 pub type Record = ipb::Record;
@@ -115,6 +125,8 @@ pub struct StateStore {
     apply_hints: std::sync::Mutex<answers::AnswerHints>,
     /// The auth state as applied, indexed (replaced whole on a change).
     auth: RwLock<Arc<auth::AuthView>>,
+    /// Applied changes, for live watchers.
+    notices: broadcast::Sender<history::Notice>,
 }
 
 impl StateStore {
@@ -125,6 +137,7 @@ impl StateStore {
         let (applied_tx, _) = watch::channel(applied);
         let clock = read_clock(&db)?;
         let auth = auth::AuthView::new(auth::load(&db)?);
+        history::ensure_floor(&db, applied)?;
         Ok(Arc::new(Self {
             db,
             applied_tx,
@@ -132,6 +145,7 @@ impl StateStore {
             limits,
             apply_hints: Default::default(),
             auth: RwLock::new(Arc::new(auth)),
+            notices: broadcast::channel(history::NOTICE_BUFFER).0,
         }))
     }
 
@@ -172,10 +186,28 @@ impl StateStore {
 
     /// Publishes what an install of a snapshot brought.
     pub(crate) fn publish_installed(&self, index: u64) -> Result<()> {
+        history::ensure_floor(&self.db, index)?;
         self.applied_clock.store(read_clock(&self.db)?, Ordering::Release);
         self.publish_auth(auth::load(&self.db)?);
         self.publish_applied(index);
+        let _ = self.notices.send(history::Notice::Installed);
         Ok(())
+    }
+
+    /// Live changes, from the next applied batch on (see
+    /// `history::Notice`).
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<history::Notice> {
+        self.notices.subscribe()
+    }
+
+    /// Tells every watcher the node is stopping.
+    pub fn close_watchers(&self) {
+        let _ = self.notices.send(history::Notice::Closed);
+    }
+
+    /// Reads the watch history (see `history::read`).
+    pub fn read_history(&self, from: u64, through: u64, max_bytes: usize) -> Result<history::Page> {
+        history::read(&self.db, from, through, max_bytes)
     }
 
     pub(crate) fn publish_applied(&self, index: u64) {
@@ -379,7 +411,14 @@ impl StateStore {
             // Before the index: a read gated on this index sees this auth.
             self.publish_auth(auth);
         }
+        // The index before the changes: a watcher that subscribed and then
+        // read the index either reads these changes from the history or
+        // receives them here.
         self.publish_applied(last);
+        if self.notices.receiver_count() > 0 {
+            let events = applied.events.into();
+            let _ = self.notices.send(history::Notice::Applied { revision: last, events });
+        }
         Ok(applied.results)
     }
 }

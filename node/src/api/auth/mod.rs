@@ -157,6 +157,23 @@ impl Guard {
             Err(denied(d.user().unwrap_or_default(), need))
         }
     }
+
+    /// As `check`, but a read of a prefix is allowed where some key under
+    /// it is readable: listings and watches leave out the rest.
+    pub fn check_some(&self, creds: &Credentials, need: &Need<'_>) -> Result<Decision, Status> {
+        let d = self.authenticate(creds)?;
+        let allowed = match need {
+            Need::In {
+                ns, on: On::Prefix(p), ..
+            } => d.reads_some_under(ns, p),
+            _ => d.allows(need),
+        };
+        if allowed {
+            Ok(d)
+        } else {
+            Err(denied(d.user().unwrap_or_default(), need))
+        }
+    }
 }
 
 /// The user the credentials name, or UNAUTHENTICATED. The message never

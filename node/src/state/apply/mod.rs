@@ -17,8 +17,10 @@ use rocksdb::{DB, Direction, IteratorMode, ReadOptions, WriteBatch};
 
 use super::answers::{AnswerHints, Answers, Seen};
 use super::auth::AuthView;
+use super::history::{self, Event};
 use super::{Record, Result, StateLimits, Usage, decode, decode_opt_u64, is_live, keys, meta};
-use crate::db::{self, CF_EXPIRY, CF_KV, CF_SM_META};
+use crate::db::{self, CF_EXPIRY, CF_HISTORY, CF_KV, CF_SM_META};
+use handlestore_proto::v1::EventKind;
 
 mod auth;
 mod keyring;
@@ -47,6 +49,8 @@ pub(super) struct Applied {
     pub clock: u64,
     /// The auth state after the batch, if the batch changed it.
     pub auth: Option<ipb::AuthState>,
+    /// The changes to handles and state keys, in order.
+    pub events: Vec<Event>,
 }
 
 /// Applies `batch`. The hints are taken for the batch and put back once it
@@ -75,12 +79,14 @@ pub(super) fn apply(
     }
     let clock = tx.clock;
     let auth = tx.auth.changed.clone();
+    let events = std::mem::take(&mut tx.events);
     let kept = tx.commit(&batch.last_log_id, batch.membership.as_ref())?;
     *hints.lock().unwrap_or_else(|p| p.into_inner()) = kept;
     Ok(Applied {
         results: out,
         clock,
         auth,
+        events,
     })
 }
 
@@ -123,6 +129,11 @@ struct Tx<'a> {
     auth: auth::TxAuth,
     /// Usage changes per namespace.
     usage: HashMap<String, Usage>,
+    /// The entry being applied, and how many changes it has recorded.
+    index: u64,
+    seq: u32,
+    /// The changes recorded in the history, in order.
+    events: Vec<Event>,
 }
 
 fn ok() -> ipb::CommandResult {
@@ -179,10 +190,16 @@ impl<'a> Tx<'a> {
             answers: Answers::new(db, hints)?,
             auth: auth::TxAuth::new(auth),
             usage: HashMap::new(),
+            index: 0,
+            seq: 0,
+            events: Vec::new(),
         })
     }
 
     fn apply_command(&mut self, index: u64, cmd: ipb::Command) -> Result<ipb::CommandResult> {
+        if index != self.index {
+            (self.index, self.seq) = (index, 0);
+        }
         let write_id = cmd.write_id.filter(|w| w.client_id != 0);
         if let Some(w) = &write_id {
             match self.answers.seen(w)? {
@@ -511,6 +528,10 @@ impl<'a> Tx<'a> {
         if old.is_none() {
             self.bump_count(&key, 1);
         }
+        if let Some(old) = old.filter(|o| !is_live(o, self.clock)) {
+            self.record_event(EventKind::Expire, &key, history::removed(old));
+        }
+        self.record_event(EventKind::Put, &key, rec.clone());
         self.track_usage(&key, Some(&rec), old);
         self.wb.put_cf(db::cf(self.db, CF_KV), &key, rec.encode_to_vec());
         self.kv.insert(key, Some(rec));
@@ -522,9 +543,33 @@ impl<'a> Tx<'a> {
                 .delete_cf(db::cf(self.db, CF_EXPIRY), keys::expiry_key(old.expires_at_ms, &key));
         }
         self.wb.delete_cf(db::cf(self.db, CF_KV), &key);
+        let kind = if is_live(old, self.clock) {
+            EventKind::Delete
+        } else {
+            EventKind::Expire
+        };
+        self.record_event(kind, &key, history::removed(old));
         self.bump_count(&key, -1);
         self.track_usage(&key, None, Some(old));
         self.kv.insert(key, None);
+    }
+
+    /// Records a change in the watch history (handles and state keys
+    /// only), in this batch's write.
+    fn record_event(&mut self, kind: EventKind, key: &[u8], record: Record) {
+        if !history::is_watched(key) {
+            return;
+        }
+        let hk = history::key(self.index, self.seq);
+        self.seq += 1;
+        self.wb
+            .put_cf(db::cf(self.db, CF_HISTORY), hk, history::encode(kind, key, &record));
+        self.events.push(Event {
+            revision: self.index,
+            kind,
+            key: key.to_vec(),
+            record,
+        });
     }
 
     fn bump_count(&mut self, key: &[u8], delta: i64) {
@@ -553,6 +598,7 @@ impl<'a> Tx<'a> {
         }
         self.wb.put_cf(meta_cf, meta::CLOCK, self.clock.to_be_bytes());
         self.wb.put_cf(meta_cf, meta::APPLIED, last.encode_to_vec());
+        self.trim_history(last.index)?;
         if let Some(m) = membership {
             self.wb.put_cf(meta_cf, meta::MEMBERSHIP, m.encode_to_vec());
         }
@@ -565,6 +611,22 @@ impl<'a> Tx<'a> {
         // a restart re-applies from the persisted applied id.
         self.db.write(self.wb)?;
         Ok(hints)
+    }
+}
+
+impl Tx<'_> {
+    /// Drops the history older than the revisions kept, once a step's
+    /// worth has aged out (one range delete, no scan).
+    fn trim_history(&mut self, last: u64) -> Result<()> {
+        let floor = history::floor(self.db)?;
+        if let Some(new) = history::next_floor(floor, last, self.limits.history_revisions) {
+            let cf = db::cf(self.db, CF_HISTORY);
+            self.wb
+                .delete_range_cf(cf, history::key(floor, 0), history::key(new, 0));
+            self.wb
+                .put_cf(db::cf(self.db, CF_SM_META), meta::HISTORY_FLOOR, new.to_be_bytes());
+        }
+        Ok(())
     }
 }
 

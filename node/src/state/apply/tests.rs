@@ -223,7 +223,10 @@ fn what_is_kept_is_the_same_however_entries_are_batched() {
     cmds.extend((1..=10).map(|s| write_as(9, s, 1))); // entries 66..=75: 23 answers
     cmds.push(expire(0)); // entry 76: over the limit of 20: client 8 (last 1060) goes
     cmds.extend((33..=41).map(|s| write(s, 33))); // entries 77..=85: floor 33
-    let limits = StateLimits { dedup_max_entries: 20 };
+    let limits = StateLimits {
+        dedup_max_entries: 20,
+        ..Default::default()
+    };
     let kept = remembered_alike(&cmds, [1, 3, 64, cmds.len()], limits.clone());
     assert_eq!(kept, vec![(7, 33, (33..=41).collect()), (9, 1, (1..=10).collect())]);
     let r = run_with(&cmds, 7, limits, true);
@@ -310,4 +313,80 @@ fn a_decision_made_at_an_outdated_auth_revision_is_refused_and_not_remembered() 
         assert!(auth.enabled, "the outdated disable changed nothing");
         assert_eq!(auth.revision, 3);
     }
+}
+
+fn state_write(key: &str, ttl_ms: u64) -> ipb::Command {
+    ipb::Command {
+        op: Some(Op::StateWrite(ipb::StateWrite {
+            namespace: "ns".into(),
+            key: key.into(),
+            value: b"1".to_vec(),
+            ttl_ms,
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+fn history_of(db: &DB) -> Vec<(u64, EventKind, Vec<u8>)> {
+    match history::read(db, history::floor(db).expect("floor"), u64::MAX, usize::MAX).expect("read") {
+        history::Page::Events { events, .. } => events.into_iter().map(|e| (e.revision, e.kind, e.key)).collect(),
+        history::Page::Compacted { floor } => panic!("compacted at {floor}"),
+    }
+}
+
+#[test]
+fn the_history_records_puts_deletes_and_expiries_of_data_only() {
+    let key = keys::state_key("ns", "k");
+    let ring = ipb::Command {
+        op: Some(Op::KeyringRotate(ipb::KeyringRotate {
+            namespace: "ns".into(),
+            secret: vec![7; 32],
+            create_only: false,
+        })),
+        ..Default::default()
+    };
+    let delete = ipb::Command {
+        op: Some(Op::StateDelete(ipb::StateDelete {
+            namespace: "ns".into(),
+            key: "k".into(),
+            expected_revision: None,
+        })),
+        ..Default::default()
+    };
+    // Entry 1 writes k for 1 ms; by entry 3 (stamped 2 ms later) it has
+    // expired, so the write there first records the expiry.
+    let cmds = [state_write("k", 1), ring, state_write("k", 0), delete];
+    let r = run(&cmds, 2);
+    assert_eq!(
+        history_of(&r.db),
+        vec![
+            (1, EventKind::Put, key.clone()),
+            (3, EventKind::Expire, key.clone()),
+            (3, EventKind::Put, key.clone()),
+            (4, EventKind::Delete, key),
+        ]
+    );
+}
+
+#[test]
+fn the_history_keeps_the_revisions_it_is_told_and_reports_older_ones_compacted() {
+    let cmds: Vec<ipb::Command> = (0..40).map(|i| state_write(&format!("k{i}"), 0)).collect();
+    let limits = StateLimits {
+        history_revisions: 8,
+        ..Default::default()
+    };
+    let r = run_with(&cmds, 3, limits, true);
+    let kept = history_of(&r.db);
+    let floor = history::floor(&r.db).expect("floor");
+    assert!(
+        (31..=33).contains(&floor),
+        "at least 8 of 40 kept, in steps: floor {floor}"
+    );
+    assert_eq!(kept.first().map(|e| e.0), Some(floor));
+    assert_eq!(kept.last().map(|e| e.0), Some(40));
+    assert!(matches!(
+        history::read(&r.db, floor - 1, 40, usize::MAX).expect("read"),
+        history::Page::Compacted { .. }
+    ));
 }
