@@ -37,6 +37,11 @@ async fn chaos_three_nodes() {
         report.checks.acked_adds > 50 && report.checks.register_ops > 200,
         "enough traffic to mean something"
     );
+    assert!(
+        report.watch.watchers == 2 && report.watch.deliveries > 2 * report.checks.acked_mints,
+        "both watchers followed every mint: {:?}",
+        report.watch
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

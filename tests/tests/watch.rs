@@ -321,3 +321,51 @@ async fn the_cli_prints_one_line_per_change() {
     assert_eq!(lines[0], format!("{first}\tPUT\tcli/a\t{{\"x\":1}}"));
     assert!(lines[1].ends_with("\tDELETE\tcli/a"), "{}", lines[1]);
 }
+
+/// A watcher that reads nothing while the history moves past it is ended
+/// with RESOURCE_EXHAUSTED (slow_watcher) once it reads again, after the
+/// responses that were queued for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_that_falls_behind_the_history_is_cut_off_with_a_reason() {
+    let cluster = TestCluster::builder(1)
+        .args(["--watch-history", "10"])
+        .start()
+        .await
+        .expect("cluster");
+    let client = cluster.client();
+    let req = pb::WatchRequest {
+        namespace: "default".into(),
+        target: Some(pb::watch_request::Target::Prefix("slow/".into())),
+        ..Default::default()
+    };
+    let mut stream = pb::watch_client::WatchClient::new(client.channel(0).expect("channel"))
+        .max_decoding_message_size(64 << 20)
+        .watch(req)
+        .await
+        .expect("watch")
+        .into_inner();
+    let kv = client.state_tool();
+    let big = StateValue::Bytes(vec![7u8; 64 << 10]);
+    // More revisions than live changes are buffered, and far more than
+    // the history keeps, with more value bytes than the stream's window.
+    for i in 0..1200 {
+        kv.store(&format!("slow/{i}"), big.clone(), StoreOptions::default())
+            .await
+            .expect("store");
+    }
+    let ended = tokio::time::timeout(WAIT, async {
+        loop {
+            match stream.message().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("the watch ended without a reason"),
+                Err(s) => return s,
+            }
+        }
+    })
+    .await
+    .expect("the end in time");
+    assert_eq!(ended.code(), Code::ResourceExhausted, "{ended:?}");
+    let detail = <pb::ErrorDetail as prost::Message>::decode(ended.details()).expect("detail");
+    assert_eq!(detail.reason, "slow_watcher");
+    assert!(detail.compact_revision > 1, "{detail:?}");
+}

@@ -11,6 +11,7 @@ pub mod history;
 pub mod linearizability;
 pub mod report;
 mod setup;
+pub mod watchers;
 pub mod workload;
 
 use std::sync::Arc;
@@ -38,6 +39,8 @@ pub struct ChaosConfig {
     pub nodes: usize,
     pub cart_clients: usize,
     pub register_clients: usize,
+    /// Clients watching the minted handles through every fault.
+    pub watchers: usize,
     pub faults: Vec<FaultKind>,
     /// Writes must succeed again within this after a fault ends.
     pub recovery_bound: Duration,
@@ -57,6 +60,7 @@ impl ChaosConfig {
             nodes,
             cart_clients: 6,
             register_clients: 4,
+            watchers: 2,
             faults: FaultKind::ALL.to_vec(),
             recovery_bound: Duration::from_secs(30),
             lossy: false,
@@ -85,6 +89,10 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
     tokio::time::sleep(Duration::from_secs(3)).await;
     slow.extend(stop_traffic(&stop, std::mem::take(&mut traffic.tasks)).await);
     let duration_s = started.elapsed().as_secs_f64();
+    let delivered = match traffic.watchers.take() {
+        Some(w) => w.finish().await,
+        None => Vec::new(),
+    };
 
     // Read the final state after recovery.
     if let Some(c) = &setup.cluster {
@@ -105,6 +113,7 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
     );
     let checks = checker::run(&records, &fin, &json!(0), 2_000_000);
     let expiry = expiry::check(&records, EXPIRY_BOUND);
+    let watch = watchers::check(&records, &delivered);
     let (ops, ops_by_kind) = report::count_ops(&records);
     Ok(Report {
         seed: cfg.seed,
@@ -119,6 +128,7 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
         slow_recoveries: slow,
         checks,
         expiry,
+        watch,
     })
 }
 

@@ -42,11 +42,15 @@ pub struct Report {
     pub slow_recoveries: Vec<String>,
     pub checks: Checks,
     pub expiry: expiry::ExpiryChecks,
+    pub watch: super::watchers::WatchChecks,
 }
 
 impl Report {
     pub fn passed(&self) -> bool {
-        self.checks.passed() && self.slow_recoveries.is_empty() && self.expiry.violations.is_empty()
+        self.checks.passed()
+            && self.slow_recoveries.is_empty()
+            && self.expiry.violations.is_empty()
+            && self.watch.violations.is_empty()
     }
 
     /// A human summary; with the details of every violation.
@@ -104,6 +108,13 @@ impl Report {
             e.refused_for_clock,
             e.violations.len()
         );
+        let w = &self.watch;
+        s += &format!(
+            "watch: {} watchers, {} puts delivered, violations = {}\n",
+            w.watchers,
+            w.deliveries,
+            w.violations.len()
+        );
         s += if self.passed() {
             "RESULT: PASS\n"
         } else {
@@ -119,6 +130,9 @@ impl Report {
             }
             for d in self.expiry.violations.iter().take(10) {
                 s += &format!("{d}\n");
+            }
+            for d in self.watch.violations.iter().take(10) {
+                s += &format!("WATCH: {d}\n");
             }
         }
         s

@@ -112,6 +112,8 @@ pub(super) struct Traffic {
     pub probe_client: Option<Client>,
     /// The register handles, for asking a paused old leader about them.
     pub registers: Option<Arc<Vec<String>>>,
+    /// The watch consumers of the minted handles.
+    pub watchers: Option<super::watchers::Watchers>,
 }
 
 impl Traffic {
@@ -135,6 +137,7 @@ impl Traffic {
             client: None,
             probe_client: None,
             registers: None,
+            watchers: None,
         };
         if let Some(c) = &setup.cluster {
             traffic
@@ -179,6 +182,8 @@ impl Traffic {
             self.tasks
                 .push(tokio::spawn(workload::registers(id, which, keys, h, s, seed)));
         }
+        // Established before the first mint: every one must reach them.
+        self.watchers = Some(super::watchers::Watchers::start(creds, endpoints, cfg.watchers, stop).await?);
         let minted: Arc<ClusterHandleStore<Value>> = Arc::new(cl.handle_store("mints").build());
         self.tasks.push(tokio::spawn(workload::mints(
             200,
