@@ -15,6 +15,29 @@ async fn admin(cluster: &TestCluster, id: u64) -> AdminClient<tonic::transport::
         .expect("admin connect")
 }
 
+/// The first `n` handles of store "snap" a watch on node `id` from
+/// revision `from` delivers.
+async fn replayed_on(cluster: &TestCluster, id: u64, from: u64, n: usize) -> Vec<String> {
+    let opts = handlestore_client::WatchOptions {
+        from: Some(from),
+        ..Default::default()
+    };
+    let mut watch = cluster
+        .client_for(id)
+        .watch(handlestore_client::WatchTarget::store("snap"), opts)
+        .await
+        .expect("watch");
+    let mut replayed = Vec::new();
+    while replayed.len() < n {
+        let batch = tokio::time::timeout(Duration::from_secs(20), watch.next())
+            .await
+            .expect("in time")
+            .expect("a batch");
+        replayed.extend(batch.changes.into_iter().map(|c| c.key));
+    }
+    replayed
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn laggard_and_new_member_catch_up_by_snapshot() {
     let mut cluster = TestCluster::builder(3)
@@ -73,23 +96,7 @@ async fn laggard_and_new_member_catch_up_by_snapshot() {
     );
     // The snapshot carried the watch history: the laggard replays the
     // writes it never applied itself.
-    let from = handlestore_client::WatchOptions {
-        from: Some(down_last + 1),
-        ..Default::default()
-    };
-    let mut watch = cluster
-        .client_for(down)
-        .watch(handlestore_client::WatchTarget::store("snap"), from)
-        .await
-        .expect("watch on the laggard");
-    let mut replayed = Vec::new();
-    while replayed.len() < ids.len() {
-        let batch = tokio::time::timeout(Duration::from_secs(20), watch.next())
-            .await
-            .expect("in time")
-            .expect("a batch");
-        replayed.extend(batch.changes.into_iter().map(|c| c.key));
-    }
+    let replayed = replayed_on(&cluster, down, down_last + 1, ids.len()).await;
     let minted: Vec<String> = ids.iter().map(|(id, _)| id.clone()).collect();
     assert_eq!(replayed, minted, "every mint, once, in order");
 
