@@ -32,6 +32,7 @@ pub mod keyring;
 pub mod memory;
 pub mod memory_state;
 pub mod request_state;
+pub mod single_use;
 pub mod state_tool;
 #[cfg(feature = "testkit")]
 pub mod testkit;
@@ -51,6 +52,7 @@ pub use keyring::RingKey;
 pub use memory::{MemoryHandleStore, MemoryOptions};
 pub use memory_state::MemoryStateTool;
 pub use request_state::RequestStateCodec;
+pub use single_use::SingleUse;
 pub use state_tool::{
     DeleteOptions, Deleted, ListOptions, ListPage, StateEntry, StateTool, StateValue, StoreItem, StoreOptions,
 };

@@ -127,6 +127,8 @@ struct ClusterRing {
 pub struct RequestStateCodec {
     mode: Mode,
     source: Source,
+    /// With it, a blob opens once in the whole cluster.
+    single_use: Option<crate::single_use::SingleUse>,
 }
 
 fn now_secs() -> u64 {
@@ -146,6 +148,7 @@ impl RequestStateCodec {
         Ok(Self {
             mode,
             source: Source::Static(Arc::new(derive_all(keys)?)),
+            single_use: None,
         })
     }
 
@@ -170,6 +173,7 @@ impl RequestStateCodec {
                 cache: RwLock::new((keys, Instant::now())),
                 refresh_every: Duration::from_secs(10),
             }),
+            single_use: None,
         })
     }
 
@@ -229,19 +233,47 @@ impl RequestStateCodec {
         )
     }
 
+    /// Makes every blob single-use across the cluster: `decode` then
+    /// opens a blob only the first time, on any replica (SEP-2322's
+    /// one-time redemption), and refuses it when the redemption cannot be
+    /// recorded (fail closed).
+    pub fn with_single_use(mut self, store: crate::single_use::SingleUse) -> Self {
+        self.single_use = Some(store);
+        self
+    }
+
     /// Opens a blob sealed for `subject` (and `tool`); `None` if it is
-    /// forged, tampered with, expired, for someone else, or malformed.
+    /// forged, tampered with, expired, for someone else, or malformed, and
+    /// with [`with_single_use`](Self::with_single_use) if it was opened
+    /// before.
     pub async fn decode(&self, blob: &str, subject: &str, tool: Option<&str>) -> Option<Value> {
         let now = now_secs();
+        let (value, exp) = self.open(blob, subject, tool, now).await?;
+        let Some(single) = &self.single_use else {
+            return Some(value);
+        };
+        let left = Duration::from_secs(exp.saturating_sub(now).saturating_add(1));
+        match single.redeem(blob, left).await {
+            Ok(true) => Some(value),
+            Ok(false) => None,
+            Err(e) => {
+                tracing::warn!("request state refused: its redemption could not be recorded: {e}");
+                None
+            }
+        }
+    }
+
+    /// Opens a blob: its state and expiry.
+    async fn open(&self, blob: &str, subject: &str, tool: Option<&str>, now: u64) -> Option<(Value, u64)> {
         let (keys, fetched) = self.keys();
-        if let Some(v) = decode_with(&keys, blob, subject, tool, now) {
+        if let Some(v) = open_with(&keys, blob, subject, tool, now) {
             return Some(v);
         }
         // Maybe sealed with a key newer than our copy of the ring; re-read
         // it (at most once a second) and try again.
         match fetched {
             Some(at) if at.elapsed() >= Duration::from_secs(1) && self.refresh().await.is_ok() => {
-                decode_with(&self.keys().0, blob, subject, tool, now)
+                open_with(&self.keys().0, blob, subject, tool, now)
             }
             _ => None,
         }
@@ -313,15 +345,20 @@ fn encode_with(
 }
 
 /// Checks the opened payload against the expected binding and the clock.
-fn accept(key: &Derived, payload: &[u8], subject: &str, tool: Option<&str>, now: u64) -> Option<Value> {
+fn accept(key: &Derived, payload: &[u8], subject: &str, tool: Option<&str>, now: u64) -> Option<(Value, u64)> {
     let p: PayloadIn = serde_json::from_slice(payload).ok()?;
     let bind = data_encoding::HEXLOWER.decode(p.b.as_bytes()).ok()?;
     // Constant-time comparison of the binding.
     key.bind_mac(subject, tool).verify_slice(&bind).ok()?;
-    (now < p.exp).then_some(p.s)
+    (now < p.exp).then_some((p.s, p.exp))
 }
 
 fn decode_with(keys: &[Derived], blob: &str, subject: &str, tool: Option<&str>, now: u64) -> Option<Value> {
+    open_with(keys, blob, subject, tool, now).map(|(v, _)| v)
+}
+
+/// Opens a blob with the first key that verifies it: its state and expiry.
+fn open_with(keys: &[Derived], blob: &str, subject: &str, tool: Option<&str>, now: u64) -> Option<(Value, u64)> {
     if blob.len() > MAX_BLOB_LEN {
         return None;
     }

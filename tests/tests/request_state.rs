@@ -274,3 +274,64 @@ async fn an_mcp_client_state_survives_its_restart() {
         Err(Error::NotFound(_))
     ));
 }
+
+/// SEP-2322's one-time redemption across replicas: of many concurrent
+/// opens of one blob through different nodes exactly one succeeds, and a
+/// redeemed blob stays redeemed after the leader is killed.
+#[tokio::test(flavor = "multi_thread")]
+async fn single_use_request_state_opens_once_across_nodes_and_failover() {
+    use handlestore_client::SingleUse;
+    let mut cluster = TestCluster::start(3).await.expect("cluster");
+    let out = cli(&cluster, &["keyring", "create"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let codec = |id: u64| {
+        let client = cluster.client_for(id);
+        async move {
+            let c = RequestStateCodec::from_cluster(&client, Mode::Encrypted)
+                .await
+                .expect("codec");
+            std::sync::Arc::new(c.with_single_use(SingleUse::new(&client)))
+        }
+    };
+    let codecs = [codec(1).await, codec(2).await, codec(3).await];
+    let blob = codecs[0]
+        .encode(&json!({"step": 1}), "alice", None, Duration::from_secs(60))
+        .await
+        .expect("seal");
+    let opens: Vec<_> = (0..9)
+        .map(|i| {
+            let (c, b) = (codecs[i % 3].clone(), blob.clone());
+            tokio::spawn(async move { c.decode(&b, "alice", None).await })
+        })
+        .collect();
+    let mut opened = 0;
+    for o in opens {
+        opened += o.await.expect("task").is_some() as usize;
+    }
+    assert_eq!(opened, 1, "exactly one of nine concurrent opens wins");
+
+    let second = codecs[1]
+        .encode(&json!({"step": 2}), "alice", None, Duration::from_secs(60))
+        .await
+        .expect("seal");
+    assert_eq!(codecs[2].decode(&second, "alice", None).await, Some(json!({"step": 2})));
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    cluster.kill(leader);
+    for c in codecs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i as u64 + 1 != leader)
+        .map(|(_, c)| c)
+    {
+        assert_eq!(c.decode(&blob, "alice", None).await, None, "redeemed before the kill");
+        assert_eq!(c.decode(&second, "alice", None).await, None, "redeemed before the kill");
+    }
+    let third = codecs[(leader as usize) % 3]
+        .encode(&json!({"step": 3}), "alice", None, Duration::from_secs(60))
+        .await
+        .expect("seal after the kill");
+    let survivor = &codecs[(leader as usize) % 3];
+    assert_eq!(survivor.decode(&third, "bob", None).await, None, "another subject");
+    assert_eq!(survivor.decode(&third, "alice", None).await, Some(json!({"step": 3})));
+    assert_eq!(survivor.decode(&third, "alice", None).await, None);
+}
