@@ -75,6 +75,11 @@ fn open_storage(cfg: &NodeConfig) -> anyhow::Result<Storage> {
     })
 }
 
+/// How long open calls have to finish once the node begins to stop; then
+/// it stops without them (a client that reads nothing of a stream must
+/// not hold a node up).
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Runs a node until `shutdown` resolves, then stops it cleanly.
 pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     if !cfg.initial_cluster.is_empty() && !cfg.initial_cluster.contains_key(&cfg.id) {
@@ -112,11 +117,24 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     };
     // Watches last: they are ended first, or the servers would wait for
     // them to finish before stopping.
-    let shutdown = async move {
+    let shutdown = futures::FutureExt::shared(Box::pin(async move {
         shutdown.await;
         watched.close_watchers();
+    }));
+    let overdue = {
+        let stopping = shutdown.clone();
+        async move {
+            stopping.await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        }
     };
-    let served = ports::serve(ports, client, peer, wire, shutdown).await;
+    let served = tokio::select! {
+        served = ports::serve(ports, client, peer, wire, shutdown) => served,
+        () = overdue => {
+            tracing::warn!("calls still open {SHUTDOWN_GRACE:?} after stopping began (a client reading nothing?); leaving them");
+            Ok(())
+        }
+    };
     tracing::info!(id = cfg.id, "stopping");
     if let Err(e) = node.raft.shutdown().await {
         tracing::warn!("raft shutdown: {e}");

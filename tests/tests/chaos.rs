@@ -38,7 +38,7 @@ async fn chaos_three_nodes() {
         "enough traffic to mean something"
     );
     assert!(
-        report.watch.watchers == 2 && report.watch.deliveries > 2 * report.checks.acked_mints,
+        report.watch.watchers == 2 && report.watch.deliveries >= 2 * report.checks.acked_mints,
         "both watchers followed every mint: {:?}",
         report.watch
     );

@@ -369,3 +369,32 @@ async fn a_watcher_that_falls_behind_the_history_is_cut_off_with_a_reason() {
     assert_eq!(detail.reason, "slow_watcher");
     assert!(detail.compact_revision > 1, "{detail:?}");
 }
+
+/// A watcher that stopped reading does not hold its node up when the node
+/// is told to stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_that_reads_nothing_does_not_keep_its_node_from_stopping() {
+    let mut cluster = TestCluster::start(1).await.expect("cluster");
+    let client = cluster.client();
+    let req = pb::WatchRequest {
+        namespace: "default".into(),
+        target: Some(pb::watch_request::Target::Prefix("stuck/".into())),
+        ..Default::default()
+    };
+    let _stream = pb::watch_client::WatchClient::new(client.channel(0).expect("channel"))
+        .max_decoding_message_size(64 << 20)
+        .watch(req)
+        .await
+        .expect("watch");
+    let kv = client.state_tool();
+    let big = StateValue::Bytes(vec![7u8; 64 << 10]);
+    // More than the stream's flow-control window and the node's queue.
+    for i in 0..100 {
+        kv.store(&format!("stuck/{i}"), big.clone(), StoreOptions::default())
+            .await
+            .expect("store");
+    }
+    let started = std::time::Instant::now();
+    cluster.stop(1).expect("the node stops");
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+}

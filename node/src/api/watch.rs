@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Request, Response, Status};
@@ -141,6 +141,9 @@ struct Watcher {
     /// The next revision to deliver.
     position: u64,
     changes: broadcast::Receiver<Notice>,
+    /// True once the node is stopping: a client that reads nothing must
+    /// not hold the node up.
+    stopping: watch::Receiver<bool>,
     out: mpsc::Sender<Result<pb::WatchResponse, Status>>,
     last_sent: Instant,
 }
@@ -195,6 +198,7 @@ impl pb::watch_server::Watch for WatchService {
             progress: r.progress_notify,
             position,
             changes,
+            stopping: self.api.state.stopping(),
             out,
             last_sent: Instant::now(),
         };
@@ -215,7 +219,7 @@ impl Watcher {
                 Ok(Followed::CatchUp) => continue,
                 Ok(Followed::Gone) => return,
                 Err(e) => {
-                    let _ = self.out.send(Err(e)).await;
+                    self.queue(Err(e)).await;
                     return;
                 }
             }
@@ -298,9 +302,19 @@ impl Watcher {
         Ok(self.send(response).await)
     }
 
+    /// Queues a response for the client; false if the client went away
+    /// or the node is stopping (the stream then ends, and the client
+    /// resumes elsewhere).
     async fn send(&mut self, response: pb::WatchResponse) -> bool {
         self.last_sent = Instant::now();
-        self.out.send(Ok(response)).await.is_ok()
+        self.queue(Ok(response)).await
+    }
+
+    async fn queue(&mut self, item: Result<pb::WatchResponse, Status>) -> bool {
+        tokio::select! {
+            sent = self.out.send(item) => sent.is_ok(),
+            _ = self.stopping.wait_for(|s| *s) => false,
+        }
     }
 
     /// Decides again once the auth state changed: a watch lasts, grants

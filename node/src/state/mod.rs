@@ -127,6 +127,8 @@ pub struct StateStore {
     auth: RwLock<Arc<auth::AuthView>>,
     /// Applied changes, for live watchers.
     notices: broadcast::Sender<history::Notice>,
+    /// Set once the node is stopping: watchers end, whatever they wait on.
+    stopping: watch::Sender<bool>,
 }
 
 impl StateStore {
@@ -146,6 +148,7 @@ impl StateStore {
             apply_hints: Default::default(),
             auth: RwLock::new(Arc::new(auth)),
             notices: broadcast::channel(history::NOTICE_BUFFER).0,
+            stopping: watch::channel(false).0,
         }))
     }
 
@@ -202,7 +205,13 @@ impl StateStore {
 
     /// Tells every watcher the node is stopping.
     pub fn close_watchers(&self) {
+        self.stopping.send_replace(true);
         let _ = self.notices.send(history::Notice::Closed);
+    }
+
+    /// Becomes true when the node starts stopping (see `close_watchers`).
+    pub fn stopping(&self) -> watch::Receiver<bool> {
+        self.stopping.subscribe()
     }
 
     /// Reads the watch history (see `history::read`).
