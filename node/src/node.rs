@@ -218,9 +218,11 @@ fn client_routes(
                 .max_encoding_message_size(max_submit),
         )
         .add_service(
+            // A response carries whole revisions: one may hold a full
+            // log entry past the page size (see api::watch).
             pb::watch_server::WatchServer::new(WatchService::new(api.clone()))
                 .max_decoding_message_size(max_msg)
-                .max_encoding_message_size(max_msg),
+                .max_encoding_message_size(max_msg.saturating_mul(4)),
         )
         .add_service(pb::admin_server::AdminServer::new(admin))
         .add_service(pb::auth_server::AuthServer::new(AuthService::new(api.clone())));

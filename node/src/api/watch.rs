@@ -238,12 +238,26 @@ impl Watcher {
             match blocking(move || state.read_history(from, through, PAGE_BYTES)).await? {
                 Page::Compacted { floor } => return Err(slow(self.position, floor)),
                 Page::Events { events, through } => {
-                    if !self.deliver(&events, through).await? {
+                    if !self.deliver(&events, through).await? || !self.progress_if_quiet().await {
                         return Ok(false);
                     }
                 }
             }
         }
+    }
+
+    /// A long catch-up that finds nothing for this watcher still tells it
+    /// how far it got, so its client does not take the silence for a lost
+    /// node. False if the client went away.
+    async fn progress_if_quiet(&mut self) -> bool {
+        if !self.progress || self.last_sent.elapsed() < PROGRESS_EVERY {
+            return true;
+        }
+        let progress = pb::WatchResponse {
+            revision: self.position - 1,
+            ..Default::default()
+        };
+        self.send(progress).await
     }
 
     /// Delivers live changes until the watcher must catch up again, the
@@ -270,8 +284,7 @@ impl Watcher {
                     }
                 },
                 () = tokio::time::sleep_until(quiet_until), if self.progress => {
-                    let progress = pb::WatchResponse { revision: self.position - 1, ..Default::default() };
-                    if !self.send(progress).await {
+                    if !self.progress_if_quiet().await {
                         return Ok(Followed::Gone);
                     }
                 }
@@ -291,15 +304,12 @@ impl Watcher {
             .map(|e| self.event(e))
             .collect();
         self.position = through + 1;
-        if events.is_empty() {
-            return Ok(true);
+        for response in responses(events, through, PAGE_BYTES) {
+            if !self.send(response).await {
+                return Ok(false);
+            }
         }
-        let response = pb::WatchResponse {
-            events,
-            revision: through,
-            created: false,
-        };
-        Ok(self.send(response).await)
+        Ok(true)
     }
 
     /// Queues a response for the client; false if the client went away
@@ -362,6 +372,40 @@ impl Watcher {
     }
 }
 
+/// The responses that carry `events` (in revision order, through revision
+/// `through`): about `max_bytes` each, whole revisions only, so that one
+/// applied batch of many large writes never makes a message past the
+/// gRPC limits. None for no events.
+fn responses(events: Vec<pb::WatchEvent>, through: u64, max_bytes: usize) -> Vec<pb::WatchResponse> {
+    let mut out = Vec::new();
+    let mut current: Vec<pb::WatchEvent> = Vec::new();
+    let mut bytes = 0usize;
+    for e in events {
+        if let Some(last) = current.last()
+            && bytes >= max_bytes
+            && last.revision != e.revision
+        {
+            let revision = last.revision;
+            out.push(pb::WatchResponse {
+                events: std::mem::take(&mut current),
+                revision,
+                created: false,
+            });
+            bytes = 0;
+        }
+        bytes += prost::Message::encoded_len(&e);
+        current.push(e);
+    }
+    if !current.is_empty() {
+        out.push(pb::WatchResponse {
+            events: current,
+            revision: through,
+            created: false,
+        });
+    }
+    out
+}
+
 /// A watch from before the history this node keeps.
 fn compacted(from: u64, floor: u64) -> Status {
     status::with_detail(
@@ -393,4 +437,32 @@ fn slow(position: u64, floor: u64) -> Status {
             ..Default::default()
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(revision: u64, value_len: usize) -> pb::WatchEvent {
+        pb::WatchEvent {
+            revision,
+            value: Some(pb::StateValue {
+                kind: Some(pb::state_value::Kind::Bytes(vec![0; value_len])),
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn large_batches_go_in_several_responses_of_whole_revisions() {
+        let events = vec![event(5, 600), event(5, 600), event(6, 10), event(7, 1000), event(8, 10)];
+        let out = responses(events, 9, 1000);
+        let shape: Vec<(Vec<u64>, u64)> = out
+            .iter()
+            .map(|r| (r.events.iter().map(|e| e.revision).collect(), r.revision))
+            .collect();
+        assert_eq!(shape, vec![(vec![5, 5], 5), (vec![6, 7], 7), (vec![8], 9)]);
+        assert!(responses(Vec::new(), 9, 1000).is_empty());
+        assert_eq!(responses(vec![event(3, 1)], 4, 1000)[0].revision, 4);
+    }
 }
