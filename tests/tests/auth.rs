@@ -667,17 +667,7 @@ async fn a_client_certificate_names_its_user() {
 async fn owner_bound_handles_are_invisible_to_other_users() {
     let (cluster, tokens) = cluster_with_users().await;
     let admin = cluster.client();
-    let policy = handlestore_client::auth::NamespacePolicy {
-        name: NS.into(),
-        owner_bound_stores: vec!["cart".into()],
-        ..Default::default()
-    };
-    admin.namespace_set(policy).await.expect("policy");
-    let second = admin
-        .user_add("writer2", &["writer-role".into()], false)
-        .await
-        .expect("user")
-        .expect("token");
+    let second = owner_bound_carts_and_a_second_writer(&admin).await;
     let token = |u: &str| tokens.iter().find(|(n, _)| n == u).map(|(_, t)| t.clone()).expect(u);
     let carts = |t: &str| {
         client_as(&cluster, Some(t), NS)
@@ -738,17 +728,7 @@ async fn watches_deliver_only_what_the_caller_may_read() {
     use handlestore_client::{WatchOptions, WatchTarget};
     let (cluster, tokens) = cluster_with_users().await;
     let admin = cluster.client().with_namespace(NS).expect("ns");
-    let policy = handlestore_client::auth::NamespacePolicy {
-        name: NS.into(),
-        owner_bound_stores: vec!["cart".into()],
-        ..Default::default()
-    };
-    admin.namespace_set(policy).await.expect("policy");
-    let second = admin
-        .user_add("writer2", &["writer-role".into()], false)
-        .await
-        .expect("user")
-        .expect("token");
+    let second = owner_bound_carts_and_a_second_writer(&admin).await;
     let narrow = Permission {
         key_prefix: "drafts/".into(),
         ..grant(NS, Access::Read)
@@ -825,6 +805,23 @@ async fn watches_deliver_only_what_the_caller_may_read() {
     .expect("store");
     let e = next(&mut keys).await.expect_err("the grant is gone");
     assert!(matches!(e, handlestore_client::Error::PermissionDenied(_)), "{e:?}");
+}
+
+/// Makes store "cart" of NS owner-bound and adds user "writer2" with the
+/// writer's role; returns writer2's token.
+async fn owner_bound_carts_and_a_second_writer(admin: &Client) -> String {
+    let policy = handlestore_client::auth::NamespacePolicy {
+        name: NS.into(),
+        owner_bound_stores: vec!["cart".into()],
+        ..Default::default()
+    };
+    admin.namespace_set(policy).await.expect("policy");
+    let second = admin
+        .user_add("writer2", &["writer-role".into()], false)
+        .await
+        .expect("user")
+        .expect("token");
+    second
 }
 
 /// Quotas: a write that would pass a namespace's entries or bytes gets
