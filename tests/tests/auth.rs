@@ -816,12 +816,11 @@ async fn owner_bound_carts_and_a_second_writer(admin: &Client) -> String {
         ..Default::default()
     };
     admin.namespace_set(policy).await.expect("policy");
-    let second = admin
+    admin
         .user_add("writer2", &["writer-role".into()], false)
         .await
         .expect("user")
-        .expect("token");
-    second
+        .expect("token")
 }
 
 /// Quotas: a write that would pass a namespace's entries or bytes gets
