@@ -91,7 +91,7 @@ impl MemoryStateTool {
 /// Checks a compare-and-set against the current (live) entry.
 fn check_revision(key: &str, current: Option<&Entry>, expected: Option<u64>) -> Result<()> {
     match (expected, current) {
-        (None, _) => Ok(()),
+        (None, _) | (Some(0), None) => Ok(()),
         (Some(_), None) => Err(Error::NotFound(format!("key {key} does not exist (or expired)"))),
         (Some(want), Some(e)) if e.mod_revision != want => Err(Error::Conflict {
             current_revision: e.mod_revision,

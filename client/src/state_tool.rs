@@ -54,7 +54,8 @@ pub struct StoreOptions {
     pub ttl: Ttl,
     /// Compare-and-set: store only if the key is at this revision
     /// ([`crate::Error::Conflict`] otherwise, [`crate::Error::NotFound`] if
-    /// it is gone).
+    /// it is gone). `Some(0)`: create only ([`crate::Error::Conflict`] if
+    /// the key exists).
     pub expected_revision: Option<u64>,
 }
 

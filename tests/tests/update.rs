@@ -60,6 +60,19 @@ async fn two_writers_lose_no_update() {
         "{err:?}"
     );
     assert_eq!(c.get(&id).await.expect("get").expect("exists").items.len(), 2 * per);
+
+    // Revision 0 is create only: refused where a handle is, allowed where
+    // none is.
+    let err = c
+        .put_with(&id, &Cart::default(), Ttl::Default, Some(0))
+        .await
+        .expect_err("the handle exists");
+    assert!(matches!(err, Error::Conflict { .. }), "{err:?}");
+    assert_eq!(c.get(&id).await.expect("get").expect("exists").items.len(), 2 * per);
+    let fresh = handlestore_client::id::new_handle_id("cart");
+    c.put_with(&fresh, &Cart::default(), Ttl::Default, Some(0))
+        .await
+        .expect("create only, where no handle is");
 }
 
 /// `update` reads stale first. A follower applies a write a little after

@@ -29,6 +29,7 @@ pub async fn run_all(f: &dyn StateFactory, tag: &str) {
     store_retrieve(f, tag).await;
     keys_are_validated(f, tag).await;
     compare_and_set(f, tag).await;
+    create_only(f, tag).await;
     ttl_expiry(f, tag).await;
     list_pages_in_order(f, tag).await;
     delete_by_prefix(f, tag).await;
@@ -180,6 +181,46 @@ pub async fn compare_and_set(f: &dyn StateFactory, tag: &str) {
         ..Default::default()
     };
     assert_eq!(t.delete("doc", del).await.expect("delete").count, 1);
+}
+
+/// `expected_revision: Some(0)` stores only where no key is: the first
+/// claim wins, a second gets a conflict naming the winner's revision, in a
+/// batch as alone, and a deleted key can be claimed again.
+pub async fn create_only(f: &dyn StateFactory, tag: &str) {
+    let t = tool(f, tag, "create", None).await;
+    let create = StoreOptions {
+        ttl: Ttl::Default,
+        expected_revision: Some(0),
+    };
+    let r1 = t.store("claim", json!("a").into(), create).await.expect("first claim");
+    let err = t
+        .store("claim", json!("b").into(), create)
+        .await
+        .expect_err("second claim");
+    assert!(
+        matches!(err, Error::Conflict { current_revision, .. } if current_revision == r1),
+        "{err:?}"
+    );
+    let mut item = StoreItem::new("claim", json!("c"));
+    item.expected_revision = Some(0);
+    let err = t
+        .batch_store(vec![StoreItem::new("other", json!(1)), item])
+        .await
+        .expect_err("a batch claiming a taken key");
+    assert!(matches!(err, Error::Conflict { .. }), "{err:?}");
+    assert!(
+        !t.exists("other").await.expect("exists"),
+        "the failed batch wrote nothing"
+    );
+    let e = t.retrieve("claim").await.expect("retrieve").expect("present");
+    assert_eq!(e.value, Some(StateValue::Json(json!("a"))), "the first claim stands");
+    assert_eq!(
+        t.delete("claim", DeleteOptions::default()).await.expect("delete").count,
+        1
+    );
+    t.store("claim", json!("d").into(), create)
+        .await
+        .expect("a deleted key is free again");
 }
 
 pub async fn ttl_expiry(f: &dyn StateFactory, tag: &str) {

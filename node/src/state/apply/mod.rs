@@ -301,6 +301,8 @@ impl<'a> Tx<'a> {
     fn precondition(&self, live: Option<&Record>, w: &EntryWrite) -> Option<ipb::CommandResult> {
         if let Some(expected) = w.expected_revision {
             match live {
+                // Revision 0: create only (no live entry may be there).
+                None if expected == 0 => {}
                 None => return Some(gone(&w.label)),
                 Some(r) if r.mod_revision != expected => return Some(mismatch(&w.label, r.mod_revision, expected)),
                 Some(_) => {}
