@@ -32,6 +32,9 @@ pub mod keyring;
 pub mod memory;
 pub mod memory_state;
 pub mod request_state;
+pub mod resource_bus;
+#[cfg(feature = "rmcp")]
+pub mod rmcp_seams;
 pub mod single_use;
 pub mod state_tool;
 #[cfg(feature = "testkit")]
@@ -52,6 +55,7 @@ pub use keyring::RingKey;
 pub use memory::{MemoryHandleStore, MemoryOptions};
 pub use memory_state::MemoryStateTool;
 pub use request_state::RequestStateCodec;
+pub use resource_bus::{ResourceBus, ResourceListener, ResourceUpdate};
 pub use single_use::SingleUse;
 pub use state_tool::{
     DeleteOptions, Deleted, ListOptions, ListPage, StateEntry, StateTool, StateValue, StoreItem, StoreOptions,
