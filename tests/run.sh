@@ -8,5 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./deploy/ensure-build-deps.sh
 ./tests/ensure-test-deps.sh
+# The Python-driven tests find the interpreter here (they skip, saying why,
+# when there is none).
+HANDLESTORE_TEST_PYTHON="$(./tests/ensure-python-env.sh)"
+export HANDLESTORE_TEST_PYTHON
 cargo build --release --workspace --bins --examples
 cargo test --release --workspace "$@"

@@ -13,6 +13,11 @@
 //! update, so replicas adding to one cart at once never lose an item; a
 //! `request_id` makes a retried add_item a no-op; `checkout` is exactly-once.
 //!
+//! Each cart is also a resource, `cart://<cart_id>`. A client on protocol
+//! 2026-07-28 may `subscriptions/listen` to carts; a change made through
+//! any replica reaches listeners on every replica (the cluster's
+//! [`ResourceBus`], a watch; with --memory, this process only).
+//!
 //! With `--confirm-checkout`, checkout is a multi round-trip request
 //! (SEP-2322 MRTR): the first call answers "input required" with an
 //! elicitation ("check out N items?") and a `requestState` sealed by
@@ -27,19 +32,22 @@ use std::time::Duration;
 use axum::serve::ListenerExt;
 use handlestore_client::request_state::Mode;
 use handlestore_client::{
-    Client, ClientTls, Error, HandleStore, MemoryHandleStore, MemoryOptions, RequestStateCodec, RingKey, Ttl,
+    Client, ClientTls, Error, HandleStore, MemoryHandleStore, MemoryOptions, RequestStateCodec, ResourceBus,
+    ResourceUpdate, RingKey, Ttl,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ElicitationSchema, Implementation, InputRequest, InputRequiredResult, ServerCapabilities,
-    ServerConfig,
+    ElicitationAction, ElicitationSchema, Implementation, InputRequest, InputRequiredResult, Notification,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter,
 };
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData, ServerHandler, schemars, tool, tool_handler, tool_router};
+use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -93,6 +101,16 @@ struct Args {
     /// A file holding the token (a container secret), instead of --token.
     #[arg(long, env = "HANDLESTORE_TOKEN_FILE", conflicts_with = "token")]
     token_file: Option<std::path::PathBuf>,
+    /// Serve legacy `Mcp-Session-Id` sessions (MCP before 2026-07-28) and
+    /// resumable SSE streams. Over a cluster, sessions and events are kept
+    /// in it, so any replica serves any session and replays what a client
+    /// missed after `Last-Event-ID`; each session is bound to the bearer
+    /// token that opened it. With --memory they stay in this process.
+    #[arg(long)]
+    legacy_sessions: bool,
+    /// An unused legacy session ends after this long.
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    session_ttl: Duration,
 }
 
 /// A client of the cluster, as the flags say (TLS with --cacert, a token
@@ -164,8 +182,20 @@ struct CartServer {
     orders: Arc<dyn HandleStore<Order>>,
     /// Set with --confirm-checkout.
     confirm: Option<Arc<RequestStateCodec>>,
+    /// Cart changes, heard by listeners on every replica.
+    bus: Bus,
     tool_router: ToolRouter<CartServer>,
 }
+
+/// Where cart updates are published: the cluster's bus, or (with
+/// --memory) this process's.
+#[derive(Clone)]
+enum Bus {
+    Cluster(ResourceBus),
+    Local(tokio::sync::broadcast::Sender<ResourceUpdate>),
+}
+
+const CART_URI: &str = "cart://";
 
 /// How long a checkout confirmation stays valid.
 const CONFIRM_TTL: Duration = Duration::from_secs(600);
@@ -194,12 +224,14 @@ impl CartServer {
         carts: Arc<dyn HandleStore<Cart>>,
         orders: Arc<dyn HandleStore<Order>>,
         confirm: Option<Arc<RequestStateCodec>>,
+        bus: Bus,
         tool_router: ToolRouter<Self>,
     ) -> Self {
         Self {
             carts,
             orders,
             confirm,
+            bus,
             tool_router,
         }
     }
@@ -242,9 +274,12 @@ impl CartServer {
             .await;
         match res {
             Ok(_) if refused.is_some() => Ok(tool_error(refused.unwrap_or_default())),
-            Ok(Some(cart)) => Ok(CallToolResult::structured(
-                json!({ "cart_id": args.cart_id, "cart": cart }),
-            )),
+            Ok(Some(cart)) => {
+                self.changed(&args.cart_id).await;
+                Ok(CallToolResult::structured(
+                    json!({ "cart_id": args.cart_id, "cart": cart }),
+                ))
+            }
             Ok(None) => Ok(tool_error(format!("unknown cart_id: {}", args.cart_id))),
             Err(e) => Ok(store_error(&args.cart_id, e)),
         }
@@ -361,6 +396,7 @@ impl CartServer {
         if let Err(e) = self.orders.put(&order_id, order, Ttl::Never).await {
             return store_error(&args.cart_id, e);
         }
+        self.changed(&args.cart_id).await;
         CallToolResult::structured(json!({
             "cart_id": args.cart_id,
             "order_id": order_id,
@@ -369,10 +405,107 @@ impl CartServer {
     }
 }
 
+impl CartServer {
+    /// Tells listeners on every replica that a cart changed (best effort:
+    /// the tool's answer does not wait on a listener).
+    async fn changed(&self, cart_id: &str) {
+        let uri = format!("{CART_URI}{cart_id}");
+        match &self.bus {
+            Bus::Cluster(bus) => {
+                if let Err(e) = bus.publish(&uri).await {
+                    tracing::warn!(error = %e, %uri, "cart update not published");
+                }
+            }
+            Bus::Local(tx) => {
+                let _ = tx.send(ResourceUpdate { uri, revision: 0 });
+            }
+        }
+    }
+
+    /// Sends a listener the updates of the carts it asked for, in order,
+    /// until it leaves.
+    async fn forward_updates(&self, ctx: &SubscriptionContext) -> Result<(), ErrorData> {
+        use tokio::sync::broadcast::error::RecvError;
+        let wanted = ctx.accepted().resource_subscriptions.clone().unwrap_or_default();
+        let mut updates = match &self.bus {
+            Bus::Cluster(bus) => bus
+                .subscribe()
+                .await
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
+            Bus::Local(tx) => tx.subscribe(),
+        };
+        loop {
+            let update = tokio::select! {
+                _ = ctx.cancelled() => return Ok(()),
+                next = updates.recv() => next,
+            };
+            let uri = match update {
+                Ok(update) => update.uri,
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!(skipped = n, "a slow listener skipped cart updates");
+                    continue;
+                }
+                Err(RecvError::Closed) => return Ok(()),
+            };
+            if wanted.contains(&uri) {
+                let note = Notification::new(ResourceUpdatedNotificationParam::new(uri));
+                if ctx
+                    .sink()
+                    .send(ServerNotification::ResourceUpdatedNotification(note))
+                    .await
+                    .is_err()
+                {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for CartServer {
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let unknown = || ErrorData::resource_not_found(format!("unknown resource {}", request.uri), None);
+        let id = request.uri.strip_prefix(CART_URI).ok_or_else(unknown)?;
+        let cart = match self.carts.get(id).await {
+            Ok(Some(cart)) => cart,
+            Ok(None) | Err(Error::InvalidArgument(_)) => return Err(unknown()),
+            Err(e) => return Err(ErrorData::internal_error(format!("cart store unavailable: {e}"), None)),
+        };
+        let text = serde_json::to_string(&cart).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let contents = ResourceContents::text(text, request.uri.clone()).with_mime_type("application/json");
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    /// Listeners may follow carts (`cart://<id>`), nothing else.
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        let carts = requested
+            .resource_subscriptions
+            .as_ref()?
+            .iter()
+            .filter(|uri| uri.starts_with(CART_URI))
+            .cloned()
+            .collect();
+        let mut accepted = SubscriptionFilter::new();
+        accepted.resource_subscriptions = Some(carts);
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        self.forward_updates(&context).await
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "handlestore-cart-server",
                 env!("CARGO_PKG_VERSION"),
@@ -393,7 +526,7 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = <Args as clap::Parser>::parse();
-    let (carts, orders): (Arc<dyn HandleStore<Cart>>, Arc<dyn HandleStore<Order>>) = if args.memory {
+    let (carts, orders, bus): (Arc<dyn HandleStore<Cart>>, Arc<dyn HandleStore<Order>>, Bus) = if args.memory {
         let opts = MemoryOptions {
             default_ttl: Some(args.cart_ttl),
             prefix: "cart".into(),
@@ -402,6 +535,7 @@ async fn main() -> anyhow::Result<()> {
         (
             Arc::new(MemoryHandleStore::with_options(opts)),
             Arc::new(MemoryHandleStore::with_options(MemoryOptions::default())),
+            Bus::Local(tokio::sync::broadcast::channel(1024).0),
         )
     } else {
         if args.endpoints.is_empty() {
@@ -417,6 +551,7 @@ async fn main() -> anyhow::Result<()> {
                     .build(),
             ),
             Arc::new(client.handle_store::<Order>("order").build()),
+            Bus::Cluster(cart_updates(&client)),
         )
     };
     let mut config = StreamableHttpServerConfig::default().with_legacy_session_mode(false);
@@ -433,19 +568,21 @@ async fn main() -> anyhow::Result<()> {
         None
     };
     let tools = CartServer::tool_router();
-    let service = StreamableHttpService::new(
-        move || {
-            Ok(CartServer::new(
-                carts.clone(),
-                orders.clone(),
-                confirm.clone(),
-                tools.clone(),
-            ))
-        },
-        Arc::new(NeverSessionManager::default()),
-        config,
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let factory = move || {
+        Ok(CartServer::new(
+            carts.clone(),
+            orders.clone(),
+            confirm.clone(),
+            bus.clone(),
+            tools.clone(),
+        ))
+    };
+    let router = if args.legacy_sessions {
+        sessions::router(&args, factory, config)?
+    } else {
+        let service = StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config);
+        axum::Router::new().nest_service("/mcp", service)
+    };
     // No Nagle delay: a tool answer goes out as soon as it is written.
     let listener = tokio::net::TcpListener::bind(args.listen).await?.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
@@ -463,6 +600,63 @@ async fn main() -> anyhow::Result<()> {
 /// The codec for checkout confirmations: the cluster's replicated key ring
 /// (created if the namespace has none), so every replica verifies what
 /// another sealed; with --memory a key of this process (one replica only).
+/// Legacy sessions: over a cluster, shared by every replica.
+mod sessions {
+    use super::*;
+    use handlestore_client::rmcp_seams::{BindSessions, ClusterEventStore, ClusterSessionStore};
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use sha2::{Digest, Sha256};
+
+    /// How often a replica tells an SSE client to reconnect when a stream
+    /// ends; the client then resumes with `Last-Event-ID`.
+    const SSE_RETRY: Duration = Duration::from_secs(1);
+
+    pub fn router(
+        args: &Args,
+        factory: impl Fn() -> Result<CartServer, std::io::Error> + Send + Sync + 'static,
+        config: StreamableHttpServerConfig,
+    ) -> anyhow::Result<axum::Router> {
+        let mut config = config.with_legacy_session_mode(true);
+        config.sse_retry = Some(SSE_RETRY);
+        if args.memory {
+            let service = StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+            return Ok(axum::Router::new().nest_service("/mcp", service));
+        }
+        let client = cluster_client(args)?;
+        let store = ClusterSessionStore::new(&client).with_ttl(args.session_ttl);
+        config.session_store = Some(Arc::new(store.clone()));
+        let events = ClusterEventStore::new(&client).with_ttl(args.session_ttl);
+        let manager = LocalSessionManager::default().with_event_store(Arc::new(events));
+        let service = StreamableHttpService::new(factory, Arc::new(manager), config);
+        let bound = tower::Layer::layer(&BindSessions::new(store, principal), service);
+        Ok(axum::Router::new().nest_service("/mcp", bound))
+    }
+
+    /// Who the caller is: here, whoever holds the bearer token (a digest of
+    /// it, so the token itself is never stored). A real server names the
+    /// user its OAuth validation found.
+    fn principal(parts: &http::request::Parts) -> Option<String> {
+        let auth = parts.headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+        let token = auth.strip_prefix("Bearer ")?;
+        let digest = Sha256::digest(token.as_bytes());
+        Some(data_encoding::HEXLOWER.encode(&digest[..16]))
+    }
+}
+
+/// The cluster's bus of cart updates, its watch started now (in the
+/// background: the cluster may not be up yet) so that the first listener
+/// misses nothing.
+fn cart_updates(client: &Client) -> ResourceBus {
+    let bus = ResourceBus::new(client);
+    let warm = bus.clone();
+    tokio::spawn(async move {
+        if let Err(e) = warm.subscribe().await {
+            tracing::warn!(error = %e, "cart updates not followed yet (the first listener retries)");
+        }
+    });
+    bus
+}
+
 async fn confirm_codec(args: &Args) -> anyhow::Result<RequestStateCodec> {
     if args.memory {
         let key = RingKey {

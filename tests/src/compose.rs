@@ -4,7 +4,6 @@
 //! Works with the Compose plugin (`docker compose`) or the standalone
 //! `docker-compose`, whichever this machine has.
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
@@ -52,18 +51,11 @@ fn compose_command() -> Option<Vec<String>> {
     }
 }
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
 /// Builds the image the tests run (`deploy/build-image.sh`, from the
 /// binaries this test run already built) under `tag`.
 pub async fn build_image(tag: &str) -> Result<()> {
     let bin_dir = handlestore_bin().parent().expect("target dir").to_path_buf();
-    let out = Command::new(repo_root().join("deploy/build-image.sh"))
+    let out = Command::new(crate::repo_root().join("deploy/build-image.sh"))
         .env("HANDLESTORE_IMAGE", tag)
         .env("HANDLESTORE_BIN_DIR", &bin_dir)
         .output()
@@ -114,7 +106,7 @@ impl Compose {
             .arg("--project-name")
             .arg(&self.project)
             .arg("--file")
-            .arg(repo_root().join("deploy/docker-compose.yml"))
+            .arg(crate::repo_root().join("deploy/docker-compose.yml"))
             .env("HANDLESTORE_IMAGE", &self.image)
             .env("RUST_LOG", "info,openraft=warn");
         for (i, p) in self.node_ports.iter().enumerate() {

@@ -10,9 +10,18 @@ pub mod creds;
 pub mod faketime;
 pub mod mcp;
 pub mod netns;
+pub mod python;
 pub mod tls;
 
 pub use cluster::{TestCluster, TestClusterBuilder, free_port, free_port_run, handlestore_bin};
+
+/// The workspace's root directory (the clone).
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
 
 /// Retries a raw gRPC call while it answers UNAVAILABLE (an election in
 /// progress on a busy machine), as a real client would, for up to 20 s.

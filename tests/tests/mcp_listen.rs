@@ -1,0 +1,93 @@
+//! Resource subscriptions across replicas: a client listening
+//! (`subscriptions/listen`, protocol 2026-07-28) on one cart_server replica
+//! hears the changes made through the other, because both publish to and
+//! listen on the cluster's resource bus.
+
+use std::time::Duration;
+
+use handlestore_tests::TestCluster;
+use handlestore_tests::mcp::{CartServer, call, connect, connect_confirming};
+use rmcp::model::{ReadResourceRequestParams, ResourceContents, ServerNotification, SubscriptionFilter};
+use serde_json::{Value, json};
+
+fn mcp_url(server: &CartServer) -> String {
+    format!("{}/mcp", server.url())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_listener_on_one_replica_hears_changes_made_through_the_other() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let a = CartServer::start(&cluster.endpoints(), cluster.dir())
+        .await
+        .expect("replica a");
+    let b = CartServer::start(&cluster.endpoints(), cluster.dir())
+        .await
+        .expect("replica b");
+    let writer = connect(&mcp_url(&a)).await.expect("writer");
+    let cart_of = |v: Value| v["cart_id"].as_str().expect("cart_id").to_string();
+    let watched = cart_of(call(&writer, "create_cart", json!({})).await.ok());
+    let other = cart_of(call(&writer, "create_cart", json!({})).await.ok());
+
+    let listener = connect_confirming(&mcp_url(&b)).await.expect("listener");
+    let mut filter = SubscriptionFilter::new();
+    let uri = format!("cart://{watched}");
+    filter.resource_subscriptions = Some(vec![uri.clone(), "file:///etc/passwd".into()]);
+    let mut sub = listener.listen(filter).await.expect("listen");
+    assert_eq!(
+        sub.acknowledged().resource_subscriptions,
+        Some(vec![uri.clone()]),
+        "only carts are accepted"
+    );
+
+    // A change to another cart is not sent; the watched cart's is, once.
+    call(
+        &writer,
+        "add_item",
+        json!({"cart_id": other, "sku": "x", "quantity": 1}),
+    )
+    .await
+    .ok();
+    call(
+        &writer,
+        "add_item",
+        json!({"cart_id": watched, "sku": "apple", "quantity": 2}),
+    )
+    .await
+    .ok();
+    let note = tokio::time::timeout(Duration::from_secs(20), sub.next())
+        .await
+        .expect("an update within 20 s")
+        .expect("subscription")
+        .expect("open");
+    match note {
+        ServerNotification::ResourceUpdatedNotification(n) => assert_eq!(n.params.uri, uri),
+        other => panic!("unexpected notification {other:?}"),
+    }
+    call(&writer, "checkout", json!({"cart_id": watched})).await.ok();
+    let note = tokio::time::timeout(Duration::from_secs(20), sub.next())
+        .await
+        .expect("the checkout's update within 20 s")
+        .expect("subscription")
+        .expect("open");
+    assert!(
+        matches!(note, ServerNotification::ResourceUpdatedNotification(ref n) if n.params.uri == uri),
+        "{note:?}"
+    );
+
+    // The listener reads the cart as a resource, on its own replica.
+    let read = listener
+        .read_resource(ReadResourceRequestParams::new(uri.clone()))
+        .await
+        .expect("read_resource");
+    let text = match &read.contents[0] {
+        ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("unexpected contents {other:?}"),
+    };
+    let cart: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(cart["lines"].as_array().map(Vec::len), Some(1), "{cart}");
+    assert!(cart["order_id"].is_string(), "{cart}");
+    let missing = listener
+        .read_resource(ReadResourceRequestParams::new("cart://cart-AAAAAAAAAAAAAAAAAAAAAAAAAA"))
+        .await;
+    assert!(missing.is_err(), "an unknown cart is not a resource");
+}
