@@ -9,6 +9,7 @@ pub mod compose;
 pub mod creds;
 pub mod faketime;
 pub mod mcp;
+pub mod mcp_raw;
 pub mod netns;
 pub mod python;
 pub mod tls;

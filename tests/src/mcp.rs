@@ -62,7 +62,20 @@ impl CartServer {
         creds: &crate::creds::Credentials,
         log_dir: &std::path::Path,
     ) -> Result<Self> {
-        let mut s = Self::new(vec!["--endpoints".into(), endpoints.join(",")], log_dir)?;
+        Self::start_with_credentials_args(endpoints, creds, &[], log_dir).await
+    }
+
+    /// Starts a replica backed by a cluster that needs credentials, with
+    /// extra flags (e.g. `--legacy-sessions`).
+    pub async fn start_with_credentials_args(
+        endpoints: &[String],
+        creds: &crate::creds::Credentials,
+        extra: &[&str],
+        log_dir: &std::path::Path,
+    ) -> Result<Self> {
+        let mut args = vec!["--endpoints".to_string(), endpoints.join(",")];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut s = Self::new(args, log_dir)?;
         s.env = creds.env();
         s.spawn()?;
         s.wait_ready().await?;

@@ -42,6 +42,11 @@ async fn chaos_three_nodes() {
         "both watchers followed every mint: {:?}",
         report.watch
     );
+    assert!(
+        report.sessions.sessions >= 2 && report.sessions.calls_ok > 20 && report.sessions.streams_replayed > 10,
+        "enough legacy-session traffic to mean something: {:?}",
+        report.sessions
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -10,153 +10,17 @@ use std::time::Duration;
 use handlestore_client::{ListOptions, StateTool};
 use handlestore_tests::TestCluster;
 use handlestore_tests::mcp::{CartServer, RoundRobin, call, connect};
+use handlestore_tests::mcp_raw::{self, RawMcp as Raw, SseEvent};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-
-const PROTOCOL: &str = "2025-06-18";
-
-/// One SSE event: its id and its data.
-#[derive(Debug, Clone, PartialEq)]
-struct Event {
-    id: Option<String>,
-    data: String,
-}
-
-fn sse_events(body: &str) -> Vec<Event> {
-    body.replace("\r\n", "\n")
-        .split("\n\n")
-        .filter_map(|block| {
-            let mut event = Event {
-                id: None,
-                data: String::new(),
-            };
-            let mut any = false;
-            for line in block.lines() {
-                if let Some(id) = line.strip_prefix("id:") {
-                    event.id = Some(id.trim().to_string());
-                    any = true;
-                } else if let Some(data) = line.strip_prefix("data:") {
-                    event.data.push_str(data.trim_start());
-                    any = true;
-                }
-            }
-            any.then_some(event)
-        })
-        .collect()
-}
-
-/// A hand-rolled MCP client over plain HTTP: it sees the session id and
-/// the SSE event ids that rmcp's client keeps to itself.
-struct Raw {
-    http: reqwest::Client,
-    bearer: String,
-    session: Option<String>,
-}
-
-impl Raw {
-    fn new(bearer: &str) -> Self {
-        Self {
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(30))
-                .build()
-                .expect("http"),
-            bearer: bearer.to_string(),
-            session: None,
-        }
-    }
-
-    fn request(&self, method: reqwest::Method, url: &str) -> reqwest::RequestBuilder {
-        let mut req = self
-            .http
-            .request(method, url)
-            .header("accept", "application/json, text/event-stream")
-            .header("authorization", format!("Bearer {}", self.bearer))
-            .header("mcp-protocol-version", PROTOCOL);
-        if let Some(s) = &self.session {
-            req = req.header("mcp-session-id", s);
-        }
-        req
-    }
-
-    async fn post(&self, url: &str, body: Value) -> (StatusCode, Vec<Event>) {
-        let res = self
-            .request(reqwest::Method::POST, url)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .expect("post");
-        let status = res.status();
-        let text = res.text().await.expect("body");
-        (status, sse_events(&text))
-    }
-
-    /// initialize + initialized on `url`: the session id.
-    async fn open(&mut self, url: &str) -> String {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": PROTOCOL, "capabilities": {},
-            "clientInfo": {"name": "raw-test", "version": "1"}}});
-        let res = self
-            .request(reqwest::Method::POST, url)
-            .header("content-type", "application/json")
-            .body(init.to_string())
-            .send()
-            .await
-            .expect("initialize");
-        assert_eq!(res.status(), StatusCode::OK);
-        let session = res
-            .headers()
-            .get("mcp-session-id")
-            .expect("a legacy server answers initialize with a session id")
-            .to_str()
-            .expect("ascii")
-            .to_string();
-        let _ = res.text().await;
-        self.session = Some(session.clone());
-        let (status, _) = self
-            .post(url, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        assert_eq!(status, StatusCode::ACCEPTED);
-        session
-    }
-
-    async fn call_tool(&self, url: &str, id: u64, name: &str, args: Value) -> (StatusCode, Vec<Event>) {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": name, "arguments": args}});
-        self.post(url, body).await
-    }
-
-    /// GET with `Last-Event-ID`: the replayed events (the stream is finite).
-    async fn resume(&self, url: &str, last_event_id: &str) -> (StatusCode, Vec<Event>) {
-        let res = self
-            .request(reqwest::Method::GET, url)
-            .header("accept", "text/event-stream")
-            .header("last-event-id", last_event_id)
-            .send()
-            .await
-            .expect("get");
-        let status = res.status();
-        let text = tokio::time::timeout(Duration::from_secs(20), res.text())
-            .await
-            .expect("a replay ends")
-            .expect("body");
-        (status, sse_events(&text))
-    }
-}
 
 fn mcp_url(server: &CartServer) -> String {
     format!("{}/mcp", server.url())
 }
 
 /// The JSON-RPC answer among `events`, with its event id.
-fn answer(events: &[Event], id: u64) -> (String, Value) {
-    events
-        .iter()
-        .find_map(|e| {
-            let v: Value = serde_json::from_str(&e.data).ok()?;
-            (v["id"] == json!(id)).then(|| (e.id.clone().unwrap_or_default(), v))
-        })
-        .unwrap_or_else(|| panic!("no answer to request {id} in {events:?}"))
+fn answer(events: &[SseEvent], id: u64) -> (String, Value) {
+    mcp_raw::answer(events, id).unwrap_or_else(|| panic!("no answer to request {id} in {events:?}"))
 }
 
 async fn legacy_replicas(cluster: &TestCluster) -> (CartServer, CartServer) {
@@ -226,19 +90,22 @@ async fn another_principal_gets_nothing_from_a_session() {
     let cluster = TestCluster::start(3).await.expect("cluster");
     let (a, b) = legacy_replicas(&cluster).await;
     let mut alice = Raw::new("alice-token");
-    let session = alice.open(&mcp_url(&a)).await;
+    let session = alice.open(&mcp_url(&a)).await.expect("open");
 
     // Bob holds alice's session id, on either replica.
     let mut bob = Raw::new("bob-token");
     bob.session = Some(session.clone());
     for url in [mcp_url(&b), mcp_url(&a)] {
-        let (status, _) = bob.call_tool(&url, 1, "create_cart", json!({})).await;
+        let (status, _) = bob.call_tool(&url, 1, "create_cart", json!({})).await.expect("call");
         assert_eq!(status, StatusCode::NOT_FOUND, "bob is refused on {url}");
-        let (status, _) = bob.resume(&url, "AAAAAAAAAAAAAAAAAAAAAAAAAA.1").await;
+        let (status, _) = bob.resume(&url, "AAAAAAAAAAAAAAAAAAAAAAAAAA.1").await.expect("resume");
         assert_eq!(status, StatusCode::NOT_FOUND, "bob's GET is refused on {url}");
     }
     // Alice goes on, on the other replica.
-    let (status, events) = alice.call_tool(&mcp_url(&b), 2, "create_cart", json!({})).await;
+    let (status, events) = alice
+        .call_tool(&mcp_url(&b), 2, "create_cart", json!({}))
+        .await
+        .expect("call");
     assert_eq!(status, StatusCode::OK);
     let (_, reply) = answer(&events, 2);
     assert!(reply["result"]["structuredContent"]["cart_id"].is_string(), "{reply}");
@@ -246,7 +113,10 @@ async fn another_principal_gets_nothing_from_a_session() {
     // A made-up session id is unknown everywhere.
     let mut stranger = Raw::new("alice-token");
     stranger.session = Some("no-such-session".into());
-    let (status, _) = stranger.call_tool(&mcp_url(&b), 3, "create_cart", json!({})).await;
+    let (status, _) = stranger
+        .call_tool(&mcp_url(&b), 3, "create_cart", json!({}))
+        .await
+        .expect("call");
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // DELETE ends the session on every replica.
@@ -258,7 +128,10 @@ async fn another_principal_gets_nothing_from_a_session() {
     assert!(res.status().is_success(), "{}", res.status());
     // Replica b has no session any more; a learns of the deletion through
     // its watch of the sessions, within moments.
-    let (status, _) = alice.call_tool(&mcp_url(&b), 4, "create_cart", json!({})).await;
+    let (status, _) = alice
+        .call_tool(&mcp_url(&b), 4, "create_cart", json!({}))
+        .await
+        .expect("call");
     assert_eq!(
         status,
         StatusCode::NOT_FOUND,
@@ -266,7 +139,10 @@ async fn another_principal_gets_nothing_from_a_session() {
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
-        let (status, _) = alice.call_tool(&mcp_url(&a), 5, "create_cart", json!({})).await;
+        let (status, _) = alice
+            .call_tool(&mcp_url(&a), 5, "create_cart", json!({}))
+            .await
+            .expect("call");
         if status == StatusCode::NOT_FOUND {
             break;
         }
@@ -283,9 +159,12 @@ async fn a_stream_resumed_on_the_other_replica_replays_what_was_missed() {
     let cluster = TestCluster::start(3).await.expect("cluster");
     let (a, b) = legacy_replicas(&cluster).await;
     let mut alice = Raw::new("alice-token");
-    alice.open(&mcp_url(&a)).await;
+    alice.open(&mcp_url(&a)).await.expect("open");
 
-    let (status, events) = alice.call_tool(&mcp_url(&a), 1, "create_cart", json!({})).await;
+    let (status, events) = alice
+        .call_tool(&mcp_url(&a), 1, "create_cart", json!({}))
+        .await
+        .expect("call");
     assert_eq!(status, StatusCode::OK);
     let priming = events
         .first()
@@ -296,16 +175,16 @@ async fn a_stream_resumed_on_the_other_replica_replays_what_was_missed() {
 
     // The client "missed" everything after the priming event: it resumes
     // on the other replica, which never saw this stream.
-    let (status, replayed) = alice.resume(&mcp_url(&b), &priming).await;
+    let (status, replayed) = alice.resume(&mcp_url(&b), &priming).await.expect("resume");
     assert_eq!(status, StatusCode::OK);
     let (replayed_id, replayed_reply) = answer(&replayed, 1);
     assert_eq!(replayed_id, answer_id, "the replay keeps the event's id");
     assert_eq!(replayed_reply, reply, "and its content");
 
     // Resuming after the last event replays nothing; a made-up id too.
-    let (_, after_last) = alice.resume(&mcp_url(&b), &answer_id).await;
+    let (_, after_last) = alice.resume(&mcp_url(&b), &answer_id).await.expect("resume");
     assert!(after_last.iter().all(|e| e.data.is_empty()), "{after_last:?}");
-    let (_, garbage) = alice.resume(&mcp_url(&a), "not-an-event-id").await;
+    let (_, garbage) = alice.resume(&mcp_url(&a), "not-an-event-id").await.expect("resume");
     assert!(garbage.iter().all(|e| e.data.is_empty()), "{garbage:?}");
 }
 

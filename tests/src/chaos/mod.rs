@@ -10,6 +10,7 @@ mod final_state;
 pub mod history;
 pub mod linearizability;
 pub mod report;
+pub mod sessions;
 mod setup;
 pub mod watchers;
 pub mod workload;
@@ -41,6 +42,9 @@ pub struct ChaosConfig {
     pub register_clients: usize,
     /// Clients watching the minted handles through every fault.
     pub watchers: usize,
+    /// Clients running cart flows on legacy `Mcp-Session-Id` sessions,
+    /// through their own front before two `--legacy-sessions` replicas.
+    pub session_clients: usize,
     pub faults: Vec<FaultKind>,
     /// Writes must succeed again within this after a fault ends.
     pub recovery_bound: Duration,
@@ -61,6 +65,7 @@ impl ChaosConfig {
             cart_clients: 6,
             register_clients: 4,
             watchers: 2,
+            session_clients: 2,
             faults: FaultKind::ALL.to_vec(),
             recovery_bound: Duration::from_secs(30),
             lossy: false,
@@ -98,6 +103,10 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
     if let Some(c) = &setup.cluster {
         c.wait_leader(Duration::from_secs(30)).await?;
     }
+    let sessions = match traffic.sessions.take() {
+        Some(s) => s.finish(&setup.session_urls()).await,
+        None => sessions::SessionChecks::default(),
+    };
     let records = history.snapshot();
     let carts = final_state::acknowledged_carts(&records);
     eprintln!(
@@ -129,6 +138,7 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
         checks,
         expiry,
         watch,
+        sessions,
     })
 }
 

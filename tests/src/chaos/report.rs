@@ -43,6 +43,7 @@ pub struct Report {
     pub checks: Checks,
     pub expiry: expiry::ExpiryChecks,
     pub watch: super::watchers::WatchChecks,
+    pub sessions: super::sessions::SessionChecks,
 }
 
 impl Report {
@@ -51,6 +52,41 @@ impl Report {
             && self.slow_recoveries.is_empty()
             && self.expiry.violations.is_empty()
             && self.watch.violations.is_empty()
+            && self.sessions.ok()
+    }
+
+    /// The expiry, watch and session checkers' lines.
+    fn other_checks(&self) -> String {
+        let mut s = String::new();
+        let e = &self.expiry;
+        s += &format!(
+            "expiry: {} handles with TTLs, {} reads live and {} gone, {} refused for the clock, violations = {}\n",
+            e.handles,
+            e.reads_live,
+            e.reads_gone,
+            e.refused_for_clock,
+            e.violations.len()
+        );
+        let w = &self.watch;
+        s += &format!(
+            "watch: {} watchers, {} puts delivered, violations = {}\n",
+            w.watchers,
+            w.deliveries,
+            w.violations.len()
+        );
+        let ss = &self.sessions;
+        s += &format!(
+            "sessions: {} clients, {} sessions, {} calls answered and {} failed, {} streams replayed, \
+             lost sessions = {}, lost events = {}\n",
+            ss.clients,
+            ss.sessions,
+            ss.calls_ok,
+            ss.calls_failed,
+            ss.streams_replayed,
+            ss.lost_sessions.len(),
+            ss.lost_events.len()
+        );
+        s
     }
 
     /// A human summary; with the details of every violation.
@@ -99,22 +135,7 @@ impl Report {
             c.linearizability_inconclusive.len(),
             self.slow_recoveries.len()
         );
-        let e = &self.expiry;
-        s += &format!(
-            "expiry: {} handles with TTLs, {} reads live and {} gone, {} refused for the clock, violations = {}\n",
-            e.handles,
-            e.reads_live,
-            e.reads_gone,
-            e.refused_for_clock,
-            e.violations.len()
-        );
-        let w = &self.watch;
-        s += &format!(
-            "watch: {} watchers, {} puts delivered, violations = {}\n",
-            w.watchers,
-            w.deliveries,
-            w.violations.len()
-        );
+        s += &self.other_checks();
         s += if self.passed() {
             "RESULT: PASS\n"
         } else {
@@ -127,6 +148,15 @@ impl Report {
             }
             for d in &self.slow_recoveries {
                 s += &format!("SLOW RECOVERY: {d}\n");
+            }
+            for d in self
+                .sessions
+                .lost_sessions
+                .iter()
+                .chain(&self.sessions.lost_events)
+                .take(10)
+            {
+                s += &format!("SESSION: {d}\n");
             }
             for d in self.expiry.violations.iter().take(10) {
                 s += &format!("{d}\n");

@@ -32,6 +32,9 @@ const REGISTERS: usize = 4;
 pub(super) struct Setup {
     pub front: RoundRobin,
     pub servers: Vec<CartServer>,
+    /// The legacy-session replicas' own front, and the replicas.
+    pub session_front: Option<RoundRobin>,
+    pub session_servers: Vec<CartServer>,
     /// None for the lossy control.
     pub cluster: Option<TestCluster>,
     _log_dir: TempDir,
@@ -50,6 +53,7 @@ impl Setup {
         let mut skipped = Vec::new();
         let mut cluster = None;
         let mut servers = Vec::new();
+        let mut session_servers = Vec::new();
         if cfg.lossy {
             servers.push(CartServer::start_memory(log_dir.path()).await?);
         } else {
@@ -58,12 +62,23 @@ impl Setup {
                 let creds = c.credentials();
                 servers.push(CartServer::start_with_credentials(&c.endpoints(), &creds, log_dir.path()).await?);
             }
+            for _ in 0..(if cfg.session_clients > 0 { 2 } else { 0 }) {
+                let (creds, endpoints, flags) = (c.credentials(), c.endpoints(), ["--legacy-sessions"]);
+                let server = CartServer::start_with_credentials_args(&endpoints, &creds, &flags, log_dir.path());
+                session_servers.push(server.await?);
+            }
             cluster = Some(c);
         }
         let front = RoundRobin::start(servers.iter().map(CartServer::url).collect()).await?;
+        let session_front = match session_servers.is_empty() {
+            true => None,
+            false => Some(RoundRobin::start(session_servers.iter().map(CartServer::url).collect()).await?),
+        };
         Ok(Self {
             front,
             servers,
+            session_front,
+            session_servers,
             cluster,
             _log_dir: log_dir,
             faults,
@@ -101,6 +116,16 @@ async fn start_cluster(
     builder.start().await
 }
 
+impl Setup {
+    /// Each legacy-session replica's MCP endpoint.
+    pub fn session_urls(&self) -> Vec<String> {
+        self.session_servers
+            .iter()
+            .map(|s| format!("{}/mcp", s.url()))
+            .collect()
+    }
+}
+
 /// The clients running until `stop`, and what the runner needs of them
 /// afterwards.
 pub(super) struct Traffic {
@@ -114,6 +139,8 @@ pub(super) struct Traffic {
     pub registers: Option<Arc<Vec<String>>>,
     /// The watch consumers of the minted handles.
     pub watchers: Option<super::watchers::Watchers>,
+    /// The legacy-session cart clients.
+    pub sessions: Option<super::sessions::SessionClients>,
 }
 
 impl Traffic {
@@ -138,6 +165,10 @@ impl Traffic {
             probe_client: None,
             registers: None,
             watchers: None,
+            sessions: setup
+                .session_front
+                .as_ref()
+                .map(|f| super::sessions::SessionClients::start(f.url(), cfg.session_clients, stop)),
         };
         if let Some(c) = &setup.cluster {
             traffic
