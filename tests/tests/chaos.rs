@@ -47,6 +47,11 @@ async fn chaos_three_nodes() {
         "enough legacy-session traffic to mean something: {:?}",
         report.sessions
     );
+    assert!(
+        report.redeem.accepted > 50 && report.redeem.refused > 50,
+        "enough racing redemptions to mean something: {:?}",
+        report.redeem
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

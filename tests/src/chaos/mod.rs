@@ -9,6 +9,7 @@ pub mod faults;
 mod final_state;
 pub mod history;
 pub mod linearizability;
+pub mod redeem;
 pub mod report;
 pub mod sessions;
 mod setup;
@@ -103,6 +104,10 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
     if let Some(c) = &setup.cluster {
         c.wait_leader(Duration::from_secs(30)).await?;
     }
+    let redeem = match traffic.redeemers.take() {
+        Some(r) => r.finish().await,
+        None => redeem::RedeemChecks::default(),
+    };
     let sessions = match traffic.sessions.take() {
         Some(s) => s.finish(&setup.session_urls()).await,
         None => sessions::SessionChecks::default(),
@@ -139,6 +144,7 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
         expiry,
         watch,
         sessions,
+        redeem,
     })
 }
 

@@ -44,6 +44,7 @@ pub struct Report {
     pub expiry: expiry::ExpiryChecks,
     pub watch: super::watchers::WatchChecks,
     pub sessions: super::sessions::SessionChecks,
+    pub redeem: super::redeem::RedeemChecks,
 }
 
 impl Report {
@@ -53,6 +54,7 @@ impl Report {
             && self.expiry.violations.is_empty()
             && self.watch.violations.is_empty()
             && self.sessions.ok()
+            && self.redeem.violations.is_empty()
     }
 
     /// The expiry, watch and session checkers' lines.
@@ -85,6 +87,15 @@ impl Report {
             ss.streams_replayed,
             ss.lost_sessions.len(),
             ss.lost_events.len()
+        );
+        let r = &self.redeem;
+        s += &format!(
+            "single use: {} tokens, {} accepted, {} refused, {} unknown, violations = {}\n",
+            r.tokens,
+            r.accepted,
+            r.refused,
+            r.unknown,
+            r.violations.len()
         );
         s
     }
@@ -157,6 +168,9 @@ impl Report {
                 .take(10)
             {
                 s += &format!("SESSION: {d}\n");
+            }
+            for d in self.redeem.violations.iter().take(10) {
+                s += &format!("SINGLE USE: {d}\n");
             }
             for d in self.expiry.violations.iter().take(10) {
                 s += &format!("{d}\n");

@@ -141,6 +141,8 @@ pub(super) struct Traffic {
     pub watchers: Option<super::watchers::Watchers>,
     /// The legacy-session cart clients.
     pub sessions: Option<super::sessions::SessionClients>,
+    /// The clients racing to redeem the same tokens.
+    pub redeemers: Option<super::redeem::Redeemers>,
 }
 
 impl Traffic {
@@ -169,6 +171,7 @@ impl Traffic {
                 .session_front
                 .as_ref()
                 .map(|f| super::sessions::SessionClients::start(f.url(), cfg.session_clients, stop)),
+            redeemers: None,
         };
         if let Some(c) = &setup.cluster {
             traffic
@@ -213,6 +216,7 @@ impl Traffic {
             self.tasks
                 .push(tokio::spawn(workload::registers(id, which, keys, h, s, seed)));
         }
+        self.redeemers = Some(super::redeem::Redeemers::start(creds, endpoints, rng.random(), stop)?);
         // Established before the first mint: every one must reach them.
         self.watchers = Some(super::watchers::Watchers::start(creds, endpoints, cfg.watchers, stop).await?);
         let minted: Arc<ClusterHandleStore<Value>> = Arc::new(cl.handle_store("mints").build());
