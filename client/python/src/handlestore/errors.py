@@ -1,0 +1,149 @@
+"""The exceptions of the client: one class per gRPC status a caller acts on
+differently, as the Rust client's `Error`.
+
+Every exception the client raises derives from `HandlestoreError`. A node's
+answer carries a machine-readable `ErrorDetail` (reason, leader, current
+revision); it is decoded here, in one place.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from handlestore.v1 import common_pb2
+
+# The trailer tonic puts a status's details in (here: a prost-encoded
+# ErrorDetail, not a google.rpc.Status).
+_DETAILS_KEY = "grpc-status-details-bin"
+
+
+class HandlestoreError(Exception):
+    """Base class of every error the client raises."""
+
+    #: The node's stable reason ("not_leader", "revision_mismatch", ...) or "".
+    reason: str = ""
+
+
+class InvalidArgument(HandlestoreError):
+    """Malformed id, key, store name or TTL, or a value over the size limit."""
+
+
+class NotFound(HandlestoreError):
+    """The entry is absent or expired."""
+
+
+class AlreadyExists(HandlestoreError):
+    """A mint or create-only write found a live entry."""
+
+
+class Conflict(HandlestoreError):
+    """Compare-and-set lost: the entry is now at `current_revision` (0 = absent)."""
+
+    def __init__(self, message: str, current_revision: int = 0) -> None:
+        super().__init__(message)
+        self.current_revision = current_revision
+
+
+class Unavailable(HandlestoreError):
+    """No quorum, no leader, or no node reachable: not acknowledged, and a
+    retry (with the same write id, as the client does) is safe."""
+
+
+class DeadlineExceeded(HandlestoreError):
+    """The call's overall deadline passed while retrying; a write's outcome
+    is unknown."""
+
+    def __init__(self, deadline: float, last: str) -> None:
+        super().__init__(f"deadline of {deadline:g}s exceeded; last error: {last}")
+        self.deadline = deadline
+        self.last = last
+
+
+class Unauthenticated(HandlestoreError):
+    """No credentials, a wrong token, or a TLS handshake the node refused."""
+
+
+class PermissionDenied(HandlestoreError):
+    """The caller's roles do not allow this."""
+
+
+class ResourceExhausted(HandlestoreError):
+    """A quota is full, or a watcher fell too far behind ("slow_watcher")."""
+
+
+class Compacted(HandlestoreError):
+    """A watch from a revision older than the history the node keeps: read
+    the current state, then watch from its revision + 1."""
+
+    def __init__(self, message: str, compact_revision: int) -> None:
+        super().__init__(message)
+        self.compact_revision = compact_revision
+
+
+class CodecError(HandlestoreError):
+    """A value could not be encoded or decoded as JSON."""
+
+
+class Closed(HandlestoreError):
+    """The store or client was closed."""
+
+
+def detail_of(err: grpc.aio.AioRpcError) -> common_pb2.ErrorDetail:
+    """The node's ErrorDetail of a failed call (empty if it sent none)."""
+    detail = common_pb2.ErrorDetail()
+    for key, value in err.trailing_metadata() or ():
+        if key == _DETAILS_KEY and isinstance(value, bytes):
+            try:
+                detail.ParseFromString(value)
+            except Exception:  # a status from something else than a node
+                return common_pb2.ErrorDetail()
+    return detail
+
+
+_BY_CODE = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.OUT_OF_RANGE: InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.DEADLINE_EXCEEDED: Unavailable,
+    grpc.StatusCode.ABORTED: Unavailable,
+    grpc.StatusCode.CANCELLED: Unavailable,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+}
+
+
+def from_rpc_error(err: grpc.aio.AioRpcError) -> HandlestoreError:
+    """The client's exception for a failed call."""
+    code, message = err.code(), err.details() or ""
+    detail = detail_of(err)
+    if code == grpc.StatusCode.OUT_OF_RANGE and detail.reason == "compacted":
+        out: HandlestoreError = Compacted(message, detail.compact_revision)
+    elif code == grpc.StatusCode.FAILED_PRECONDITION:
+        out = Conflict(message, detail.current_revision)
+    elif code in _BY_CODE:
+        out = _BY_CODE[code](message)
+    else:
+        out = HandlestoreError(f"{code.name}: {message}")
+    out.reason = detail.reason
+    return out
+
+
+def failure_to_error(code: int, message: str, details: bytes) -> HandlestoreError:
+    """The exception for a write that failed inside a Writes.Submit call."""
+    status = {c.value[0]: c for c in grpc.StatusCode}.get(code, grpc.StatusCode.UNKNOWN)
+    detail = common_pb2.ErrorDetail()
+    try:
+        detail.ParseFromString(details)
+    except Exception:
+        detail = common_pb2.ErrorDetail()
+    if status == grpc.StatusCode.FAILED_PRECONDITION:
+        out: HandlestoreError = Conflict(message, detail.current_revision)
+    elif status in _BY_CODE:
+        out = _BY_CODE[status](message)
+    else:
+        out = HandlestoreError(f"{status.name}: {message}")
+    out.reason = detail.reason
+    return out
