@@ -1,0 +1,146 @@
+"""The MCP Python SDK's `SubscriptionBus` across replicas: a replica that
+publishes an event (a resource changed, a list changed) writes it to the
+cluster, and every replica's bus hears it through one watch and hands it to
+its local listen streams. The SDK's in-process bus reaches only listeners
+of the same process.
+
+Keys, in the client's namespace: `mcp/resources/<digest of the URI>` =
+`{"uri": ...}` for a resource update (the Rust crate's `ResourceBus`
+writes the same, so Rust and Python replicas hear each other), and
+`mcp/lists/{tools,prompts,resources}` for list changes. Each key is kept
+for an hour (the latest publish of each).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable
+
+from mcp.server.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+)
+
+from handlestore import errors
+from handlestore._digest import digest_name
+from handlestore.client import Client
+from handlestore.watch import ChangeKind, Watch
+
+logger = logging.getLogger(__name__)
+
+RESOURCES_PREFIX = "mcp/resources"
+LISTS_PREFIX = "mcp/lists"
+_KEEP = 3600.0
+_LISTS: dict[str, ServerEvent] = {
+    "tools": ToolsListChanged(),
+    "prompts": PromptsListChanged(),
+    "resources": ResourcesListChanged(),
+}
+
+
+class ClusterSubscriptionBus:
+    """A `SubscriptionBus` over the cluster. `publish` returns once the
+    event is committed; listeners registered with `subscribe` hear every
+    event published after the bus's watch started, from any replica, in
+    order. Call `start()` at server start-up so the watch is running before
+    the first listener needs it (else the first `subscribe` starts it)."""
+
+    def __init__(self, client: Client) -> None:
+        self._state = client.state_tool(default_ttl=_KEEP)
+        self._client = client
+        self._listeners: dict[object, Callable[[ServerEvent], None]] = {}
+        self._tasks: list[asyncio.Task] = []
+        self._ready: asyncio.Event | None = None
+
+    async def publish(self, event: ServerEvent) -> None:
+        if isinstance(event, ResourceUpdated):
+            await self._state.store(f"{RESOURCES_PREFIX}/{digest_name(event.uri)}", {"uri": event.uri})
+            return
+        for name, kind in _LISTS.items():
+            if isinstance(event, type(kind)):
+                await self._state.store(f"{LISTS_PREFIX}/{name}", {"changed": name})
+                return
+        raise errors.InvalidArgument(f"not an MCP server event: {event!r}")
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        token = object()
+        self._listeners[token] = listener
+        if not self._tasks:
+            self._spawn()
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    async def start(self) -> None:
+        """Starts the watches and waits until they are established."""
+        if not self._tasks:
+            self._spawn()
+        assert self._ready is not None
+        await self._ready.wait()
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    def _spawn(self) -> None:
+        self._ready = asyncio.Event()
+        opened = [asyncio.Event(), asyncio.Event()]
+        self._tasks = [
+            asyncio.create_task(self._follow(RESOURCES_PREFIX + "/", opened[0])),
+            asyncio.create_task(self._follow(LISTS_PREFIX + "/", opened[1])),
+        ]
+
+        async def both() -> None:
+            await opened[0].wait()
+            await opened[1].wait()
+            assert self._ready is not None
+            self._ready.set()
+
+        self._tasks.append(asyncio.create_task(both()))
+
+    async def _follow(self, prefix: str, opened: asyncio.Event) -> None:
+        """One watch, kept alive: resumes from its position after failures."""
+        position: int | None = None
+        while True:
+            try:
+                watch: Watch = await self._client.watch(prefix=prefix, start_revision=position)
+                opened.set()
+                async with watch:
+                    async for batch in watch:
+                        position = watch.position
+                        for change in batch.changes:
+                            if change.kind is ChangeKind.PUT:
+                                self._deliver(change.value)
+            except asyncio.CancelledError:
+                raise
+            except errors.Compacted as e:
+                position = e.compact_revision
+            except Exception as e:  # keep listening: log, back off, resume
+                logger.warning("subscription bus watch on %s lost (%s); resuming", prefix, e)
+                await asyncio.sleep(1.0)
+
+    def _deliver(self, value: object) -> None:
+        event = _event_of(value)
+        if event is None:
+            return
+        for listener in list(self._listeners.values()):
+            try:
+                listener(event)
+            except Exception:  # one bad listener must not starve the others
+                logger.exception("subscription listener raised; continuing")
+
+
+def _event_of(value: object) -> ServerEvent | None:
+    if isinstance(value, dict):
+        if isinstance(value.get("uri"), str):
+            return ResourceUpdated(uri=value["uri"])
+        return _LISTS.get(value.get("changed"))  # type: ignore[arg-type]
+    return None
