@@ -265,10 +265,13 @@ impl RequestStateCodec {
 
     /// Opens a blob: its state and expiry.
     async fn open(&self, blob: &str, subject: &str, tool: Option<&str>, now: u64) -> Option<(Value, u64)> {
-        let (keys, fetched) = self.keys();
+        // The ring as re-read every refresh interval, so a retired key stops
+        // opening here within one interval even on a replica that only opens.
+        let keys = self.fresh_keys().await;
         if let Some(v) = open_with(&keys, blob, subject, tool, now) {
             return Some(v);
         }
+        let (_, fetched) = self.keys();
         // Maybe sealed with a key newer than our copy of the ring; re-read
         // it (at most once a second) and try again.
         match fetched {
