@@ -8,9 +8,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./deploy/ensure-build-deps.sh
 ./tests/ensure-test-deps.sh
-# The Python-driven tests find the interpreter here (they skip, saying why,
-# when there is none).
+# The Python tests and the Rust tests driven by the Python MCP SDK find the
+# interpreter here (they skip, saying why, when there is none).
 HANDLESTORE_TEST_PYTHON="$(./tests/ensure-python-env.sh)"
 export HANDLESTORE_TEST_PYTHON
 cargo build --release --workspace --bins --examples
 cargo test --release --workspace "$@"
+# The Python client (client/python): its stubs match proto/, and its tests
+# pass against real clusters of the binary just built.
+if [ -n "$HANDLESTORE_TEST_PYTHON" ]; then
+  "$HANDLESTORE_TEST_PYTHON" client/python/scripts/gen_proto.py --check
+  HANDLESTORE_BIN="${CARGO_TARGET_DIR:-target}/release/handlestore" \
+    "$HANDLESTORE_TEST_PYTHON" -m pytest -q -p no:cacheprovider client/python/tests
+else
+  echo "SKIPPED: the Python client's tests: no Python virtual environment (see the note above)"
+fi

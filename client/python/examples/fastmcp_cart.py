@@ -1,0 +1,171 @@
+"""A stateless FastMCP cart server whose carts live in handlestore, so any
+number of replicas behind a load balancer share them: the Python twin of
+client/examples/cart_server.rs, with the same tools and the same stores
+(`cart`, `order`), so Rust and Python replicas even share carts.
+
+    python client/python/examples/fastmcp_cart.py --listen 127.0.0.1:8081 \\
+        --endpoints 127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403
+
+(or HANDLESTORE_ENDPOINTS, HANDLESTORE_CACERT, HANDLESTORE_TOKEN... as the
+`handlestore` CLI reads them). Tools: `create_cart`, `add_item(cart_id,
+sku, quantity, request_id?)`, `get_cart(cart_id)`, `checkout(cart_id)`.
+`add_item` is a compare-and-set update, so replicas adding to one cart at
+once never lose an item; a `request_id` makes a retried add_item a no-op;
+`checkout` records one order per cart however often it is called, on
+whichever replica. Each change is published as `cart://<cart_id>` on the
+cluster's subscription bus. FastMCP's own session state goes to the
+cluster too (`session_state_store`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Annotated, Any
+
+import uvicorn
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from mcp.server.subscriptions import ResourceUpdated
+from pydantic import Field
+
+from handlestore import NEVER, Client, HandlestoreError, InvalidArgument, new_handle_id
+from handlestore.kv import HandlestoreStore
+from handlestore.mcp import ClusterSubscriptionBus
+
+CART_URI = "cart://"
+
+
+def build(client: Client, cart_ttl: float = 3600.0) -> FastMCP:
+    """The server: its tools over the cluster."""
+    carts = client.handle_store("cart", prefix="cart", default_ttl=cart_ttl)
+    orders = client.handle_store("order")
+    bus = ClusterSubscriptionBus(client)
+    mcp = FastMCP("handlestore-cart", session_state_store=HandlestoreStore(client, prefix="fastmcp"))
+
+    async def changed(cart_id: str) -> None:
+        try:
+            await bus.publish(ResourceUpdated(uri=CART_URI + cart_id))
+        except HandlestoreError:
+            pass  # best effort: the tool's answer does not wait on listeners
+
+    def unavailable(e: HandlestoreError, cart_id: str) -> ToolError:
+        if isinstance(e, InvalidArgument):
+            return ToolError(f"unknown cart_id: {cart_id}")
+        return ToolError(f"cart store unavailable, retry: {e}")
+
+    @mcp.tool(description="Create an empty shopping cart and return its cart_id.")
+    async def create_cart() -> dict[str, Any]:
+        try:
+            return {"cart_id": await carts.mint({"lines": []})}
+        except HandlestoreError as e:
+            raise ToolError(f"cart store unavailable, retry: {e}") from None
+
+    @mcp.tool(description="Add quantity units of a SKU to a cart. Returns the cart.")
+    async def add_item(
+        cart_id: Annotated[str, Field(description="The id create_cart returned.")],
+        sku: Annotated[str, Field(min_length=1, max_length=128, description="Product SKU.")],
+        quantity: Annotated[int, Field(ge=1, le=2**32 - 1, description="How many (at least 1).")],
+        request_id: Annotated[
+            str | None,
+            Field(description="Idempotency key: a retried add_item with the same request_id is not added twice."),
+        ] = None,
+    ) -> dict[str, Any]:
+        line = {"sku": sku, "quantity": quantity}
+        if request_id is not None:
+            line["request_id"] = request_id
+        refused: list[str] = []
+
+        def add(cart: dict) -> None:
+            refused.clear()
+            if cart.get("order_id"):
+                refused.append(f"cart {cart_id} is already checked out (order {cart['order_id']})")
+                return
+            lines = cart.setdefault("lines", [])
+            if request_id is None or all(x.get("request_id") != request_id for x in lines):
+                lines.append(line)
+
+        try:
+            cart = await carts.update(cart_id, add)
+        except HandlestoreError as e:
+            raise unavailable(e, cart_id) from None
+        if cart is None:
+            raise ToolError(f"unknown cart_id: {cart_id}")
+        if refused:
+            raise ToolError(refused[0])
+        await changed(cart_id)
+        return {"cart_id": cart_id, "cart": cart}
+
+    @mcp.tool(description="Show a cart's lines and, once checked out, its order_id.")
+    async def get_cart(cart_id: Annotated[str, Field(description="The id create_cart returned.")]) -> dict[str, Any]:
+        try:
+            cart = await carts.get(cart_id)
+        except HandlestoreError as e:
+            raise unavailable(e, cart_id) from None
+        if cart is None:
+            raise ToolError(f"unknown cart_id: {cart_id}")
+        return {"cart_id": cart_id, "cart": cart}
+
+    @mcp.tool(description="Check a cart out and return its order_id. Calling it again returns the same order_id.")
+    async def checkout(cart_id: Annotated[str, Field(description="The id create_cart returned.")]) -> dict[str, Any]:
+        candidate = new_handle_id("order")
+        empty: list[bool] = []
+
+        def place(cart: dict) -> None:
+            empty[:] = [not cart.get("lines") and not cart.get("order_id")]
+            if not cart.get("order_id") and not empty[0]:
+                cart["order_id"] = candidate
+
+        try:
+            cart = await carts.update(cart_id, place)
+        except HandlestoreError as e:
+            raise unavailable(e, cart_id) from None
+        if cart is None:
+            raise ToolError(f"unknown cart_id: {cart_id}")
+        if empty and empty[0]:
+            raise ToolError(f"cart {cart_id} is empty")
+        order_id = cart["order_id"]
+        # Whichever call recorded the order writes it; a repeat writes the
+        # same content again.
+        try:
+            await orders.put(order_id, {"cart_id": cart_id, "lines": cart["lines"]}, NEVER)
+        except HandlestoreError as e:
+            raise unavailable(e, cart_id) from None
+        await changed(cart_id)
+        return {"cart_id": cart_id, "order_id": order_id, "lines": len(cart["lines"])}
+
+    @mcp.resource(CART_URI + "{cart_id}", description="A cart, as get_cart shows it.")
+    async def cart_resource(cart_id: str) -> dict[str, Any]:
+        cart = await carts.get(cart_id)
+        if cart is None:
+            raise ToolError(f"unknown cart_id: {cart_id}")
+        return {"cart_id": cart_id, "cart": cart}
+
+    return mcp
+
+
+async def serve(args: argparse.Namespace) -> None:
+    overrides: dict[str, Any] = {"namespace": args.namespace} if args.namespace else {}
+    if args.endpoints:
+        overrides["endpoints"] = args.endpoints
+    client = Client.from_env(**overrides)
+    app = build(client, args.cart_ttl).http_app(path="/mcp", stateless_http=True)
+    host, _, port = args.listen.rpartition(":")
+    config = uvicorn.Config(app, host=host or "127.0.0.1", port=int(port), log_level="warning", lifespan="on")
+    try:
+        await uvicorn.Server(config).serve()
+    finally:
+        await client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--listen", default="127.0.0.1:8081", help="host:port to serve MCP on (path /mcp)")
+    parser.add_argument("--endpoints", help="handlestore endpoints, comma-separated (or HANDLESTORE_ENDPOINTS)")
+    parser.add_argument("--namespace", help="handlestore namespace (or HANDLESTORE_NAMESPACE; default: default)")
+    parser.add_argument("--cart-ttl", type=float, default=3600.0, help="seconds an idle cart lives (default 3600)")
+    asyncio.run(serve(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
