@@ -89,6 +89,14 @@ impl CartServer {
         Self::start_with(args, log_dir).await
     }
 
+    /// Two replicas over one cluster with the same extra flags, as a load
+    /// balancer's backends.
+    pub async fn pair(cluster: &crate::cluster::TestCluster, extra: &[&str]) -> Result<(Self, Self)> {
+        let a = Self::start_args(&cluster.endpoints(), extra, cluster.dir()).await?;
+        let b = Self::start_args(&cluster.endpoints(), extra, cluster.dir()).await?;
+        Ok((a, b))
+    }
+
     /// Starts a replica that keeps carts in its own memory.
     pub async fn start_memory(log_dir: &std::path::Path) -> Result<Self> {
         Self::start_with(vec!["--memory".into()], log_dir).await
@@ -145,6 +153,11 @@ impl CartServer {
 
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The MCP endpoint.
+    pub fn mcp_url(&self) -> String {
+        format!("{}/mcp", self.url())
     }
 
     pub fn log(&self) -> String {

@@ -14,12 +14,7 @@ fn lines(cart: &Value) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread")]
 async fn cart_flows_across_two_replicas() {
     let cluster = TestCluster::start(3).await.expect("cluster");
-    let a = CartServer::start(&cluster.endpoints(), cluster.dir())
-        .await
-        .expect("replica a");
-    let b = CartServer::start(&cluster.endpoints(), cluster.dir())
-        .await
-        .expect("replica b");
+    let (a, b) = CartServer::pair(&cluster, &[]).await.expect("two replicas");
     let front = RoundRobin::start(vec![a.url(), b.url()]).await.expect("front");
     let mcp = connect(&front.url()).await.expect("mcp client");
 
@@ -118,12 +113,7 @@ async fn cart_flows_across_two_replicas() {
 #[tokio::test(flavor = "multi_thread")]
 async fn concurrent_adds_through_both_replicas_all_land() {
     let cluster = TestCluster::start(3).await.expect("cluster");
-    let a = CartServer::start(&cluster.endpoints(), cluster.dir())
-        .await
-        .expect("replica a");
-    let b = CartServer::start(&cluster.endpoints(), cluster.dir())
-        .await
-        .expect("replica b");
+    let (a, b) = CartServer::pair(&cluster, &[]).await.expect("two replicas");
     let front = RoundRobin::start(vec![a.url(), b.url()]).await.expect("front");
     let mcp = connect(&front.url()).await.expect("mcp client");
     let cart_id = call(&mcp, "create_cart", json!({})).await.ok()["cart_id"]

@@ -10,25 +10,16 @@ use handlestore_tests::mcp::{CartServer, call, connect, connect_confirming};
 use rmcp::model::{ReadResourceRequestParams, ResourceContents, ServerNotification, SubscriptionFilter};
 use serde_json::{Value, json};
 
-fn mcp_url(server: &CartServer) -> String {
-    format!("{}/mcp", server.url())
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_listener_on_one_replica_hears_changes_made_through_the_other() {
     let cluster = TestCluster::start(3).await.expect("cluster");
-    let a = CartServer::start(&cluster.endpoints(), cluster.dir())
-        .await
-        .expect("replica a");
-    let b = CartServer::start(&cluster.endpoints(), cluster.dir())
-        .await
-        .expect("replica b");
-    let writer = connect(&mcp_url(&a)).await.expect("writer");
+    let (a, b) = CartServer::pair(&cluster, &[]).await.expect("two replicas");
+    let writer = connect(&a.mcp_url()).await.expect("writer");
     let cart_of = |v: Value| v["cart_id"].as_str().expect("cart_id").to_string();
     let watched = cart_of(call(&writer, "create_cart", json!({})).await.ok());
     let other = cart_of(call(&writer, "create_cart", json!({})).await.ok());
 
-    let listener = connect_confirming(&mcp_url(&b)).await.expect("listener");
+    let listener = connect_confirming(&b.mcp_url()).await.expect("listener");
     let mut filter = SubscriptionFilter::new();
     let uri = format!("cart://{watched}");
     filter.resource_subscriptions = Some(vec![uri.clone(), "file:///etc/passwd".into()]);

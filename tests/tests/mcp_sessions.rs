@@ -14,10 +14,6 @@ use handlestore_tests::mcp_raw::{self, RawMcp as Raw, SseEvent};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-fn mcp_url(server: &CartServer) -> String {
-    format!("{}/mcp", server.url())
-}
-
 /// The JSON-RPC answer among `events`, with its event id.
 fn answer(events: &[SseEvent], id: u64) -> (String, Value) {
     mcp_raw::answer(events, id).unwrap_or_else(|| panic!("no answer to request {id} in {events:?}"))
@@ -25,13 +21,7 @@ fn answer(events: &[SseEvent], id: u64) -> (String, Value) {
 
 async fn legacy_replicas(cluster: &TestCluster) -> (CartServer, CartServer) {
     let flags = ["--legacy-sessions", "--session-ttl", "10m"];
-    let a = CartServer::start_args(&cluster.endpoints(), &flags, cluster.dir())
-        .await
-        .expect("replica a");
-    let b = CartServer::start_args(&cluster.endpoints(), &flags, cluster.dir())
-        .await
-        .expect("replica b");
-    (a, b)
+    CartServer::pair(cluster, &flags).await.expect("two replicas")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -90,12 +80,12 @@ async fn another_principal_gets_nothing_from_a_session() {
     let cluster = TestCluster::start(3).await.expect("cluster");
     let (a, b) = legacy_replicas(&cluster).await;
     let mut alice = Raw::new("alice-token");
-    let session = alice.open(&mcp_url(&a)).await.expect("open");
+    let session = alice.open(&a.mcp_url()).await.expect("open");
 
     // Bob holds alice's session id, on either replica.
     let mut bob = Raw::new("bob-token");
     bob.session = Some(session.clone());
-    for url in [mcp_url(&b), mcp_url(&a)] {
+    for url in [b.mcp_url(), a.mcp_url()] {
         let (status, _) = bob.call_tool(&url, 1, "create_cart", json!({})).await.expect("call");
         assert_eq!(status, StatusCode::NOT_FOUND, "bob is refused on {url}");
         let (status, _) = bob.resume(&url, "AAAAAAAAAAAAAAAAAAAAAAAAAA.1").await.expect("resume");
@@ -103,7 +93,7 @@ async fn another_principal_gets_nothing_from_a_session() {
     }
     // Alice goes on, on the other replica.
     let (status, events) = alice
-        .call_tool(&mcp_url(&b), 2, "create_cart", json!({}))
+        .call_tool(&b.mcp_url(), 2, "create_cart", json!({}))
         .await
         .expect("call");
     assert_eq!(status, StatusCode::OK);
@@ -114,14 +104,14 @@ async fn another_principal_gets_nothing_from_a_session() {
     let mut stranger = Raw::new("alice-token");
     stranger.session = Some("no-such-session".into());
     let (status, _) = stranger
-        .call_tool(&mcp_url(&b), 3, "create_cart", json!({}))
+        .call_tool(&b.mcp_url(), 3, "create_cart", json!({}))
         .await
         .expect("call");
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // DELETE ends the session on every replica.
     let res = alice
-        .request(reqwest::Method::DELETE, &mcp_url(&b))
+        .request(reqwest::Method::DELETE, &b.mcp_url())
         .send()
         .await
         .expect("delete");
@@ -129,7 +119,7 @@ async fn another_principal_gets_nothing_from_a_session() {
     // Replica b has no session any more; a learns of the deletion through
     // its watch of the sessions, within moments.
     let (status, _) = alice
-        .call_tool(&mcp_url(&b), 4, "create_cart", json!({}))
+        .call_tool(&b.mcp_url(), 4, "create_cart", json!({}))
         .await
         .expect("call");
     assert_eq!(
@@ -140,7 +130,7 @@ async fn another_principal_gets_nothing_from_a_session() {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
         let (status, _) = alice
-            .call_tool(&mcp_url(&a), 5, "create_cart", json!({}))
+            .call_tool(&a.mcp_url(), 5, "create_cart", json!({}))
             .await
             .expect("call");
         if status == StatusCode::NOT_FOUND {
@@ -159,10 +149,10 @@ async fn a_stream_resumed_on_the_other_replica_replays_what_was_missed() {
     let cluster = TestCluster::start(3).await.expect("cluster");
     let (a, b) = legacy_replicas(&cluster).await;
     let mut alice = Raw::new("alice-token");
-    alice.open(&mcp_url(&a)).await.expect("open");
+    alice.open(&a.mcp_url()).await.expect("open");
 
     let (status, events) = alice
-        .call_tool(&mcp_url(&a), 1, "create_cart", json!({}))
+        .call_tool(&a.mcp_url(), 1, "create_cart", json!({}))
         .await
         .expect("call");
     assert_eq!(status, StatusCode::OK);
@@ -175,16 +165,16 @@ async fn a_stream_resumed_on_the_other_replica_replays_what_was_missed() {
 
     // The client "missed" everything after the priming event: it resumes
     // on the other replica, which never saw this stream.
-    let (status, replayed) = alice.resume(&mcp_url(&b), &priming).await.expect("resume");
+    let (status, replayed) = alice.resume(&b.mcp_url(), &priming).await.expect("resume");
     assert_eq!(status, StatusCode::OK);
     let (replayed_id, replayed_reply) = answer(&replayed, 1);
     assert_eq!(replayed_id, answer_id, "the replay keeps the event's id");
     assert_eq!(replayed_reply, reply, "and its content");
 
     // Resuming after the last event replays nothing; a made-up id too.
-    let (_, after_last) = alice.resume(&mcp_url(&b), &answer_id).await.expect("resume");
+    let (_, after_last) = alice.resume(&b.mcp_url(), &answer_id).await.expect("resume");
     assert!(after_last.iter().all(|e| e.data.is_empty()), "{after_last:?}");
-    let (_, garbage) = alice.resume(&mcp_url(&a), "not-an-event-id").await.expect("resume");
+    let (_, garbage) = alice.resume(&a.mcp_url(), "not-an-event-id").await.expect("resume");
     assert!(garbage.iter().all(|e| e.data.is_empty()), "{garbage:?}");
 }
 

@@ -125,12 +125,7 @@ async fn keyring_lifecycle_and_codec_across_nodes() {
 async fn a_checkout_confirmation_sealed_by_one_replica_is_accepted_by_the_other() {
     let cluster = TestCluster::start(3).await.expect("cluster");
     let flags = ["--confirm-checkout", "--keyring-refresh", "1s"];
-    let a = CartServer::start_args(&cluster.endpoints(), &flags, cluster.dir())
-        .await
-        .expect("replica a");
-    let b = CartServer::start_args(&cluster.endpoints(), &flags, cluster.dir())
-        .await
-        .expect("replica b");
+    let (a, b) = CartServer::pair(&cluster, &flags).await.expect("two replicas");
     let front = RoundRobin::start(vec![a.url(), b.url()]).await.expect("front");
     let mcp = connect_confirming(&front.url()).await.expect("client");
     let new_cart = || async {
