@@ -10,9 +10,10 @@ cd "$(dirname "$0")/.."
 venv="${HANDLESTORE_VENV:-$HOME/.cache/handlestore/venv}"
 req=tests/python/requirements.txt
 stamp="$venv/.requirements"
-# What the environment was made from: the pinned packages and the client's
-# own dependencies.
-want="$(cat "$req" client/python/pyproject.toml)"
+# What the environment was made from: the pinned packages, the client's
+# own dependencies, and which clone's client is installed (editable).
+want="$(pwd)/client/python
+$(cat "$req" client/python/pyproject.toml)"
 
 python=""
 for p in python3 python; do

@@ -18,7 +18,7 @@ cargo test --release --workspace "$@"
 # pass against real clusters of the binary just built.
 if [ -n "$HANDLESTORE_TEST_PYTHON" ]; then
   "$HANDLESTORE_TEST_PYTHON" client/python/scripts/gen_proto.py --check
-  HANDLESTORE_BIN="${CARGO_TARGET_DIR:-target}/release/handlestore" \
+  HANDLESTORE_BIN="${CARGO_TARGET_DIR:-target}/release/handlestore" PYTHONPATH="$PWD/client/python/src" \
     "$HANDLESTORE_TEST_PYTHON" -m pytest -q -p no:cacheprovider client/python/tests
 else
   echo "SKIPPED: the Python client's tests: no Python virtual environment (see the note above)"
