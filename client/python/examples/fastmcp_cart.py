@@ -49,10 +49,18 @@ def build(client: Client, cart_ttl: float = 3600.0) -> FastMCP:
         except HandlestoreError:
             pass  # best effort: the tool's answer does not wait on listeners
 
-    def unavailable(e: HandlestoreError, cart_id: str) -> ToolError:
-        if isinstance(e, InvalidArgument):
-            return ToolError(f"unknown cart_id: {cart_id}")
-        return ToolError(f"cart store unavailable, retry: {e}")
+    async def existing(cart_id: str, read: Any) -> dict:
+        """The cart `read` (a store call) returns, or the tool error a
+        caller should see: an unknown cart, or a store to retry."""
+        try:
+            cart = await read
+        except InvalidArgument:
+            raise ToolError(f"unknown cart_id: {cart_id}") from None
+        except HandlestoreError as e:
+            raise ToolError(f"cart store unavailable, retry: {e}") from None
+        if cart is None:
+            raise ToolError(f"unknown cart_id: {cart_id}")
+        return cart
 
     @mcp.tool(description="Create an empty shopping cart and return its cart_id.")
     async def create_cart() -> dict[str, Any]:
@@ -85,12 +93,7 @@ def build(client: Client, cart_ttl: float = 3600.0) -> FastMCP:
             if request_id is None or all(x.get("request_id") != request_id for x in lines):
                 lines.append(line)
 
-        try:
-            cart = await carts.update(cart_id, add)
-        except HandlestoreError as e:
-            raise unavailable(e, cart_id) from None
-        if cart is None:
-            raise ToolError(f"unknown cart_id: {cart_id}")
+        cart = await existing(cart_id, carts.update(cart_id, add))
         if refused:
             raise ToolError(refused[0])
         await changed(cart_id)
@@ -98,13 +101,7 @@ def build(client: Client, cart_ttl: float = 3600.0) -> FastMCP:
 
     @mcp.tool(description="Show a cart's lines and, once checked out, its order_id.")
     async def get_cart(cart_id: Annotated[str, Field(description="The id create_cart returned.")]) -> dict[str, Any]:
-        try:
-            cart = await carts.get(cart_id)
-        except HandlestoreError as e:
-            raise unavailable(e, cart_id) from None
-        if cart is None:
-            raise ToolError(f"unknown cart_id: {cart_id}")
-        return {"cart_id": cart_id, "cart": cart}
+        return {"cart_id": cart_id, "cart": await existing(cart_id, carts.get(cart_id))}
 
     @mcp.tool(description="Check a cart out and return its order_id. Calling it again returns the same order_id.")
     async def checkout(cart_id: Annotated[str, Field(description="The id create_cart returned.")]) -> dict[str, Any]:
@@ -116,30 +113,23 @@ def build(client: Client, cart_ttl: float = 3600.0) -> FastMCP:
             if not cart.get("order_id") and not empty[0]:
                 cart["order_id"] = candidate
 
-        try:
-            cart = await carts.update(cart_id, place)
-        except HandlestoreError as e:
-            raise unavailable(e, cart_id) from None
-        if cart is None:
-            raise ToolError(f"unknown cart_id: {cart_id}")
+        cart = await existing(cart_id, carts.update(cart_id, place))
         if empty and empty[0]:
             raise ToolError(f"cart {cart_id} is empty")
         order_id = cart["order_id"]
         # Whichever call recorded the order writes it; a repeat writes the
         # same content again.
+        order = {"cart_id": cart_id, "lines": cart["lines"]}
         try:
-            await orders.put(order_id, {"cart_id": cart_id, "lines": cart["lines"]}, NEVER)
+            await orders.put(order_id, order, NEVER)
         except HandlestoreError as e:
-            raise unavailable(e, cart_id) from None
+            raise ToolError(f"cart store unavailable, retry: {e}") from None
         await changed(cart_id)
         return {"cart_id": cart_id, "order_id": order_id, "lines": len(cart["lines"])}
 
     @mcp.resource(CART_URI + "{cart_id}", description="A cart, as get_cart shows it.")
     async def cart_resource(cart_id: str) -> dict[str, Any]:
-        cart = await carts.get(cart_id)
-        if cart is None:
-            raise ToolError(f"unknown cart_id: {cart_id}")
-        return {"cart_id": cart_id, "cart": cart}
+        return {"cart_id": cart_id, "cart": await existing(cart_id, carts.get(cart_id))}
 
     return mcp
 

@@ -5,6 +5,7 @@ the Rust tests start them (tests/src/cluster.rs)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pathlib
 import shutil
@@ -29,6 +30,14 @@ def handlestore_bin() -> pathlib.Path | None:
     target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
     path = target / "release" / "handlestore"
     return path if path.exists() else None
+
+
+def need_binary() -> None:
+    """Skips the test, saying why, when there is no binary to run."""
+    import pytest
+
+    if handlestore_bin() is None:
+        pytest.skip("no handlestore binary: run `cargo build --release` or set HANDLESTORE_BIN")
 
 
 def free_port() -> int:
@@ -162,3 +171,14 @@ class Cluster:
                 return leaders.pop()
             await asyncio.sleep(0.1)
         raise TimeoutError(f"no leader within {timeout}s\n{self.logs()}")
+
+
+@contextlib.asynccontextmanager
+async def running(size: int = 3, tls: bool = False):
+    """A started cluster with a leader, stopped (and its files removed) after."""
+    c = Cluster(size, tls=tls).start()
+    try:
+        await c.wait_leader()
+        yield c
+    finally:
+        c.stop()

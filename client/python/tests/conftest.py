@@ -9,7 +9,7 @@ import json
 import pathlib
 
 import pytest
-from cluster import REPO, Cluster, handlestore_bin
+from cluster import REPO, handlestore_bin, need_binary, running
 
 _names = itertools.count(1)
 
@@ -21,14 +21,18 @@ def pytest_report_header() -> str:
 
 @pytest.fixture(scope="session")
 async def cluster():
-    if handlestore_bin() is None:
-        pytest.skip("no handlestore binary: run `cargo build --release` or set HANDLESTORE_BIN")
-    c = Cluster(3).start()
-    try:
-        await c.wait_leader()
+    """One cluster for the tests that only read and write."""
+    need_binary()
+    async with running() as c:
         yield c
-    finally:
-        c.stop()
+
+
+@pytest.fixture
+async def own_cluster():
+    """A cluster of the test's own, for tests that kill nodes."""
+    need_binary()
+    async with running() as c:
+        yield c
 
 
 @pytest.fixture

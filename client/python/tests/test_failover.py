@@ -7,22 +7,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from cluster import Cluster, handlestore_bin
 
 from handlestore import DeadlineExceeded, StoreItem, Unavailable, new_handle_id
 from handlestore.v1 import state_pb2
-
-
-@pytest.fixture
-async def own_cluster():
-    if handlestore_bin() is None:
-        pytest.skip("no handlestore binary: run `cargo build --release` or set HANDLESTORE_BIN")
-    c = Cluster(3).start()
-    try:
-        await c.wait_leader()
-        yield c
-    finally:
-        c.stop()
 
 
 async def test_a_retried_write_is_answered_from_memory_not_applied_again(client):

@@ -31,31 +31,31 @@ def wait_listening(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> 
     raise TimeoutError(f"nothing listens on {port}")
 
 
+def start(cmd: list[str]) -> tuple[subprocess.Popen, str]:
+    """A server process listening on a free port (`cmd` gets --listen): it
+    and its MCP URL."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [*cmd, "--listen", f"127.0.0.1:{port}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    wait_listening(port, proc)
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.terminate()
+        p.wait(timeout=10)
+
+
 @pytest.fixture
 def replicas(cluster, namespace):
-    procs, urls = [], []
-    for _ in range(2):
-        port = free_port()
-        cmd = [
-            sys.executable,
-            str(EXAMPLE),
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--endpoints",
-            ",".join(cluster.endpoints),
-            "--namespace",
-            namespace,
-        ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        procs.append(proc)
-        wait_listening(port, proc)
-        urls.append(f"http://127.0.0.1:{port}/mcp")
+    cmd = [sys.executable, str(EXAMPLE), "--endpoints", ",".join(cluster.endpoints), "--namespace", namespace]
+    started = [start(cmd) for _ in range(2)]
     try:
-        yield urls
+        yield [url for _, url in started]
     finally:
-        for p in procs:
-            p.terminate()
-            p.wait(timeout=10)
+        stop([p for p, _ in started])
 
 
 async def call(client: McpClient, tool: str, **args) -> dict:
@@ -110,21 +110,10 @@ async def test_a_rust_and_a_python_replica_share_carts(cluster, namespace, repli
     rust_server = binary.parent / "examples" / "cart_server" if binary else None
     if rust_server is None or not rust_server.exists():
         pytest.skip("no cart_server example binary: run `cargo build --release --examples`")
-    port = free_port()
-    cmd = [
-        str(rust_server),
-        "--listen",
-        f"127.0.0.1:{port}",
-        "--endpoints",
-        ",".join(cluster.endpoints),
-        "--namespace",
-        namespace,
-    ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc, url = start([str(rust_server), "--endpoints", ",".join(cluster.endpoints), "--namespace", namespace])
     try:
-        wait_listening(port, proc)
         async with (
-            McpClient(f"http://127.0.0.1:{port}/mcp", mode="auto") as rust,
+            McpClient(url, mode="auto") as rust,
             McpClient(replicas[0], mode="auto") as python,
         ):
             cart_id = (await call(rust, "create_cart"))["cart_id"]
@@ -135,5 +124,4 @@ async def test_a_rust_and_a_python_replica_share_carts(cluster, namespace, repli
             order = (await call(python, "checkout", cart_id=cart_id))["order_id"]
             assert (await call(rust, "checkout", cart_id=cart_id))["order_id"] == order, "checked out once"
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop([proc])

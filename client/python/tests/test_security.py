@@ -4,7 +4,7 @@ missing or wrong credentials get clear errors and change nothing."""
 from __future__ import annotations
 
 import pytest
-from cluster import Cluster, handlestore_bin
+from cluster import Cluster, need_binary, running
 
 from handlestore import Client, PermissionDenied, Tls, Unauthenticated
 from handlestore.v1 import auth_pb2
@@ -12,17 +12,11 @@ from handlestore.v1 import auth_pb2
 
 @pytest.fixture(scope="module")
 async def secured():
-    if handlestore_bin() is None:
-        pytest.skip("no handlestore binary: run `cargo build --release` or set HANDLESTORE_BIN")
-    c = Cluster(3, tls=True).start()
-    try:
-        await c.wait_leader()
-        admin = c.client()
-        root = (await admin.call("auth", "AuthEnable", auth_pb2.AuthEnableRequest())).root_token
-        await admin.close()
+    need_binary()
+    async with running(tls=True) as c:
+        async with c.client() as admin:
+            root = (await admin.call("auth", "AuthEnable", auth_pb2.AuthEnableRequest())).root_token
         yield c, root
-    finally:
-        c.stop()
 
 
 async def test_tls_and_a_token_work(secured):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from cluster import Cluster, handlestore_bin
 
 from handlestore import ChangeKind, InvalidArgument
 
@@ -60,24 +59,17 @@ async def test_a_watch_needs_exactly_one_target(client):
         await client.watch(prefix="a", key="b")
 
 
-async def test_a_watch_resumes_on_another_node_without_gaps():
-    if handlestore_bin() is None:
-        pytest.skip("no handlestore binary")
-    cluster = Cluster(3).start()
-    try:
-        await cluster.wait_leader()
-        client = cluster.client(namespace="resume")
-        t = client.state_tool()
-        w = await client.watch(prefix="n/")
-        serving = w._node + 1
-        await t.store("n/0", 0)
-        assert len(await next_changes(w, 1)) == 1
-        cluster.kill(serving)
-        for i in range(1, 20):
-            await t.store(f"n/{i}", i)
-        got = await next_changes(w, 19, timeout=30)
-        assert [c.value for c in got] == list(range(1, 20)), "every change once, in order"
-        w.close()
-        await client.close()
-    finally:
-        cluster.stop()
+async def test_a_watch_resumes_on_another_node_without_gaps(own_cluster):
+    client = own_cluster.client(namespace="resume")
+    t = client.state_tool()
+    w = await client.watch(prefix="n/")
+    serving = w._node + 1
+    await t.store("n/0", 0)
+    assert len(await next_changes(w, 1)) == 1
+    own_cluster.kill(serving)
+    for i in range(1, 20):
+        await t.store(f"n/{i}", i)
+    got = await next_changes(w, 19, timeout=30)
+    assert [c.value for c in got] == list(range(1, 20)), "every change once, in order"
+    w.close()
+    await client.close()

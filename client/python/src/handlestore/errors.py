@@ -129,21 +129,3 @@ def from_rpc_error(err: grpc.aio.AioRpcError) -> HandlestoreError:
         out = HandlestoreError(f"{code.name}: {message}")
     out.reason = detail.reason
     return out
-
-
-def failure_to_error(code: int, message: str, details: bytes) -> HandlestoreError:
-    """The exception for a write that failed inside a Writes.Submit call."""
-    status = {c.value[0]: c for c in grpc.StatusCode}.get(code, grpc.StatusCode.UNKNOWN)
-    detail = common_pb2.ErrorDetail()
-    try:
-        detail.ParseFromString(details)
-    except Exception:
-        detail = common_pb2.ErrorDetail()
-    if status == grpc.StatusCode.FAILED_PRECONDITION:
-        out: HandlestoreError = Conflict(message, detail.current_revision)
-    elif status in _BY_CODE:
-        out = _BY_CODE[status](message)
-    else:
-        out = HandlestoreError(f"{status.name}: {message}")
-    out.reason = detail.reason
-    return out
