@@ -69,18 +69,26 @@ class ClientStateStore:
     async def clear_session_id(self) -> None:
         await self._tool.delete(self._key(SESSION_ID))
 
+    async def set_sealed(self, field: str, value: Any) -> None:
+        """Stores any JSON `value` under `field`, encrypted and bound to
+        this client key and the field."""
+        sealed = await self._codec.encode(value, self.client_key, field, _TOKEN_SEAL_TTL)
+        await self._tool.store(self._key(field), sealed)
+
+    async def sealed(self, field: str) -> Any | None:
+        """What `set_sealed` stored under `field`; None if nothing is there,
+        or if it no longer decrypts (its key was retired)."""
+        blob = await self._get_str(field)
+        return None if blob is None else await self._codec.decode(blob, self.client_key, field)
+
     async def set_access_token(self, token: str) -> None:
         """Stores the token encrypted."""
-        sealed = await self._codec.encode(token, self.client_key, ACCESS_TOKEN, _TOKEN_SEAL_TTL)
-        await self._tool.store(self._key(ACCESS_TOKEN), sealed)
+        await self.set_sealed(ACCESS_TOKEN, token)
 
     async def access_token(self) -> str | None:
         """The token; None if there is none or it no longer decrypts (its
         key was retired): then the client signs in again."""
-        sealed = await self._get_str(ACCESS_TOKEN)
-        if sealed is None:
-            return None
-        token = await self._codec.decode(sealed, self.client_key, ACCESS_TOKEN)
+        token = await self.sealed(ACCESS_TOKEN)
         return token if isinstance(token, str) else None
 
     async def clear_access_token(self) -> None:

@@ -5,11 +5,11 @@ compare-and-set loop; TTLs as in `handlestore.ttl`)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
 
 from handlestore import errors
+from handlestore._encoding import json_text, json_value
 from handlestore.client import LINEARIZABLE, STALE, Client, Consistency
 from handlestore.ids import check_handle_id, new_handle_id
 from handlestore.ttl import DEFAULT, TtlLike, default_millis, to_millis
@@ -35,20 +35,6 @@ class WriteOutcome:
     existed: bool
     #: The revision of the write (usable with `Consistency.at_least`).
     revision: int
-
-
-def _encode(value: Any) -> bytes:
-    try:
-        return json.dumps(value, separators=(",", ":")).encode()
-    except (TypeError, ValueError) as e:
-        raise errors.CodecError(f"the value is not JSON: {e}") from None
-
-
-def _decode(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError as e:
-        raise errors.CodecError(f"the stored value is not JSON: {e}") from None
 
 
 class HandleStore:
@@ -100,7 +86,7 @@ class HandleStore:
                 namespace=self.client.namespace,
                 store=self.store,
                 id=handle_id,
-                value=_encode(value),
+                value=json_text(value).encode(),
                 ttl=self._ttl(ttl),
                 write_id=write_id,
             )
@@ -127,7 +113,7 @@ class HandleStore:
                 namespace=self.client.namespace,
                 store=self.store,
                 id=handle_id,
-                value=_encode(value),
+                value=json_text(value).encode(),
                 ttl=ttl,
                 write_id=write_id,
                 expected_revision=expected_revision,
@@ -153,7 +139,7 @@ class HandleStore:
             resp = await self.client.call("handles", "Get", req)
         except errors.NotFound:
             return None
-        return Versioned(_decode(resp.value), resp.create_revision, resp.mod_revision, resp.expires_at_ms or None)
+        return Versioned(json_value(resp.value), resp.create_revision, resp.mod_revision, resp.expires_at_ms or None)
 
     async def delete(self, handle_id: str) -> bool:
         """Deletes; returns whether a live handle existed."""

@@ -23,7 +23,6 @@ from a refusal: seal objects.
 
 from __future__ import annotations
 
-import base64
 import enum
 import hashlib
 import hmac
@@ -39,6 +38,7 @@ from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from handlestore import errors
+from handlestore._encoding import b64, b64_decode
 from handlestore.client import Client
 from handlestore.keyring import RingKey, keyring
 from handlestore.single_use import SingleUse
@@ -56,24 +56,6 @@ class Mode(enum.Enum):
     SIGNED = "signed"
     #: Also confidential.
     ENCRYPTED = "encrypted"
-
-
-def b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def b64_decode(text: str) -> bytes | None:
-    """Strict base64url without padding; None if malformed."""
-    if len(text) % 4 == 1 or any(c not in _B64_CHARS for c in text):
-        return None
-    try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except ValueError:
-        return None
-    return raw if b64(raw) == text else None
-
-
-_B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 def hkdf(secret: bytes, info: bytes) -> bytes:

@@ -7,10 +7,8 @@ Python replicas refuse each other's redeemed tokens."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-
 from handlestore import errors
+from handlestore._encoding import digest_name
 from handlestore.client import Client
 from handlestore.handles import HandleStore
 
@@ -20,7 +18,7 @@ REDEEMED_STORE = "mcp-redeemed"
 
 def token_id(token: str) -> str:
     """The handle id a token is redeemed under."""
-    return base64.b32encode(hashlib.sha256(token.encode()).digest()[:16]).decode().rstrip("=")
+    return digest_name(token)
 
 
 class SingleUse:

@@ -8,11 +8,11 @@ JSON: reading it back gives the same kind.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Sequence
 
 from handlestore import errors
+from handlestore._encoding import json_text, json_value
 from handlestore.client import LINEARIZABLE, Client, Consistency
 from handlestore.ttl import DEFAULT, TtlLike, default_millis, to_millis
 from handlestore.v1 import handles_pb2, state_pb2
@@ -60,10 +60,7 @@ class ListPage:
 def value_to_pb(value: Any) -> state_pb2.StateValue:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return state_pb2.StateValue(bytes=bytes(value))
-    try:
-        return state_pb2.StateValue(json=json.dumps(value, separators=(",", ":")))
-    except (TypeError, ValueError) as e:
-        raise errors.CodecError(f"the value is neither bytes nor JSON: {e}") from None
+    return state_pb2.StateValue(json=json_text(value))
 
 
 def value_from_pb(value: state_pb2.StateValue) -> Any:
@@ -71,10 +68,7 @@ def value_from_pb(value: state_pb2.StateValue) -> Any:
     if kind == "bytes":
         return value.bytes
     if kind == "json":
-        try:
-            return json.loads(value.json)
-        except ValueError as e:
-            raise errors.CodecError(f"the stored value is not JSON: {e}") from None
+        return json_value(value.json)
     return None
 
 

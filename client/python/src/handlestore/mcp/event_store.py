@@ -28,7 +28,7 @@ from mcp.server.streamable_http import EventCallback, EventId, EventMessage, Eve
 from mcp_types import JSONRPCMessage, jsonrpc_message_adapter
 
 from handlestore import errors
-from handlestore._digest import digest_name, page_token_after
+from handlestore._encoding import digest_name, page_token_after
 from handlestore.client import Client
 from handlestore.ids import new_handle_id
 from handlestore.state import StoreItem

@@ -32,9 +32,10 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from mcp.server.request_state import InvalidRequestState, RequestStateSecurity, authenticated_principal
 
 from handlestore import errors
+from handlestore._encoding import b64, b64_decode
 from handlestore.client import Client
 from handlestore.keyring import RingKey, keyring
-from handlestore.request_state import b64, b64_decode, hkdf
+from handlestore.request_state import hkdf
 
 logger = logging.getLogger(__name__)
 

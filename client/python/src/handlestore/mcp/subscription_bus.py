@@ -26,7 +26,7 @@ from mcp.server.subscriptions import (
 )
 
 from handlestore import errors
-from handlestore._digest import digest_name
+from handlestore._encoding import digest_name
 from handlestore.client import Client
 from handlestore.watch import ChangeKind, Watch
 
