@@ -40,10 +40,20 @@ def need_binary() -> None:
         pytest.skip("no handlestore binary: run `cargo build --release` or set HANDLESTORE_BIN")
 
 
+_USED_PORTS: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port, never the same one twice in a test run (a port
+    handed out but not yet bound must not be handed out again), as the Rust
+    harness picks them."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _USED_PORTS:
+            _USED_PORTS.add(port)
+            return port
 
 
 class Node:
