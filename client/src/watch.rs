@@ -159,6 +159,14 @@ impl Client {
     }
 }
 
+/// A node cut the watch off because its consumer fell behind: resuming
+/// from the position works while the history still holds it (the node says
+/// `compacted` when it does not).
+fn cut_off(s: &tonic::Status) -> bool {
+    s.code() == tonic::Code::ResourceExhausted
+        && crate::error::detail(s).reason == handlestore_proto::reason::SLOW_WATCHER
+}
+
 impl Watch {
     /// The next revision this watch delivers (resume a later watch from
     /// here).
@@ -169,8 +177,10 @@ impl Watch {
     /// The next batch of changes (or, with `progress`, of none). Fails only
     /// for what resuming cannot fix: no node could take the watch within
     /// the client's deadline, the history moved past it
-    /// ([`Error::Compacted`], a `slow_watcher` [`Error::ResourceExhausted`]),
-    /// or the caller may no longer read what it watches.
+    /// ([`Error::Compacted`]), or the caller may no longer read what it
+    /// watches. A node that cut this watch off for falling behind
+    /// (`slow_watcher`: this consumer took nothing for a while) is asked
+    /// again from the position.
     pub async fn next(&mut self) -> Result<WatchBatch> {
         loop {
             let Some(stream) = self.stream.as_mut() else {
@@ -183,7 +193,7 @@ impl Watch {
                     None => continue,
                 },
                 Ok(Ok(None)) => "the node ended the watch".to_string(),
-                Ok(Err(s)) if retryable(&s) => s.message().to_string(),
+                Ok(Err(s)) if retryable(&s) || cut_off(&s) => s.message().to_string(),
                 Ok(Err(s)) => return Err(Error::from(s)),
                 Err(_) => format!("nothing heard for {SILENCE:?}"),
             };

@@ -67,6 +67,10 @@ impl Default for RaftTuning {
     }
 }
 
+/// Watch delivery's memory by default, in MiB: a quarter of the caches'
+/// defaults (64 MiB block cache, 64 MiB memtables).
+pub const DEFAULT_WATCH_MEMORY_MB: u64 = 32;
+
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
     pub id: u64,
@@ -95,6 +99,10 @@ pub struct NodeConfig {
     pub dedup_max_entries: u64,
     /// Revisions of changes the watch history keeps.
     pub watch_history: u64,
+    /// Bytes of memory for watch delivery (`api::watch`): the recent
+    /// changes kept for live watchers and what watchers' clients have not
+    /// taken yet.
+    pub watch_memory: usize,
     pub max_batch_commands: usize,
     pub db_memory: crate::db::DbMemory,
     /// How often free memory of the C heap (RocksDB's) is given back to
@@ -157,6 +165,18 @@ impl NodeConfig {
         self.tls.is_none() && !self.insecure
     }
 
+    /// How watch delivery's memory is split: bytes of recent changes kept
+    /// for live watchers, bytes all watchers' queues may hold, and one
+    /// watcher's share of those (enough for a couple of full responses).
+    pub fn watch_split(&self) -> (usize, usize, usize) {
+        let recent = self.watch_memory / 4;
+        let queues = self.watch_memory - recent;
+        let share = (self.watch_memory / 8)
+            .max(2 * crate::api::watch::PAGE_BYTES)
+            .min(queues);
+        (recent, queues, share)
+    }
+
     /// How this node is reached, as the membership records it.
     pub fn member(&self) -> Member {
         Member::new(&self.advertise, &self.peer_advertise)
@@ -180,6 +200,7 @@ impl NodeConfig {
             dedup_window: Duration::from_secs(600),
             dedup_max_entries: 1_000_000,
             watch_history: crate::state::DEFAULT_HISTORY_REVISIONS,
+            watch_memory: (DEFAULT_WATCH_MEMORY_MB as usize) << 20,
             max_batch_commands: 512,
             db_memory: crate::db::DbMemory::default(),
             malloc_trim_interval: Duration::from_secs(10),

@@ -19,6 +19,7 @@ pub fn probe(db: Arc<rocksdb::DB>, log: LogStore) -> MemoryProbe {
             block_cache_pinned: rocks.block_cache_pinned,
             table_readers: rocks.table_readers,
             log_cache: log.cache_bytes(),
+            ..Default::default()
         }
     })
 }

@@ -61,6 +61,7 @@ fn open_storage(cfg: &NodeConfig) -> anyhow::Result<Storage> {
         StateLimits {
             dedup_max_entries: cfg.dedup_max_entries,
             history_revisions: cfg.watch_history,
+            recent_bytes: cfg.watch_split().0,
         },
     )?;
     let snapshots = Arc::new(SnapshotDir::new(cfg.data_dir.join("snapshots"))?);
@@ -185,6 +186,10 @@ fn client_routes(
             timeout: cfg.read_timeout,
         },
         guard: crate::api::auth::Guard::new(state),
+        watches: {
+            let (_, queues, share) = cfg.watch_split();
+            crate::api::watch::WatchBudget::new(queues, share)
+        },
     });
     let max_msg = max_client_message(cfg);
     // A call of the Writes service carries one write of any allowed size,

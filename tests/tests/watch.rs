@@ -8,8 +8,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use handlestore_client::{
-    ChangeKind, Client, DeleteOptions, Error, StateTool, StateValue, StoreItem, StoreOptions, Ttl, Watch, WatchBatch,
-    WatchOptions, WatchTarget,
+    ChangeKind, Client, ClusterStateTool, DeleteOptions, Error, StateTool, StateValue, StoreItem, StoreOptions, Ttl,
+    Watch, WatchBatch, WatchOptions, WatchTarget,
 };
 use handlestore_proto::v1 as pb;
 use handlestore_tests::TestCluster;
@@ -322,9 +322,9 @@ async fn the_cli_prints_one_line_per_change() {
     assert!(lines[1].ends_with("\tDELETE\tcli/a"), "{}", lines[1]);
 }
 
-/// A watcher that reads nothing while the history moves past it is ended
-/// with RESOURCE_EXHAUSTED (slow_watcher) once it reads again, after the
-/// responses that were queued for it.
+/// A watcher that reads, but more slowly than changes come, falls behind
+/// the history kept: it is ended with RESOURCE_EXHAUSTED (slow_watcher)
+/// naming the oldest revision kept, and resuming it says "compacted".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watcher_that_falls_behind_the_history_is_cut_off_with_a_reason() {
     let cluster = TestCluster::builder(1)
@@ -333,30 +333,24 @@ async fn a_watcher_that_falls_behind_the_history_is_cut_off_with_a_reason() {
         .await
         .expect("cluster");
     let client = cluster.client();
-    let req = pb::WatchRequest {
-        namespace: "default".into(),
-        target: Some(pb::watch_request::Target::Prefix("slow/".into())),
-        ..Default::default()
-    };
-    let mut stream = pb::watch_client::WatchClient::new(client.channel(0).expect("channel"))
-        .max_decoding_message_size(64 << 20)
-        .watch(req)
-        .await
-        .expect("watch")
-        .into_inner();
+    let mut stream = raw_watch(&client, "slow/").await;
     let kv = client.state_tool();
-    let big = StateValue::Bytes(vec![7u8; 64 << 10]);
-    // More revisions than live changes are buffered, and far more than
-    // the history keeps, with more value bytes than the stream's window.
-    for i in 0..1200 {
-        kv.store(&format!("slow/{i}"), big.clone(), StoreOptions::default())
-            .await
-            .expect("store");
-    }
-    let ended = tokio::time::timeout(WAIT, async {
+    let writer = tokio::spawn(async move {
+        let big = StateValue::Bytes(vec![7u8; 64 << 10]);
+        // Far more revisions than the history keeps, and more value bytes
+        // than the recent changes kept in memory.
+        for i in 0..1200 {
+            kv.store(&format!("slow/{i}"), big.clone(), StoreOptions::default())
+                .await
+                .expect("store");
+        }
+    });
+    let ended = tokio::time::timeout(Duration::from_secs(120), async {
         loop {
             match stream.message().await {
-                Ok(Some(_)) => continue,
+                // Slower than the writes, but never long enough still to
+                // be cut off for taking nothing.
+                Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(50)).await,
                 Ok(None) => panic!("the watch ended without a reason"),
                 Err(s) => return s,
             }
@@ -364,10 +358,151 @@ async fn a_watcher_that_falls_behind_the_history_is_cut_off_with_a_reason() {
     })
     .await
     .expect("the end in time");
+    writer.await.expect("writer");
     assert_eq!(ended.code(), Code::ResourceExhausted, "{ended:?}");
     let detail = <pb::ErrorDetail as prost::Message>::decode(ended.details()).expect("detail");
     assert_eq!(detail.reason, "slow_watcher");
     assert!(detail.compact_revision > 1, "{detail:?}");
+}
+
+/// A raw watch stream on the client's first node (no resuming).
+async fn raw_watch(client: &Client, prefix: &str) -> tonic::Streaming<pb::WatchResponse> {
+    let req = pb::WatchRequest {
+        namespace: client.namespace().to_string(),
+        target: Some(pb::watch_request::Target::Prefix(prefix.into())),
+        ..Default::default()
+    };
+    pb::watch_client::WatchClient::new(client.channel(0).expect("channel"))
+        .max_decoding_message_size(64 << 20)
+        .watch(req)
+        .await
+        .expect("watch")
+        .into_inner()
+}
+
+/// Idle watchers cannot grow a node's memory past its watch budget: four
+/// watchers on a follower read their first answer and then nothing while
+/// 600 values of 512 KiB are written. The follower's resident memory stays
+/// within the budget (32 MiB) plus a margin of the other follower's, which
+/// has no watchers; the idle watchers are cut off (slow_watcher) and say
+/// so once read; a watcher reading on the same node sees every change; the
+/// node's status counts the budget and the cuts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_watchers_cannot_grow_a_nodes_memory_past_its_budget() {
+    const WRITES: usize = 600;
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    let (watched, other) = {
+        let f: Vec<u64> = (1..=3).filter(|n| *n != leader).collect();
+        (f[0], f[1])
+    };
+    // Each on a connection of its own (as clients of their own would be):
+    // an idle stream leaves its data unread, and with it its connection's
+    // HTTP/2 window.
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        let mut s = raw_watch(&cluster.client_for(watched), "big/").await;
+        assert!(s.message().await.expect("created").is_some());
+        idle.push(s);
+    }
+    let mut reading = cluster
+        .client_for(watched)
+        .watch(WatchTarget::prefix("big/"), WatchOptions::default())
+        .await
+        .expect("watch");
+    let reader = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while seen.len() < WRITES {
+            let b = tokio::time::timeout(Duration::from_secs(60), reading.next())
+                .await
+                .expect("changes keep coming")
+                .expect("a batch");
+            seen.extend(b.changes.into_iter().map(|c| (c.revision, c.key)));
+        }
+        seen
+    });
+    let rss = |n: u64| {
+        let cluster = &cluster;
+        async move {
+            let s = cluster.status(n).await.expect("status");
+            s.memory.expect("memory")
+        }
+    };
+    let writer = tokio::spawn(write_big(cluster.client_for(leader).state_tool(), WRITES));
+    let (mut peak_watched, mut peak_other, mut peak_watch) = (0u64, 0u64, 0u64);
+    while !writer.is_finished() {
+        let (w, o) = (rss(watched).await, rss(other).await);
+        peak_watched = peak_watched.max(w.rss);
+        peak_other = peak_other.max(o.rss);
+        peak_watch = peak_watch.max(w.watch);
+        assert!(
+            w.watch <= w.watch_budget + (8 << 20),
+            "watch memory past its budget: {w:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    writer.await.expect("writer");
+    let seen = reader.await.expect("reader");
+    let mut keys: Vec<&str> = seen.iter().map(|(_, k)| k.as_str()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), WRITES, "the reading watcher saw every change once");
+    assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "in revision order");
+
+    let mib = |b: u64| b >> 20;
+    let status = rss(watched).await;
+    eprintln!(
+        "peak RSS: watched follower {} MiB, other follower {} MiB; watch memory peaked at {} MiB",
+        mib(peak_watched),
+        mib(peak_other),
+        mib(peak_watch)
+    );
+    assert!(
+        mib(peak_watched) <= mib(peak_other) + 32 + 96,
+        "the watched follower peaked at {} MiB, the other at {} MiB (watch memory peaked at {} MiB)",
+        mib(peak_watched),
+        mib(peak_other),
+        mib(peak_watch)
+    );
+    assert_eq!(status.watch_budget, 32 << 20, "{status:?}");
+    assert!(status.watchers_cut >= 4, "{status:?}");
+    for s in idle {
+        let ended = end_of(s).await;
+        assert_eq!(ended.code(), Code::ResourceExhausted, "{ended:?}");
+        let detail = <pb::ErrorDetail as prost::Message>::decode(ended.details()).expect("detail");
+        assert_eq!(detail.reason, "slow_watcher", "{ended:?}");
+    }
+}
+
+/// Stores `n` values of 512 KiB under `big/`, four writers at a time.
+async fn write_big(kv: ClusterStateTool, n: usize) {
+    let big = StateValue::Bytes(vec![9u8; 512 << 10]);
+    let tasks = (0..4).map(|w| {
+        let (kv, big) = (kv.clone(), big.clone());
+        async move {
+            for i in (w..n).step_by(4) {
+                kv.store(&format!("big/{i:04}"), big.clone(), StoreOptions::default())
+                    .await
+                    .expect("store");
+            }
+        }
+    });
+    futures::future::join_all(tasks).await;
+}
+
+/// Reads a raw watch to its end: the error it ended with.
+async fn end_of(mut s: tonic::Streaming<pb::WatchResponse>) -> tonic::Status {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            match s.message().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("the watch ended without a reason"),
+                Err(e) => return e,
+            }
+        }
+    })
+    .await
+    .expect("the end in time")
 }
 
 /// A watcher that stopped reading does not hold its node up when the node

@@ -81,6 +81,19 @@ fn ring_key(k: ipb::KeyRecord, include_secret: bool) -> pb::RingKey {
 }
 
 impl AdminService {
+    /// Where the memory is, watch delivery's part included.
+    fn memory_now(&self) -> pb::Memory {
+        let watches = &self.api.watches;
+        let recent = self.api.state.recent();
+        pb::Memory {
+            watch: (recent.bytes() + watches.used()) as u64,
+            watch_budget: (recent.limit() + watches.limit()) as u64,
+            watchers: watches.watchers() as u64,
+            watchers_cut: watches.cut_count(),
+            ..(self.memory)()
+        }
+    }
+
     /// Applies a key ring change and answers with the ring after it.
     async fn change_ring(
         &self,
@@ -157,7 +170,7 @@ impl pb::admin_server::Admin for AdminService {
             millis_since_quorum_ack: r.millis_since_quorum_ack,
             version: env!("CARGO_PKG_VERSION").into(),
             log_syncs: self.log_syncs.load(Ordering::Relaxed),
-            memory: Some((self.memory)()),
+            memory: Some(self.memory_now()),
             forwarded_writes: self.api.proposer.forwarded_writes(),
             clock: Some(clock_status(&self.api.proposer.clock().report())),
             namespaces,

@@ -35,6 +35,8 @@ pub struct Api {
     pub proposer: Arc<Proposer>,
     pub reads: read::ReadGate,
     pub guard: auth::Guard,
+    /// What watchers' clients have not taken yet, within its budget.
+    pub watches: Arc<watch::WatchBudget>,
 }
 
 impl Api {

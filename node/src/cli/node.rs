@@ -71,6 +71,13 @@ pub struct NodeArgs {
     #[arg(long, default_value_t = crate::state::DEFAULT_HISTORY_REVISIONS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub watch_history: u64,
+    /// Memory for watch delivery (MiB): a quarter keeps recent changes for
+    /// live watchers, the rest holds what watchers' clients have not taken
+    /// yet. A watcher whose client takes nothing while its share is full is
+    /// cut off (slow_watcher; the client resumes from its revision).
+    #[arg(long, default_value_t = crate::config::DEFAULT_WATCH_MEMORY_MB,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub watch_memory_mb: u64,
     /// RocksDB block cache, shared by all data (MiB). With the write
     /// buffers, this bounds the node's memory whatever the number of keys.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
@@ -217,6 +224,7 @@ impl NodeArgs {
         cfg.sweep_interval = self.sweep_interval.max(Duration::from_millis(10));
         cfg.dedup_window = self.dedup_window;
         cfg.watch_history = self.watch_history;
+        cfg.watch_memory = (self.watch_memory_mb as usize) << 20;
         cfg.db_memory = crate::db::DbMemory {
             block_cache_bytes: (self.block_cache_mb as usize) << 20,
             write_buffer_bytes: (self.write_buffer_mb as usize) << 20,

@@ -83,16 +83,7 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
             println!("{p}");
         }
     }
-    if !memory.is_empty() {
-        println!();
-        println!(
-            "{:<28} {:>7} {:>9} {:>11} {:>7} {:>13} {:>9} {:>7}",
-            "MEMORY (MiB)", "RSS", "MEMTABLES", "BLOCK CACHE", "PINNED", "TABLE READERS", "LOG CACHE", "OTHER"
-        );
-        for r in memory {
-            println!("{r}");
-        }
-    }
+    print_memory(&memory);
     if !view.namespaces.is_empty() {
         println!();
         super::auth::print_usage(&view.namespaces);
@@ -111,18 +102,42 @@ fn clock_cell(c: Option<&pb::ClockStatus>) -> String {
     }
 }
 
+/// The memory table, one row per node (none: nothing printed).
+fn print_memory(rows: &[String]) {
+    if rows.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "{:<28} {:>7} {:>9} {:>11} {:>7} {:>13} {:>9} {:>13} {:>7}",
+        "MEMORY (MiB)",
+        "RSS",
+        "MEMTABLES",
+        "BLOCK CACHE",
+        "PINNED",
+        "TABLE READERS",
+        "LOG CACHE",
+        "WATCH/BUDGET",
+        "OTHER"
+    );
+    for r in rows {
+        println!("{r}");
+    }
+}
+
 /// One node's memory: what RocksDB and the log cache hold, and the rest of
 /// the resident set ("other": buffers, in-flight entries, allocator pages).
 fn memory_row(url: &str, m: &pb::Memory) -> String {
     let mib = |b: u64| format!("{:.1}", b as f64 / (1u64 << 20) as f64);
-    let known = m.memtables + m.block_cache + m.table_readers + m.log_cache;
+    let known = m.memtables + m.block_cache + m.table_readers + m.log_cache + m.watch;
     let (rss, other) = if m.rss == 0 {
         ("?".into(), "?".into())
     } else {
         (mib(m.rss), mib(m.rss.saturating_sub(known)))
     };
+    let watch = format!("{}/{}", mib(m.watch), mib(m.watch_budget));
     format!(
-        "{:<28} {:>7} {:>9} {:>11} {:>7} {:>13} {:>9} {:>7}",
+        "{:<28} {:>7} {:>9} {:>11} {:>7} {:>13} {:>9} {:>13} {:>7}",
         url,
         rss,
         mib(m.memtables),
@@ -130,6 +145,7 @@ fn memory_row(url: &str, m: &pb::Memory) -> String {
         mib(m.block_cache_pinned),
         mib(m.table_readers),
         mib(m.log_cache),
+        watch,
         other
     )
 }

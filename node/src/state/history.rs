@@ -6,10 +6,8 @@
 //! `sm_meta` key. Key-ring entries and anything else that is not a handle
 //! or a state key never enter it.
 //!
-//! After each applied batch the state store also publishes the batch's
-//! events to live watchers ([`Notice`]).
-
-use std::sync::Arc;
+//! After each applied batch the state store also keeps the batch's events
+//! in memory for live watchers, within a budget (`state::recent`).
 
 use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::v1 as pb;
@@ -30,22 +28,6 @@ pub struct Event {
     /// its value.
     pub record: Record,
 }
-
-/// What the state store tells live watchers.
-#[derive(Debug, Clone)]
-pub enum Notice {
-    /// A batch was applied through `revision`, with these changes (maybe
-    /// none).
-    Applied { revision: u64, events: Arc<[Event]> },
-    /// A snapshot replaced the state: read the history again.
-    Installed,
-    /// The node is stopping.
-    Closed,
-}
-
-/// How many notices a slow receiver may fall behind before it is told it
-/// lagged (and reads the history instead).
-pub const NOTICE_BUFFER: usize = 1024;
 
 /// Whether changes to `key` are recorded (handles and state keys only).
 pub fn is_watched(key: &[u8]) -> bool {

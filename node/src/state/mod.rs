@@ -10,6 +10,7 @@ mod apply;
 pub mod auth;
 pub mod history;
 pub mod keys;
+pub mod recent;
 pub mod snapshot;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,7 +19,7 @@ use std::sync::{Arc, RwLock};
 use handlestore_proto::internal::v1 as ipb;
 use prost::Message;
 use rocksdb::{DB, IteratorMode, ReadOptions};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 use crate::db::{self, CF_EXPIRY, CF_KV, CF_SM_META};
 
@@ -70,6 +71,9 @@ pub struct StateLimits {
     /// The watch history keeps at least this many revisions (log entries)
     /// of changes.
     pub history_revisions: u64,
+    /// Bytes of recent changes kept in memory for live watchers
+    /// (`recent`).
+    pub recent_bytes: usize,
 }
 
 impl Default for StateLimits {
@@ -77,6 +81,7 @@ impl Default for StateLimits {
         Self {
             dedup_max_entries: 1_000_000,
             history_revisions: DEFAULT_HISTORY_REVISIONS,
+            recent_bytes: 8 << 20,
         }
     }
 }
@@ -126,7 +131,7 @@ pub struct StateStore {
     /// The auth state as applied, indexed (replaced whole on a change).
     auth: RwLock<Arc<auth::AuthView>>,
     /// Applied changes, for live watchers.
-    notices: broadcast::Sender<history::Notice>,
+    recent: recent::Recent,
     /// Set once the node is stopping: watchers end, whatever they wait on.
     stopping: watch::Sender<bool>,
 }
@@ -144,10 +149,10 @@ impl StateStore {
             db,
             applied_tx,
             applied_clock: AtomicU64::new(clock),
+            recent: recent::Recent::new(limits.recent_bytes, applied),
             limits,
             apply_hints: Default::default(),
             auth: RwLock::new(Arc::new(auth)),
-            notices: broadcast::channel(history::NOTICE_BUFFER).0,
             stopping: watch::channel(false).0,
         }))
     }
@@ -193,20 +198,18 @@ impl StateStore {
         self.applied_clock.store(read_clock(&self.db)?, Ordering::Release);
         self.publish_auth(auth::load(&self.db)?);
         self.publish_applied(index);
-        let _ = self.notices.send(history::Notice::Installed);
+        self.recent.replaced(index);
         Ok(())
     }
 
-    /// Live changes, from the next applied batch on (see
-    /// `history::Notice`).
-    pub fn subscribe_changes(&self) -> broadcast::Receiver<history::Notice> {
-        self.notices.subscribe()
+    /// The recent changes live watchers follow (`recent`).
+    pub fn recent(&self) -> &recent::Recent {
+        &self.recent
     }
 
     /// Tells every watcher the node is stopping.
     pub fn close_watchers(&self) {
         self.stopping.send_replace(true);
-        let _ = self.notices.send(history::Notice::Closed);
     }
 
     /// Becomes true when the node starts stopping (see `close_watchers`).
@@ -424,10 +427,7 @@ impl StateStore {
         // read the index either reads these changes from the history or
         // receives them here.
         self.publish_applied(last);
-        if self.notices.receiver_count() > 0 {
-            let events = applied.events.into();
-            let _ = self.notices.send(history::Notice::Applied { revision: last, events });
-        }
+        self.recent.publish(last, applied.events);
         Ok(applied.results)
     }
 }

@@ -3,10 +3,11 @@ gaps, from a revision or from now (the Rust crate's `watch.rs`).
 
 A watch that loses its node (it stops, the network fails, nothing is heard
 for a while) resumes on another node from the revision after the last one
-it delivered, so a watcher sees every change once, in order. It fails only
-for what resuming cannot fix: no node takes it within the client's
-deadline, the history moved past it (`Compacted`, or `ResourceExhausted`
-"slow_watcher"), or the caller may no longer read what it watches.
+it delivered, so a watcher sees every change once, in order; so does one a
+node cut off because it fell behind ("slow_watcher"). It fails only for
+what resuming cannot fix: no node takes it within the client's deadline,
+the history moved past it (`Compacted`), or the caller may no longer read
+what it watches.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ class Watch:
             except asyncio.TimeoutError:
                 lost = f"nothing heard for {SILENCE}s"
             except grpc.aio.AioRpcError as err:
-                if not _retryable(err):
+                if not _retryable(err) and not _cut_off(err):
                     self.close()
                     raise errors.from_rpc_error(err) from None
                 lost = err.details() or ""
@@ -178,6 +179,13 @@ class Watch:
         if not changes and (not self._progress or resp.revision + 1 < start):
             return None
         return WatchBatch(resp.revision, changes)
+
+
+def _cut_off(err: grpc.RpcError) -> bool:
+    """A node cut the watch off because its consumer fell behind
+    ("slow_watcher"): asked again from the position, which works while the
+    history still holds it (the node says "compacted" when it does not)."""
+    return err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and errors.detail_of(err).reason == "slow_watcher"
 
 
 def _change(e: watch_pb2.WatchEvent) -> Change:

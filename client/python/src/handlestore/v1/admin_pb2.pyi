@@ -144,20 +144,28 @@ class PeerClock(_message.Message):
     def __init__(self, id: _Optional[int] = ..., offset_ms: _Optional[int] = ..., rtt_ms: _Optional[int] = ..., age_ms: _Optional[int] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("rss", "memtables", "block_cache", "block_cache_pinned", "table_readers", "log_cache")
+    __slots__ = ("rss", "memtables", "block_cache", "block_cache_pinned", "table_readers", "log_cache", "watch", "watch_budget", "watchers", "watchers_cut")
     RSS_FIELD_NUMBER: _ClassVar[int]
     MEMTABLES_FIELD_NUMBER: _ClassVar[int]
     BLOCK_CACHE_FIELD_NUMBER: _ClassVar[int]
     BLOCK_CACHE_PINNED_FIELD_NUMBER: _ClassVar[int]
     TABLE_READERS_FIELD_NUMBER: _ClassVar[int]
     LOG_CACHE_FIELD_NUMBER: _ClassVar[int]
+    WATCH_FIELD_NUMBER: _ClassVar[int]
+    WATCH_BUDGET_FIELD_NUMBER: _ClassVar[int]
+    WATCHERS_FIELD_NUMBER: _ClassVar[int]
+    WATCHERS_CUT_FIELD_NUMBER: _ClassVar[int]
     rss: int
     memtables: int
     block_cache: int
     block_cache_pinned: int
     table_readers: int
     log_cache: int
-    def __init__(self, rss: _Optional[int] = ..., memtables: _Optional[int] = ..., block_cache: _Optional[int] = ..., block_cache_pinned: _Optional[int] = ..., table_readers: _Optional[int] = ..., log_cache: _Optional[int] = ...) -> None: ...
+    watch: int
+    watch_budget: int
+    watchers: int
+    watchers_cut: int
+    def __init__(self, rss: _Optional[int] = ..., memtables: _Optional[int] = ..., block_cache: _Optional[int] = ..., block_cache_pinned: _Optional[int] = ..., table_readers: _Optional[int] = ..., log_cache: _Optional[int] = ..., watch: _Optional[int] = ..., watch_budget: _Optional[int] = ..., watchers: _Optional[int] = ..., watchers_cut: _Optional[int] = ...) -> None: ...
 
 class AddLearnerRequest(_message.Message):
     __slots__ = ("id", "addr", "blocking", "peer_addr")

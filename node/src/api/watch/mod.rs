@@ -1,35 +1,40 @@
 //! The Watch service (watch.proto): a watcher first catches up from the
-//! history (`state::history`), then follows the changes the state store
-//! publishes after each applied batch. It subscribes to those before it
-//! reads how far this node has applied, so every change is either read
-//! from the history or received live (the position drops repeats).
+//! history (`state::history`), then follows the recent changes the state
+//! store keeps after each applied batch (`state::recent`). It subscribes
+//! to those before it reads how far this node has applied, so every change
+//! is either read from the history or found among the recent ones (the
+//! position drops repeats); one that fell behind what is kept reads the
+//! history again from where it was.
 //!
-//! Memory per watcher is bounded: a few responses queue for the client
-//! (then its task waits), and a watcher whose live changes overflowed the
-//! shared buffer reads the history again from where it was; only one that
-//! falls behind the history kept is ended (`slow_watcher`).
+//! A node's memory for watch delivery is bounded in bytes
+//! (`--watch-memory-mb`): the recent changes take a quarter, kept whatever
+//! the watchers do; what each watcher queues for its client is counted
+//! against its share and the rest of the budget (`outbox`), and a watcher
+//! whose client takes nothing while its share is full is cut off with
+//! `slow_watcher`, as is one that falls behind the history kept.
+
+mod outbox;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Request, Response, Status};
 
 use super::{Api, Credentials, Decision, Need, blocking, validate};
-use crate::state::history::{Event, Notice, Page};
+use crate::state::history::{Event, Page};
 use crate::state::keys;
+use crate::state::recent::Since;
 use crate::status;
+pub use outbox::{Outbox, OutboxStream, WatchBudget};
 use pb::Access;
 
 /// Values read from the history for one response, at most (whole
 /// revisions always go together).
-const PAGE_BYTES: usize = 1 << 20;
-/// Responses queued for one watcher's client before its task waits.
-const QUEUE: usize = 8;
+pub const PAGE_BYTES: usize = 1 << 20;
 /// How often an idle watch with progress notifications hears the
 /// revision it reached.
 const PROGRESS_EVERY: Duration = handlestore_proto::limits::WATCH_PROGRESS_EVERY;
@@ -140,11 +145,14 @@ struct Watcher {
     progress: bool,
     /// The next revision to deliver.
     position: u64,
-    changes: broadcast::Receiver<Notice>,
+    /// Wakes when a batch is applied (and keeps recent changes kept).
+    changes: watch::Receiver<u64>,
+    /// The recent changes' generation the history was read in.
+    generation: u64,
     /// True once the node is stopping: a client that reads nothing must
     /// not hold the node up.
     stopping: watch::Receiver<bool>,
-    out: mpsc::Sender<Result<pb::WatchResponse, Status>>,
+    out: Outbox,
     last_sent: Instant,
 }
 
@@ -158,16 +166,16 @@ enum Followed {
 
 #[tonic::async_trait]
 impl pb::watch_server::Watch for WatchService {
-    type WatchStream = ReceiverStream<Result<pb::WatchResponse, Status>>;
+    type WatchStream = OutboxStream;
 
     #[tracing::instrument(level = "debug", skip_all)]
     async fn watch(&self, request: Request<pb::WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
         let creds = Credentials::of(&request);
         let r = request.into_inner();
         let target = Target::parse(&r, &self.api.limits)?;
-        // Subscribed before the read point: nothing applied after it is
-        // missed.
-        let changes = self.api.state.subscribe_changes();
+        // Subscribed before the read point: whatever is applied after it is
+        // kept among the recent changes, or read from the history.
+        let changes = self.api.state.recent().subscribe();
         let at = self.api.reads.ready(None).await?;
         let decision = self.api.guard.check_some(&creds, &target.need())?;
         let position = match r.start_revision {
@@ -182,13 +190,16 @@ impl pb::watch_server::Watch for WatchService {
         if position < floor {
             return Err(compacted(position, floor));
         }
-        let (out, rx) = mpsc::channel(QUEUE);
+        let (out, stream) = self.api.watches.open();
         let created = pb::WatchResponse {
             revision: position - 1,
             created: true,
             ..Default::default()
         };
-        out.try_send(Ok(created)).map_err(|_| status::internal("watch queue"))?;
+        // The first response always fits: the queue is empty.
+        if out.push_all(vec![created], &move || cut_off(position)).is_err() {
+            return Err(status::internal("the watch ended before it started"));
+        }
         let watcher = Watcher {
             api: self.api.clone(),
             creds,
@@ -198,12 +209,13 @@ impl pb::watch_server::Watch for WatchService {
             progress: r.progress_notify,
             position,
             changes,
+            generation: self.api.state.recent().generation(),
             stopping: self.api.state.stopping(),
             out,
             last_sent: Instant::now(),
         };
         tokio::spawn(watcher.run());
-        Ok(Response::new(ReceiverStream::new(rx)))
+        Ok(Response::new(stream))
     }
 }
 
@@ -218,8 +230,13 @@ impl Watcher {
             match followed {
                 Ok(Followed::CatchUp) => continue,
                 Ok(Followed::Gone) => return,
+                Err(e) if e.code() == Code::Unavailable => {
+                    // Stopping: at once, whatever the client has read.
+                    self.out.end_now(e);
+                    return;
+                }
                 Err(e) => {
-                    self.queue(Err(e)).await;
+                    self.out.finish_with(e);
                     return;
                 }
             }
@@ -227,18 +244,29 @@ impl Watcher {
     }
 
     /// Delivers the history from the position through what this node has
-    /// applied. False if the client went away.
+    /// applied, a page at a time as the client makes room for it. False if
+    /// the client went away.
     async fn catch_up(&mut self) -> Result<bool, Status> {
         loop {
+            // Before the read: a snapshot installed meanwhile makes the
+            // recent changes say so.
+            self.generation = self.api.state.recent().generation();
             let through = self.api.state.applied_index();
             if self.position > through {
                 return Ok(true);
             }
-            let (state, from) = (self.api.state.clone(), self.position);
-            match blocking(move || state.read_history(from, through, PAGE_BYTES)).await? {
+            if !self.room_for(PAGE_BYTES).await? {
+                return Ok(false);
+            }
+            let page = {
+                let _turn = self.api.watches.history_read().await;
+                let (state, from) = (self.api.state.clone(), self.position);
+                blocking(move || state.read_history(from, through, PAGE_BYTES)).await?
+            };
+            match page {
                 Page::Compacted { floor } => return Err(slow(self.position, floor)),
                 Page::Events { events, through } => {
-                    if !self.deliver(&events, through).await? || !self.progress_if_quiet().await {
+                    if !self.deliver(&events, through)? || !self.progress_if_quiet().await {
                         return Ok(false);
                     }
                 }
@@ -257,46 +285,92 @@ impl Watcher {
             revision: self.position - 1,
             ..Default::default()
         };
-        self.send(progress).await
+        self.last_sent = Instant::now();
+        let position = self.position;
+        self.room_for(0).await.unwrap_or(false) && self.out.push_all(vec![progress], &move || cut_off(position)).is_ok()
     }
 
-    /// Delivers live changes until the watcher must catch up again, the
-    /// client goes away, or the node stops.
+    /// Delivers live changes, a batch at a time, until the watcher must
+    /// catch up again, the client goes away, or the node stops. A batch is
+    /// let go while the watcher waits for room (and found again after), so
+    /// a watcher whose client is slow holds nothing of the recent changes.
     async fn follow(&mut self) -> Result<Followed, Status> {
         loop {
-            let quiet_until = self.last_sent + PROGRESS_EVERY;
-            tokio::select! {
-                notice = self.changes.recv() => match notice {
-                    Ok(Notice::Applied { revision, events }) => {
-                        if revision >= self.position && !self.deliver(&events, revision).await? {
-                            return Ok(Followed::Gone);
-                        }
-                    }
-                    Ok(Notice::Installed) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                        return Ok(Followed::CatchUp);
-                    }
-                    Ok(Notice::Closed) | Err(broadcast::error::RecvError::Closed) => {
-                        return Err(status::unavailable(
-                            reason::SHUTDOWN,
-                            format!("node is shutting down; resume from revision {}", self.position),
-                            None,
-                        ));
-                    }
-                },
-                () = tokio::time::sleep_until(quiet_until), if self.progress => {
-                    if !self.progress_if_quiet().await {
+            match self.api.state.recent().since(self.position, self.generation) {
+                Since::Gone => return Ok(Followed::CatchUp),
+                Since::UpToDate { through } => {
+                    self.position = self.position.max(through + 1);
+                    if !self.wait_for_changes().await? {
                         return Ok(Followed::Gone);
                     }
                 }
-                () = self.out.closed() => return Ok(Followed::Gone),
+                Since::Next(batch) => {
+                    let need = self.need(&batch.events);
+                    if !self.out.fits(need) {
+                        drop(batch);
+                        if !self.room_for(need).await? {
+                            return Ok(Followed::Gone);
+                        }
+                        continue;
+                    }
+                    if !self.deliver(&batch.events, batch.revision)? {
+                        return Ok(Followed::Gone);
+                    }
+                }
             }
         }
     }
 
-    /// Sends the changes at or after the position that the watcher may
-    /// see, and moves the position past `through`. False if the client
-    /// went away.
-    async fn deliver(&mut self, events: &[Event], through: u64) -> Result<bool, Status> {
+    /// Waits for the next applied batch, sending progress while quiet.
+    /// False if the client went away (or the watcher was cut off).
+    async fn wait_for_changes(&mut self) -> Result<bool, Status> {
+        loop {
+            let quiet_until = self.last_sent + PROGRESS_EVERY;
+            tokio::select! {
+                changed = self.changes.changed() => return match changed {
+                    Ok(()) => Ok(true),
+                    Err(_) => Err(stopping(self.position)),
+                },
+                () = until_stopping(&mut self.stopping) => return Err(stopping(self.position)),
+                () = tokio::time::sleep_until(quiet_until), if self.progress => {
+                    if !self.progress_if_quiet().await {
+                        return Ok(false);
+                    }
+                }
+                _ = self.out.wait_ended() => return Ok(false),
+            }
+        }
+    }
+
+    /// Waits until the watcher's share has room for about `bytes` more
+    /// (see `outbox`). False if it was cut off meanwhile or the client
+    /// went away; an error if the node is stopping.
+    async fn room_for(&mut self, bytes: usize) -> Result<bool, Status> {
+        let position = self.position;
+        let slow = move || cut_off(position);
+        tokio::select! {
+            room = self.out.wait_for_room(bytes, &slow) => Ok(room.is_ok()),
+            () = until_stopping(&mut self.stopping) => Err(stopping(position)),
+        }
+    }
+
+    /// About the bytes this watcher would queue for these changes.
+    fn need(&self, events: &[Event]) -> usize {
+        events
+            .iter()
+            .filter(|e| e.revision >= self.position && self.target.matches(&e.key))
+            .map(|e| {
+                let value = if self.keys_only { 0 } else { e.record.value.len() };
+                e.key.len() + value + outbox::OVERHEAD
+            })
+            .sum()
+    }
+
+    /// Queues the changes at or after the position that the watcher may
+    /// see (the caller made room for them), and moves the position past
+    /// `through`. False if the watcher ended (its client went away, or it
+    /// was cut off).
+    fn deliver(&mut self, events: &[Event], through: u64) -> Result<bool, Status> {
         self.recheck()?;
         let events: Vec<pb::WatchEvent> = events
             .iter()
@@ -304,27 +378,13 @@ impl Watcher {
             .map(|e| self.event(e))
             .collect();
         self.position = through + 1;
-        for response in responses(events, through, PAGE_BYTES) {
-            if !self.send(response).await {
-                return Ok(false);
-            }
+        let batch = responses(events, through, PAGE_BYTES);
+        if batch.is_empty() {
+            return Ok(self.out.ended().is_none());
         }
-        Ok(true)
-    }
-
-    /// Queues a response for the client; false if the client went away
-    /// or the node is stopping (the stream then ends, and the client
-    /// resumes elsewhere).
-    async fn send(&mut self, response: pb::WatchResponse) -> bool {
         self.last_sent = Instant::now();
-        self.queue(Ok(response)).await
-    }
-
-    async fn queue(&mut self, item: Result<pb::WatchResponse, Status>) -> bool {
-        tokio::select! {
-            sent = self.out.send(item) => sent.is_ok(),
-            _ = self.stopping.wait_for(|s| *s) => false,
-        }
+        let position = self.position;
+        Ok(self.out.push_all(batch, &move || cut_off(position)).is_ok())
     }
 
     /// Decides again once the auth state changed: a watch lasts, grants
@@ -404,6 +464,40 @@ fn responses(events: Vec<pb::WatchEvent>, through: u64, max_bytes: usize) -> Vec
         });
     }
     out
+}
+
+/// Resolves once the node is stopping.
+async fn until_stopping(stopping: &mut watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|s| *s).await;
+}
+
+/// The node is stopping: resume elsewhere.
+fn stopping(position: u64) -> Status {
+    status::unavailable(
+        reason::SHUTDOWN,
+        format!("node is shutting down; resume from revision {position}"),
+        None,
+    )
+}
+
+/// A watcher whose client took nothing while its share of the node's
+/// watch memory was full.
+fn cut_off(position: u64) -> Status {
+    status::with_detail(
+        Code::ResourceExhausted,
+        format!(
+            "this watch fell behind: its client took nothing for {:?} while its share of the node's watch \
+             memory was full (--watch-memory-mb); resume from the revision after the last one received \
+             (it had reached revision {})",
+            outbox::PATIENCE,
+            position.saturating_sub(1)
+        ),
+        pb::ErrorDetail {
+            reason: reason::SLOW_WATCHER.into(),
+            current_revision: position.saturating_sub(1),
+            ..Default::default()
+        },
+    )
 }
 
 /// A watch from before the history this node keeps.
