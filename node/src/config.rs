@@ -115,6 +115,9 @@ pub struct NodeConfig {
     pub tls: Option<crate::tls::TlsFiles>,
     /// Mutual TLS on the peer port, both ways (`crate::tls::peer`).
     pub peer_tls: Option<crate::tls::TlsFiles>,
+    /// `--peer-allowed-names`: the only certificate names let in on the
+    /// peer port; empty: current members' node names (`crate::tls::gate`).
+    pub peer_allowed_names: Vec<String>,
     /// Serve non-loopback addresses in the clear (`--insecure`).
     pub insecure: bool,
 }
@@ -207,6 +210,7 @@ impl NodeConfig {
             max_clock_offset: Duration::from_millis(500),
             tls: None,
             peer_tls: None,
+            peer_allowed_names: Vec::new(),
             insecure: false,
         }
     }
@@ -322,7 +326,6 @@ mod tests {
             cert: "c".into(),
             key: "k".into(),
             ca: None,
-            allowed_names: vec![],
         };
         let mut peers = local.clone();
         peers.peer_listen = Some("10.0.0.1:7402".parse().expect("addr"));

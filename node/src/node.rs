@@ -27,6 +27,7 @@ use crate::raft::network::MAX_PEER_MESSAGE;
 use crate::raft::service::RaftService;
 use crate::state::snapshot::{self, SnapshotDir};
 use crate::state::{StateLimits, StateStore};
+use crate::tls::gate::PeerGate;
 
 /// Client messages may carry a value up to the configured limit plus
 /// envelope; larger ones are refused by the transport before decoding.
@@ -86,6 +87,13 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     if !cfg.initial_cluster.is_empty() && !cfg.initial_cluster.contains_key(&cfg.id) {
         anyhow::bail!("node id {} is not in --initial-cluster", cfg.id);
     }
+    let gate = Arc::new(PeerGate::new(
+        cfg.peer_allowed_names.clone(),
+        cfg.initial_cluster.keys().copied(),
+    ));
+    if let Some(files) = &cfg.peer_tls {
+        gate.check_own(cfg.id, files)?;
+    }
     let storage = open_storage(&cfg)?;
     let log_syncs = storage.log_store.sync_counter();
     let memory = crate::memory::probe(storage.db.clone(), storage.log_store.clone());
@@ -95,9 +103,10 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         storage.state.clone(),
         storage.snapshots.clone(),
         storage.log_store,
+        gate.clone(),
     )
     .await?;
-    let ports = Ports::bind(&cfg).await?;
+    let ports = Ports::bind(&cfg, gate).await?;
     let raft_server = raft_server(&node, storage.snapshots);
     let watched = storage.state.clone();
     let mut client = client_routes(&cfg, &node, storage.state, log_syncs, memory);

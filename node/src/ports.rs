@@ -18,7 +18,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use anyhow::Context;
-use handlestore_proto::conn::{Conn, ServerConn};
+use handlestore_proto::conn::{Conn, PeerInfo, ServerConn};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -27,14 +27,16 @@ use crate::config::NodeConfig;
 use crate::raft::Raft;
 use crate::raft::durability::Durability;
 use crate::raft::network::MAX_PEER_MESSAGE;
-use crate::raft::peer_wire::{self, Protocol};
+use crate::raft::peer_wire::{self, Protocol, Refusal};
 use crate::raft::service;
-use crate::tls::{self, TlsFiles, server::ServerTls};
+use crate::tls::{self, TlsFiles, gate::PeerGate, server::ServerTls};
 
 /// One listening port, and its TLS if it has any.
 struct Port {
     listener: TcpListener,
     tls: Option<Arc<ServerTls>>,
+    /// On the peer port with TLS: who may speak Raft (`tls::gate`).
+    gate: Option<Arc<PeerGate>>,
 }
 
 /// The listeners: clients' (and peers', without a peer port) and, with
@@ -46,23 +48,31 @@ pub(crate) struct Ports {
 
 impl Ports {
     /// Binds the ports and loads their TLS (watched for new certificates
-    /// from then on).
-    pub(crate) async fn bind(cfg: &NodeConfig) -> anyhow::Result<Self> {
-        let tls = load_tls("client port TLS", cfg.tls.as_ref())?;
+    /// from then on); with peer TLS, `gate` says which peers are let in.
+    pub(crate) async fn bind(cfg: &NodeConfig, gate: Arc<PeerGate>) -> anyhow::Result<Self> {
+        let tls = load_tls("client port TLS", cfg.tls.as_ref(), None)?;
         let listener = TcpListener::bind(cfg.listen)
             .await
             .with_context(|| format!("listening on {}", cfg.listen))?;
         let peer = match cfg.peer_listen {
-            Some(addr) => Some(Port {
-                listener: TcpListener::bind(addr)
-                    .await
-                    .with_context(|| format!("listening for peers on {addr}"))?,
-                tls: load_tls("peer port TLS", cfg.peer_tls.as_ref())?,
-            }),
+            Some(addr) => {
+                let gate = cfg.peer_tls.is_some().then_some(gate);
+                Some(Port {
+                    listener: TcpListener::bind(addr)
+                        .await
+                        .with_context(|| format!("listening for peers on {addr}"))?,
+                    tls: load_tls("peer port TLS", cfg.peer_tls.as_ref(), gate.clone())?,
+                    gate,
+                })
+            }
             None => None,
         };
         Ok(Self {
-            client: Port { listener, tls },
+            client: Port {
+                listener,
+                tls,
+                gate: None,
+            },
             peer,
         })
     }
@@ -72,11 +82,15 @@ impl Ports {
     }
 }
 
-fn load_tls(what: &'static str, files: Option<&TlsFiles>) -> anyhow::Result<Option<Arc<ServerTls>>> {
+fn load_tls(
+    what: &'static str,
+    files: Option<&TlsFiles>,
+    gate: Option<Arc<PeerGate>>,
+) -> anyhow::Result<Option<Arc<ServerTls>>> {
     let Some(files) = files else {
         return Ok(None);
     };
-    let tls = tls::server::load(what, files.clone())?;
+    let tls = tls::server::load(what, files.clone(), gate)?;
     tls.watch();
     Ok(Some(tls))
 }
@@ -100,6 +114,10 @@ pub(crate) async fn serve(
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
     match (ports.peer, peer) {
         (Some(peer_port), Some(peer_routes)) => {
+            let peer_routes = match &peer_port.gate {
+                Some(gate) => members_only(peer_routes, gate.clone()),
+                None => peer_routes,
+            };
             let clients = serve_port(ports.client, client, None, shutdown.clone());
             let peers = serve_port(peer_port, peer_routes, Some(wire), shutdown);
             tokio::try_join!(clients, peers).map(|_| ())
@@ -107,6 +125,32 @@ pub(crate) async fn serve(
         _ => serve_port(ports.client, client, Some(wire), shutdown).await,
     }
 }
+
+/// The peer port's gRPC routes, each call refused unless the gate admits
+/// the certificate of its connection now (a member removed while its
+/// connection stays open is refused from then on; the handshake checked it
+/// once already).
+fn members_only(routes: tonic::service::Routes, gate: Arc<PeerGate>) -> tonic::service::Routes {
+    let mut routes = routes;
+    let router = std::mem::take(routes.axum_router_mut());
+    *routes.axum_router_mut() = router.layer(axum::middleware::from_fn_with_state(gate, admit_call));
+    routes
+}
+
+async fn admit_call(
+    axum::extract::State(gate): axum::extract::State<Arc<PeerGate>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let cert = req.extensions().get::<PeerInfo>().and_then(|p| p.client_cert.clone());
+    if cert.is_some_and(|c| gate.admits_cert(&c)) {
+        return next.run(req).await;
+    }
+    tonic::Status::permission_denied(NOT_A_MEMBER).into_http()
+}
+
+/// Why a peer's call is refused.
+const NOT_A_MEMBER: &str = "not a member: the peer port serves only current members' node certificates";
 
 /// Serves one port until `shutdown`: Raft wire connections here (where
 /// `wire` is given), the rest to a gRPC server of `routes`.
@@ -122,6 +166,7 @@ async fn serve_port(
         grpc: grpc_tx,
         clear_on_tls: clear_tx,
         tls: port.tls,
+        gate: port.gate,
         wire,
     };
     let acceptor = tokio::spawn(accepting.run(port.listener)).abort_handle();
@@ -164,6 +209,7 @@ struct Accepting {
     /// Connections in the clear on a TLS port, to be told so.
     clear_on_tls: mpsc::Sender<std::io::Result<ServerConn>>,
     tls: Option<Arc<ServerTls>>,
+    gate: Option<Arc<PeerGate>>,
     wire: Option<Wire>,
 }
 
@@ -230,7 +276,7 @@ impl Accepting {
             Ok(Ok(tls_stream)) => {
                 let wants_wire = tls_stream.get_ref().1.alpn_protocol() == Some(peer_wire::ALPN);
                 match (wants_wire, &self.wire) {
-                    (true, Some(wire)) => serve_wire_tls(tls_stream, wire.clone()).await,
+                    (true, Some(wire)) => serve_wire_tls(tls_stream, wire.clone(), self.gate.clone()).await,
                     (true, None) => {
                         tracing::warn!(%from, "refused a Raft connection on the client port: peers use the peer port");
                     }
@@ -257,12 +303,26 @@ async fn serve_wire(stream: TcpStream, wire: Wire) {
     .await;
 }
 
-/// The same inside TLS.
-async fn serve_wire_tls(stream: tokio_rustls::server::TlsStream<Conn>, wire: Wire) {
+/// The same inside TLS; with a gate, each request only while the gate
+/// still admits the peer's certificate (its membership may end while the
+/// connection stays open).
+async fn serve_wire_tls(stream: tokio_rustls::server::TlsStream<Conn>, wire: Wire, gate: Option<Arc<PeerGate>>) {
+    let cert = stream.get_ref().1.peer_certificates().and_then(|c| c.first()).cloned();
+    let admitted = move || match (&gate, &cert) {
+        (None, _) => true,
+        (Some(gate), Some(cert)) => gate.admits_cert(cert),
+        (Some(_), None) => false,
+    };
     let hold = |answer| wire.durability.when_synced(answer);
     peer_wire::serve_stream(stream, MAX_PEER_MESSAGE, hold, |req| {
         let raft = wire.raft.clone();
-        async move { service::append_entries_unsynced(&raft, req).await }
+        let admitted = admitted();
+        async move {
+            if !admitted {
+                return Err(Refusal::Unavailable(NOT_A_MEMBER.into()));
+            }
+            service::append_entries_unsynced(&raft, req).await
+        }
     })
     .await;
 }

@@ -51,6 +51,25 @@ impl TestTls {
         certs(&mut cmd)
     }
 
+    /// Adds a node certificate for node `id` (at localhost and 127.0.0.1),
+    /// signed by the same CA.
+    pub fn add_node(&self, id: u64) -> Result<()> {
+        let mut cmd = Command::new(crate::handlestore_bin());
+        cmd.arg("certs").arg("--dir").arg(&self.dir);
+        cmd.args(["--node", &format!("{id}=localhost,127.0.0.1")]);
+        certs(&mut cmd)
+    }
+
+    /// The attacker's view of a certificate in this directory (`stem`:
+    /// `client-root`, `node-4`, ...).
+    pub fn identity(&self, stem: &str) -> (PathBuf, PathBuf, PathBuf) {
+        (
+            self.path("ca.pem"),
+            self.path(&format!("{stem}.pem")),
+            self.path(&format!("{stem}-key.pem")),
+        )
+    }
+
     pub fn path(&self, file: &str) -> PathBuf {
         self.dir.join(file)
     }

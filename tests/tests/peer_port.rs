@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
 use handlestore_proto::internal::v1 as ipb;
-use handlestore_tests::TestCluster;
+use handlestore_proto::v1 as pb;
+use handlestore_tests::peer_attack::{ATTACK_TERM, Identity, assert_all_refused, try_everything};
+use handlestore_tests::tls::TestTls;
+use handlestore_tests::{TestCluster, retry_unavailable};
 use ipb::raft_client::RaftClient;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -177,4 +180,91 @@ async fn a_learner_with_a_peer_port_is_added_and_catches_up() {
         .consistency(Consistency::Linearizable)
         .build();
     assert_eq!(on_learner.get(&id).await.expect("get"), Some(json!({"before": "join"})));
+}
+
+/// Membership changes on the leader, as `handlestore member` makes them.
+async fn change(cluster: &TestCluster, voters: Vec<u64>) {
+    let req = pb::ChangeMembershipRequest { voters, retain: false };
+    retry_unavailable(|| {
+        let (c, req) = (cluster, req.clone());
+        async move { c.leader_admin().await?.change_membership(req).await }
+    })
+    .await
+    .expect("change membership");
+}
+
+/// Only members speak Raft on the peer port, with no flag set: the client
+/// certificate `handlestore certs` makes beside the nodes', a node
+/// certificate of the same CA that names no member, and the certificate of
+/// a member that was removed each try every Raft protocol on every node's
+/// peer port, and are refused; no term or leader moves, and the members
+/// still replicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_members_speak_raft_on_the_peer_port_whatever_the_ca_signed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tls = TestTls::make(dir.path(), 4, false).expect("certificates for nodes 1 to 4");
+    tls.add_client("mallory").expect("another client");
+    tls.add_node(9).expect("a node certificate naming no member");
+    let mut cluster = TestCluster::builder(3).tls(tls.clone()).start().await.expect("cluster");
+    let new = cluster.spawn_extra().expect("node 4");
+    let node = cluster.node(new);
+    let add = pb::AddLearnerRequest {
+        id: new,
+        addr: node.addr.clone(),
+        peer_addr: node.peer_addr.clone(),
+        blocking: true,
+    };
+    retry_unavailable(|| {
+        let (c, req) = (&cluster, add.clone());
+        async move { c.leader_admin().await?.add_learner(req).await }
+    })
+    .await
+    .expect("node 4 joins");
+    change(&cluster, vec![1, 2, 3, new]).await;
+    change(&cluster, vec![1, 2, 3]).await;
+    cluster.kill(new);
+    let store: ClusterHandleStore<Value> = cluster.client().handle_store("members").build();
+    let before = store.mint(json!("before"), Ttl::Default).await.expect("mint");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    let term = cluster.status(leader).await.expect("status").term;
+    assert!(term < ATTACK_TERM);
+
+    for stem in ["client-root", "client-mallory", "node-9", "node-4"] {
+        let (ca, cert, key) = tls.identity(stem);
+        let who = Identity {
+            ca: &ca,
+            cert: &cert,
+            key: &key,
+        };
+        for n in 1..=3 {
+            let outcomes = try_everything(&who, &cluster.node(n).peer_addr, 9).await;
+            assert_all_refused(&format!("{stem} at node {n}"), &outcomes);
+        }
+    }
+    // A made-up vote that got through would have moved a term to the
+    // attacker's (an election of the busy machine's own may move it by
+    // one or two).
+    for n in 1..=3 {
+        let s = cluster.status(n).await.expect("status");
+        assert!(
+            s.term < ATTACK_TERM && s.term <= term + 2,
+            "node {n} took the made-up term: {s:?}"
+        );
+        assert_ne!(s.leader_id, 0, "node {n} knows the leader");
+    }
+    assert!(
+        (1..=3).any(|n| cluster.log(n).contains("refused a peer")),
+        "refusals are logged"
+    );
+    // The members still replicate, and read alike on every node.
+    let after = store.mint(json!("after"), Ttl::Default).await.expect("mint");
+    for n in 1..=3 {
+        let on: ClusterHandleStore<Value> = cluster
+            .client_for(n)
+            .handle_store("members")
+            .consistency(Consistency::Linearizable)
+            .build();
+        assert_eq!(on.get(&before).await.expect("get"), Some(json!("before")), "node {n}");
+        assert_eq!(on.get(&after).await.expect("get"), Some(json!("after")), "node {n}");
+    }
 }

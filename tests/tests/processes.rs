@@ -70,6 +70,52 @@ fn root_token(data: &std::path::Path) -> String {
     }
 }
 
+/// The client certificate `dev` writes beside its nodes' (`client-root`,
+/// signed by the same CA) tries every Raft protocol on each node's peer
+/// port: all refused, and no node takes the made-up term.
+async fn no_raft_for_the_dev_client_certificate(
+    data: &std::path::Path,
+    peer_base: u16,
+    node: impl Fn(usize) -> Client,
+) {
+    use handlestore_proto::v1 as pb;
+    use handlestore_tests::peer_attack::{ATTACK_TERM, Identity, assert_all_refused, try_everything};
+    let status = |i: usize| {
+        let client = node(i);
+        async move {
+            let ch = client.channel(0).expect("channel");
+            pb::admin_client::AdminClient::new(ch)
+                .status(pb::StatusRequest {})
+                .await
+                .expect("status")
+                .into_inner()
+        }
+    };
+    let certs = data.join("certs");
+    let (ca, cert, key) = (
+        certs.join("ca.pem"),
+        certs.join("client-root.pem"),
+        certs.join("client-root-key.pem"),
+    );
+    let who = Identity {
+        ca: &ca,
+        cert: &cert,
+        key: &key,
+    };
+    for i in 0..3u16 {
+        let outcomes = try_everything(&who, &format!("127.0.0.1:{}", peer_base + i), 1).await;
+        assert_all_refused("dev's client certificate", &outcomes);
+    }
+    for i in 0..3 {
+        let s = status(i).await;
+        assert!(
+            s.term < ATTACK_TERM && s.leader_id != 0,
+            "node {} took a made-up vote: {s:?}",
+            i + 1
+        );
+    }
+}
+
 /// `handlestore dev` is secured by default (TLS, peer mTLS, auth with
 /// root's token kept in its data), stops on Ctrl-C and resumes from its
 /// data, token and certificates included.
@@ -110,6 +156,10 @@ async fn dev_runs_three_nodes_stops_on_ctrl_c_and_resumes() {
         let one: ClusterHandleStore<Value> = client_of(vec![e.clone()], Some(&token)).handle_store("dev").build();
         assert_eq!(one.get(&id).await.expect("get"), Some(json!({"kept": true})), "via {e}");
     }
+    no_raft_for_the_dev_client_certificate(&data, peer_base, |i| {
+        client_of(vec![endpoints[i].clone()], Some(&token))
+    })
+    .await;
     let child = dev.0.as_mut().expect("running");
     signal(child, "INT");
     let st = wait_exit(child, Duration::from_secs(30));

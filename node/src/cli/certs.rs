@@ -90,14 +90,14 @@ fn parse_client(name: &str) -> Result<Subject, String> {
             "--client '{name}': a name is 1 to 64 letters, digits, '-', '_', '.' or '@'"
         ));
     }
-    // Node certificates are named node-ID, and --peer-allowed-names lets
-    // peers in by name: a client must not share one.
+    // Node certificates are named node-ID, and the peer port lets members
+    // in by that name (tls::gate): a client must never have one.
     let node_like = name
         .strip_prefix("node-")
         .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()));
     if node_like {
         return Err(format!(
-            "--client '{name}': names node-ID are the nodes' own (a peer allow-list lets them in)"
+            "--client '{name}': names node-ID are the nodes' own (the peer port lets members in by them)"
         ));
     }
     Ok(Subject::Client { name: name.into() })

@@ -127,7 +127,9 @@ pub struct NodeArgs {
     #[arg(long, requires = "peer_tls_cert")]
     pub peer_tls_ca: Option<PathBuf>,
     /// Only peers whose certificate names one of these (common name or DNS
-    /// name), comma-separated; default: any certificate of the CA.
+    /// name), comma-separated. Default: only current members, by their
+    /// node names (node-ID, as `handlestore certs` names node
+    /// certificates); a client's certificate of the same CA never.
     #[arg(long, value_delimiter = ',', requires = "peer_tls_cert")]
     pub peer_allowed_names: Vec<String>,
     /// Serve non-loopback addresses without TLS. Without TLS (and without
@@ -238,14 +240,13 @@ impl NodeArgs {
             cert,
             key,
             ca: self.tls_client_ca,
-            allowed_names: vec![],
         });
         cfg.peer_tls = self.peer_tls_cert.zip(self.peer_tls_key).map(|(cert, key)| TlsFiles {
             cert,
             key,
             ca: self.peer_tls_ca,
-            allowed_names: self.peer_allowed_names,
         });
+        cfg.peer_allowed_names = self.peer_allowed_names;
         cfg.insecure = self.insecure;
         cfg.check_exposure().map_err(|e| CliError::new(2, e))?;
         Ok(cfg)

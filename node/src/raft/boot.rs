@@ -20,6 +20,7 @@ use crate::clock::Clock;
 use crate::config::{ClusterState, Member, NodeConfig};
 use crate::state::StateStore;
 use crate::state::snapshot::SnapshotDir;
+use crate::tls::gate::PeerGate;
 
 /// What the rest of the node uses of its Raft.
 pub struct RaftNode {
@@ -35,6 +36,7 @@ pub async fn start(
     state: Arc<StateStore>,
     snapshots: Arc<SnapshotDir>,
     log_store: LogStore,
+    gate: Arc<PeerGate>,
 ) -> anyhow::Result<RaftNode> {
     let durability = log_store.durability();
     let sm = StateMachine::new(state.clone(), snapshots, durability.clone());
@@ -62,6 +64,7 @@ pub async fn start(
     let proposer = Proposer::start(cfg.id, raft.clone(), forward_peers, clock, proposer_config(cfg));
     sweeper::spawn(state, proposer.clone(), cfg.sweep_interval, cfg.dedup_window);
     spawn_leader_log(&raft);
+    spawn_peer_gate(&raft, gate);
     Ok(RaftNode {
         admin: RaftAdmin::new(raft.clone()),
         raft,
@@ -153,6 +156,30 @@ async fn initialize_when_trusted(raft: Raft, clock: Arc<Clock>, members: BTreeMa
     if let Err(e) = raft.initialize(members).await {
         tracing::error!("initializing the cluster failed: {e}");
     }
+}
+
+/// Keeps the peer port's gate to the members of the membership this node
+/// holds (voters and learners, from the moment a change is appended),
+/// from openraft's server metrics, which change with the membership.
+fn spawn_peer_gate(raft: &Raft, gate: Arc<PeerGate>) {
+    let mut rx = raft.server_metrics();
+    tokio::spawn(async move {
+        let mut last = None;
+        loop {
+            let ids: Vec<u64> = {
+                let m = rx.borrow_and_update();
+                m.membership_config.membership().nodes().map(|(id, _)| *id).collect()
+            };
+            // An uninitialized node holds no membership yet.
+            if !ids.is_empty() && last.as_ref() != Some(&ids) {
+                gate.set_members(ids.iter().copied());
+                last = Some(ids);
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    });
 }
 
 /// One info line per leader change and per membership change.

@@ -5,6 +5,7 @@
 //! file that does not load at reload is logged and the configuration in
 //! use is kept.
 
+pub mod gate;
 pub mod peer;
 pub mod server;
 
@@ -38,9 +39,6 @@ pub struct TlsFiles {
     /// on the peer port, it is also the CA other nodes' certificates must
     /// come from.
     pub ca: Option<PathBuf>,
-    /// If any, a client's certificate must name one of these (its common
-    /// name or a DNS name): `--peer-allowed-names`.
-    pub allowed_names: Vec<String>,
 }
 
 impl TlsFiles {
@@ -106,22 +104,21 @@ pub fn client_config(ca: &Path, identity: Option<(&Path, &Path)>, alpn: &[u8]) -
     Ok(config)
 }
 
+/// How a configuration is made from its files.
+pub type Build<T> = Box<dyn Fn(&TlsFiles) -> anyhow::Result<T> + Send + Sync>;
+
 /// A configuration built from files, swapped whole when they change.
 pub struct Reloading<T> {
     what: &'static str,
     files: TlsFiles,
-    build: fn(&TlsFiles) -> anyhow::Result<T>,
+    build: Build<T>,
     current: RwLock<Arc<T>>,
     stamps: Mutex<Vec<Option<SystemTime>>>,
 }
 
 impl<T: Send + Sync + 'static> Reloading<T> {
     /// Builds `what` from `files`; an error says which file is wrong.
-    pub fn load(
-        what: &'static str,
-        files: TlsFiles,
-        build: fn(&TlsFiles) -> anyhow::Result<T>,
-    ) -> anyhow::Result<Arc<Self>> {
+    pub fn load(what: &'static str, files: TlsFiles, build: Build<T>) -> anyhow::Result<Arc<Self>> {
         let stamps = files.stamps();
         let config = build(&files).with_context(|| what)?;
         Ok(Arc::new(Self {

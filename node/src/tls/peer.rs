@@ -1,8 +1,8 @@
 //! Mutual TLS between nodes on the peer port. A node dials its peers with
 //! its own certificate and trusts only the cluster's CA for theirs (the
 //! peer address's host must be named in the peer's certificate); a node
-//! accepts only peers whose certificate is from that CA and, with
-//! `--peer-allowed-names`, names one of the allowed peers.
+//! accepts only peers whose certificate is from that CA and that its
+//! [`PeerGate`] admits (a current member's node name, by default).
 
 use std::sync::Arc;
 
@@ -15,13 +15,14 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use tokio_rustls::TlsConnector;
 
+use super::gate::PeerGate;
 use super::{Reloading, TlsFiles};
 
 /// The dialing side of the peer port's TLS, reloaded with its files.
 pub type PeerClientTls = Reloading<ClientConfig>;
 
 pub fn load_client(files: TlsFiles) -> anyhow::Result<Arc<PeerClientTls>> {
-    Reloading::load("peer TLS", files, client_config)
+    Reloading::load("peer TLS", files, Box::new(client_config))
 }
 
 fn client_config(files: &TlsFiles) -> anyhow::Result<ClientConfig> {
@@ -81,21 +82,20 @@ pub fn names_of(der: &CertificateDer<'_>) -> Vec<String> {
 }
 
 /// A client-certificate verifier that, on top of the CA's check, lets in
-/// only certificates that name an allowed peer (etcd's
-/// `--peer-cert-allowed-cn`, for common and DNS names alike).
+/// only the peers the gate admits (see [`PeerGate`]).
 #[derive(Debug)]
-pub struct AllowedNames {
+pub struct MembersOnly {
     inner: Arc<dyn ClientCertVerifier>,
-    names: Vec<String>,
+    gate: Arc<PeerGate>,
 }
 
-impl AllowedNames {
-    pub fn new(inner: Arc<dyn ClientCertVerifier>, names: Vec<String>) -> Self {
-        Self { inner, names }
+impl MembersOnly {
+    pub fn new(inner: Arc<dyn ClientCertVerifier>, gate: Arc<PeerGate>) -> Self {
+        Self { inner, gate }
     }
 }
 
-impl ClientCertVerifier for AllowedNames {
+impl ClientCertVerifier for MembersOnly {
     fn root_hint_subjects(&self) -> &[DistinguishedName] {
         self.inner.root_hint_subjects()
     }
@@ -107,11 +107,9 @@ impl ClientCertVerifier for AllowedNames {
         now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
         let verified = self.inner.verify_client_cert(end_entity, intermediates, now)?;
-        let names = names_of(end_entity);
-        if names.iter().any(|n| self.names.contains(n)) {
+        if self.gate.admits_cert(end_entity) {
             return Ok(verified);
         }
-        tracing::warn!(?names, allowed = ?self.names, "refused a peer: its certificate names no allowed peer");
         Err(rustls::Error::InvalidCertificate(
             CertificateError::ApplicationVerificationFailure,
         ))

@@ -1,6 +1,6 @@
 //! The server side of a port's TLS: HTTP/2 (gRPC), HTTP/1.1 (health) or
-//! the Raft wire by ALPN, optionally requiring client certificates from a CA (and, on the
-//! peer port, naming an allowed peer).
+//! the Raft wire by ALPN, optionally requiring client certificates from a
+//! CA (and, on the peer port, those of peers its gate admits).
 
 use std::sync::Arc;
 
@@ -10,15 +10,17 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::ClientCertVerifier;
 use tokio_rustls::TlsAcceptor;
 
+use super::gate::PeerGate;
 use super::{Reloading, TlsFiles, VERSIONS, load_certs, load_key, load_roots, peer, provider};
 use crate::raft::peer_wire::ALPN as RAFT_WIRE_ALPN;
 
 /// A port's TLS, reloaded when its files change.
 pub type ServerTls = Reloading<ServerConfig>;
 
-/// Loads a port's TLS (`what` names it in errors and logs).
-pub fn load(what: &'static str, files: TlsFiles) -> anyhow::Result<Arc<ServerTls>> {
-    Reloading::load(what, files, server_config)
+/// Loads a port's TLS (`what` names it in errors and logs); on the peer
+/// port, `gate` says which peers' certificates are let in.
+pub fn load(what: &'static str, files: TlsFiles, gate: Option<Arc<PeerGate>>) -> anyhow::Result<Arc<ServerTls>> {
+    Reloading::load(what, files, Box::new(move |files| server_config(files, gate.clone())))
 }
 
 /// An acceptor with the configuration in use now.
@@ -26,7 +28,10 @@ pub fn acceptor(tls: &ServerTls) -> TlsAcceptor {
     TlsAcceptor::from(tls.current())
 }
 
-fn client_verifier(files: &TlsFiles) -> anyhow::Result<Option<Arc<dyn ClientCertVerifier>>> {
+fn client_verifier(
+    files: &TlsFiles,
+    gate: Option<Arc<PeerGate>>,
+) -> anyhow::Result<Option<Arc<dyn ClientCertVerifier>>> {
     let Some(ca) = &files.ca else {
         return Ok(None);
     };
@@ -34,20 +39,17 @@ fn client_verifier(files: &TlsFiles) -> anyhow::Result<Option<Arc<dyn ClientCert
     let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider())
         .build()
         .context("client certificate verifier")?;
-    if files.allowed_names.is_empty() {
-        return Ok(Some(verifier));
-    }
-    Ok(Some(Arc::new(peer::AllowedNames::new(
-        verifier,
-        files.allowed_names.clone(),
-    ))))
+    Ok(Some(match gate {
+        Some(gate) => Arc::new(peer::MembersOnly::new(verifier, gate)),
+        None => verifier,
+    }))
 }
 
-fn server_config(files: &TlsFiles) -> anyhow::Result<ServerConfig> {
+fn server_config(files: &TlsFiles, gate: Option<Arc<PeerGate>>) -> anyhow::Result<ServerConfig> {
     let builder = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(VERSIONS)
         .context("TLS versions")?;
-    let builder = match client_verifier(files)? {
+    let builder = match client_verifier(files, gate)? {
         Some(verifier) => builder.with_client_cert_verifier(verifier),
         None => builder.with_no_client_auth(),
     };

@@ -17,7 +17,6 @@ fn files(cert: &Path, key: &Path, ca: Option<&Path>) -> TlsFiles {
         cert: cert.into(),
         key: key.into(),
         ca: ca.map(Path::to_path_buf),
-        allowed_names: vec![],
     }
 }
 
@@ -25,15 +24,15 @@ fn files(cert: &Path, key: &Path, ca: Option<&Path>) -> TlsFiles {
 fn loads_and_names_the_wrong_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (cert, key) = write_pair(dir.path(), "a");
-    server::load("test", files(&cert, &key, Some(&cert))).expect("loads");
+    server::load("test", files(&cert, &key, Some(&cert)), None).expect("loads");
     peer::load_client(files(&cert, &key, Some(&cert))).expect("loads");
     let missing = dir.path().join("missing.pem");
-    let err = server::load("test", files(&missing, &key, None))
+    let err = server::load("test", files(&missing, &key, None), None)
         .err()
         .expect("a missing file fails");
     assert!(format!("{err:#}").contains("missing.pem"), "{err:#}");
     let (_, other_key) = write_pair(dir.path(), "b");
-    let err = server::load("test", files(&cert, &other_key, None))
+    let err = server::load("test", files(&cert, &other_key, None), None)
         .err()
         .expect("a key of another certificate fails");
     assert!(format!("{err:#}").contains("key pair"), "{err:#}");
@@ -47,7 +46,7 @@ fn loads_and_names_the_wrong_file() {
 fn a_bad_file_at_reload_keeps_the_config_in_use() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (cert, key) = write_pair(dir.path(), "a");
-    let tls = server::load("test", files(&cert, &key, None)).expect("loads");
+    let tls = server::load("test", files(&cert, &key, None), None).expect("loads");
     let before = Arc::as_ptr(&tls.current());
     std::fs::write(&cert, "not a certificate").expect("write");
     assert!(tls.changed(), "the change is noticed");

@@ -289,7 +289,6 @@ mod over_tls {
             cert: dir.join("node-1.pem"),
             key: dir.join("node-1-key.pem"),
             ca: Some(dir.join("ca.pem")),
-            allowed_names: vec![],
         }
     }
 
@@ -301,7 +300,7 @@ mod over_tls {
         wire: bool,
         hold: impl Fn(Held) -> Option<Held> + Clone + Send + Sync + 'static,
     ) -> (String, tokio::sync::mpsc::UnboundedReceiver<Option<Vec<u8>>>) {
-        let tls = tls::server::load("test", files).expect("server TLS");
+        let tls = tls::server::load("test", files, None).expect("server TLS");
         let mut config = (*tls.current()).clone();
         if !wire {
             config.alpn_protocols = vec![b"h2".to_vec()];
