@@ -9,7 +9,8 @@ use std::time::Duration;
 /// (as etcd's `--initial-cluster-state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ClusterState {
-    /// A new cluster: the lowest id initializes it if its log is empty.
+    /// A new cluster: any majority of the initial members founds it
+    /// (`raft::founding`), a node whose log is empty joins it.
     New,
     /// Joining an existing cluster: never initialize, wait to be added.
     Existing,

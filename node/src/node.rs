@@ -165,12 +165,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
 /// The Raft gRPC service peers call (votes, snapshots, forwarded writes,
 /// read indexes, clock probes).
 fn raft_server(node: &RaftNode, snapshots: Arc<SnapshotDir>) -> ipb::raft_server::RaftServer<RaftService> {
-    let raft_service = RaftService::new(
-        node.raft.clone(),
-        node.proposer.clone(),
-        snapshots,
-        node.durability.clone(),
-    );
+    let raft_service = RaftService::new(node, snapshots);
     ipb::raft_server::RaftServer::new(raft_service)
         .max_decoding_message_size(MAX_PEER_MESSAGE)
         .max_encoding_message_size(MAX_PEER_MESSAGE)

@@ -155,9 +155,18 @@ pub struct TestClusterBuilder {
     peer_ports: bool,
     tls: Option<crate::tls::TestTls>,
     secure: bool,
+    absent: Vec<u64>,
 }
 
 impl TestClusterBuilder {
+    /// Leaves node `id` out at the start (a member that is down, or not
+    /// yet started, when the cluster is new); [`TestCluster::restart`]
+    /// starts it later.
+    pub fn absent(mut self, id: u64) -> Self {
+        self.absent.push(id);
+        self
+    }
+
     /// Secured as production should be: certificates for the nodes'
     /// addresses, TLS on client ports, peer ports with mutual TLS, and auth
     /// enabled once a leader is elected; the cluster's own clients use
@@ -285,7 +294,7 @@ impl TestClusterBuilder {
             tls,
             token: None,
         };
-        for id in 1..=self.size as u64 {
+        for id in (1..=self.size as u64).filter(|id| !self.absent.contains(id)) {
             cluster.spawn(id)?;
         }
         if !self.wait_leader {
@@ -366,6 +375,7 @@ impl TestCluster {
             peer_ports: false,
             tls: None,
             secure: false,
+            absent: Vec::new(),
         }
     }
 

@@ -36,8 +36,9 @@ pub struct NodeArgs {
     /// one-node cluster.
     #[arg(long)]
     pub initial_cluster: Option<String>,
-    /// "new": the lowest id bootstraps an empty cluster; "existing": join
-    /// only by being added (never bootstrap).
+    /// "new": any majority of the --initial-cluster members founds a new
+    /// cluster (the others join it); "existing": join only by being added
+    /// (never found one).
     #[arg(long, value_enum, default_value = "new")]
     pub initial_cluster_state: ClusterState,
     /// Largest value accepted, in bytes.

@@ -5,12 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use openraft::SnapshotPolicy;
 
 use super::admin::RaftAdmin;
 use super::durability::Durability;
+use super::founding::{Founding, Verdict};
 use super::log_store::LogStore;
 use super::network::{Network, Peers};
 use super::proposer::{Proposer, ProposerConfig};
@@ -28,6 +30,8 @@ pub struct RaftNode {
     pub proposer: Arc<Proposer>,
     pub admin: RaftAdmin,
     pub durability: Arc<Durability>,
+    /// This node's initial membership, for founding a new cluster.
+    pub founding: Arc<Founding>,
 }
 
 /// Starts Raft over the opened storage, and everything that drives it.
@@ -54,9 +58,15 @@ pub async fn start(
         .await
         .context("starting raft")?;
     let clock = Arc::new(Clock::new(cfg.id, cfg.max_clock_offset, clock_probe::SAMPLE_TTL));
-    clock_probe::spawn(raft.clone(), clock.clone(), raft_peers, cfg.initial_cluster.clone());
-    if let Some(members) = initial_members(&raft, cfg).await? {
-        tokio::spawn(initialize_when_trusted(raft.clone(), clock.clone(), members));
+    let founding = Arc::new(Founding::new(cfg.id, initial_members(cfg), clock_probe::SAMPLE_TTL));
+    clock_probe::spawn(raft.clone(), clock.clone(), raft_peers, founding.clone());
+    if may_found(&raft, cfg).await? {
+        tokio::spawn(found_when_agreed(
+            raft.clone(),
+            clock.clone(),
+            founding.clone(),
+            cfg.raft.election_max,
+        ));
     }
     // Client traffic to the leader (forwarded writes, read indexes) goes on
     // channels of its own, apart from replication's.
@@ -70,6 +80,7 @@ pub async fn start(
         raft,
         proposer,
         durability,
+        founding,
     })
 }
 
@@ -114,47 +125,78 @@ fn proposer_config(cfg: &NodeConfig) -> ProposerConfig {
     }
 }
 
-/// Static bootstrap (like etcd): with `--initial-cluster`, the lowest id
-/// initializes a new cluster when its log is empty; a restart never does.
-/// Without it, the node is a one-node cluster. Returns the members to
-/// initialize with, if this node is to.
-async fn initial_members(raft: &Raft, cfg: &NodeConfig) -> anyhow::Result<Option<BTreeMap<u64, Member>>> {
-    if raft.is_initialized().await? {
-        return Ok(None);
-    }
-    let members: BTreeMap<u64, Member> = if cfg.initial_cluster.is_empty() {
+/// The initial membership: `--initial-cluster`, or this node alone.
+fn initial_members(cfg: &NodeConfig) -> BTreeMap<u64, Member> {
+    if cfg.initial_cluster.is_empty() {
         [(cfg.id, cfg.member())].into()
     } else {
-        if cfg.cluster_state == ClusterState::Existing {
-            tracing::info!("empty log; waiting to be added to the existing cluster");
-            return Ok(None);
-        }
-        let lowest = cfg.initial_cluster.keys().next().copied();
-        if lowest != Some(cfg.id) {
-            tracing::info!("empty log; node {} initializes the cluster", lowest.unwrap_or(0));
-            return Ok(None);
-        }
         cfg.initial_cluster.clone()
-    };
-    Ok(Some(members))
+    }
 }
 
-/// Initializes the cluster once this node's clock is trusted: openraft
-/// starts an election right away, and a node whose clock is off must not
-/// lead (raft::clock_probe). Its peers answer clock probes only once they
-/// serve, so this waits on a task of its own.
-async fn initialize_when_trusted(raft: Raft, clock: Arc<Clock>, members: BTreeMap<u64, Member>) {
-    let mut waited = std::time::Instant::now();
-    while let Err(e) = clock.check() {
-        if waited.elapsed() >= std::time::Duration::from_secs(10) {
-            tracing::warn!("not initializing the cluster yet: {e}");
-            waited = std::time::Instant::now();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+/// Static bootstrap (like etcd): a node with an empty log may found a new
+/// cluster with the initial membership (`raft::founding` says when); a
+/// restart never does, nor a node started to join (`existing`).
+async fn may_found(raft: &Raft, cfg: &NodeConfig) -> anyhow::Result<bool> {
+    if raft.is_initialized().await? {
+        return Ok(false);
     }
-    tracing::info!(members = ?members.keys().collect::<Vec<_>>(), "initializing a new cluster");
-    if let Err(e) = raft.initialize(members).await {
-        tracing::error!("initializing the cluster failed: {e}");
+    if cfg.cluster_state == ClusterState::Existing {
+        tracing::info!("empty log; waiting to be added to the existing cluster");
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// How often founding is reconsidered, and how often why it waits is
+/// logged.
+const FOUND_EVERY: Duration = Duration::from_millis(100);
+const SAY_WHY_EVERY: Duration = Duration::from_secs(10);
+
+/// Founds the cluster once a majority of the initial members agree
+/// (`raft::founding`), unless this node joins one first. openraft
+/// campaigns at once after initializing, so this node's clock must be
+/// trusted; its peers answer probes only once they serve, hence a task of
+/// its own. The lowest agreeing id founds at once, the others after
+/// `grace` of agreement (by then its vote has usually reached them, and
+/// they are in the cluster).
+async fn found_when_agreed(raft: Raft, clock: Arc<Clock>, founding: Arc<Founding>, grace: Duration) {
+    let mut said = Instant::now();
+    let mut agreed_since: Option<Instant> = None;
+    loop {
+        if raft.is_initialized().await.unwrap_or(true) {
+            return;
+        }
+        let verdict = founding.decide(clock.check().is_ok());
+        if !matches!(verdict, Verdict::Found { .. }) {
+            agreed_since = None;
+        }
+        let why = match verdict {
+            Verdict::Found { first } => {
+                let since = *agreed_since.get_or_insert_with(Instant::now);
+                if first == founding.id() || since.elapsed() >= grace {
+                    break;
+                }
+                format!("a majority agrees; node {first} founds first")
+            }
+            Verdict::Exists { member } => {
+                format!("node {member} is in the cluster already; waiting for its leader to add this node's log")
+            }
+            Verdict::Wait(why) => why,
+        };
+        if said.elapsed() >= SAY_WHY_EVERY {
+            tracing::info!("not founding the cluster yet: {why}");
+            said = Instant::now();
+        }
+        tokio::time::sleep(FOUND_EVERY).await;
+    }
+    let members = founding.initial().clone();
+    tracing::info!(members = ?members.keys().collect::<Vec<_>>(), "founding a new cluster: a majority of its members agree");
+    match raft.initialize(members).await {
+        Ok(()) => {}
+        // Another member's leader reached this node first.
+        Err(openraft::error::RaftError::APIError(openraft::error::InitializeError::NotAllowed(_))) => {}
+        Err(e) => tracing::error!("founding the cluster failed: {e}"),
     }
 }
 

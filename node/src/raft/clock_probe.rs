@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use handlestore_proto::internal::v1 as ipb;
 
+use super::founding::Founding;
 use super::network::Peers;
 use super::{NodeId, Raft};
 use crate::clock::{Clock, ClockError, ClockReport};
@@ -34,20 +35,22 @@ pub const SAMPLE_TTL: Duration = Duration::from_secs(10);
 const LOG_EVERY: Duration = Duration::from_secs(300);
 const WARN_EVERY: Duration = Duration::from_secs(30);
 
-/// Starts probing the members (from the membership, or `initial` before
-/// there is one) and guarding leadership. The clock knows the members when
-/// this returns, so it is not trusted before they are measured.
-pub fn spawn(raft: Raft, clock: Arc<Clock>, peers: Arc<Peers>, initial: BTreeMap<NodeId, Member>) {
-    clock.set_members(members(&raft, &initial).into_keys());
+/// Starts probing the members (from the membership, or the initial one
+/// before there is one) and guarding leadership; the answers also tell
+/// `founding` what the peers know of a new cluster. The clock knows the
+/// members when this returns, so it is not trusted before they are
+/// measured.
+pub fn spawn(raft: Raft, clock: Arc<Clock>, peers: Arc<Peers>, founding: Arc<Founding>) {
+    clock.set_members(members(&raft, founding.initial()).into_keys());
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(PROBE_INTERVAL);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut guard = Guard::default();
         loop {
             ticker.tick().await;
-            let members = members(&raft, &initial);
+            let members = members(&raft, founding.initial());
             clock.set_members(members.keys().copied());
-            probe_all(&clock, &peers, &members).await;
+            probe_all(&clock, &peers, &founding, &members).await;
             guard.update(&raft, &clock.report());
         }
     });
@@ -71,7 +74,7 @@ fn members(raft: &Raft, initial: &BTreeMap<NodeId, Member>) -> BTreeMap<NodeId, 
 }
 
 /// One probe of every other member, all at once.
-async fn probe_all(clock: &Arc<Clock>, peers: &Peers, members: &BTreeMap<NodeId, String>) {
+async fn probe_all(clock: &Arc<Clock>, peers: &Peers, founding: &Founding, members: &BTreeMap<NodeId, String>) {
     let timeout = clock.max_offset().min(Duration::from_secs(1));
     let probes = members
         .iter()
@@ -84,7 +87,10 @@ async fn probe_all(clock: &Arc<Clock>, peers: &Peers, members: &BTreeMap<NodeId,
                 let mut req = tonic::Request::new(ipb::ClockProbeRequest { from: clock.id() });
                 req.set_timeout(timeout);
                 match client.clock_probe(req).await {
-                    Ok(r) if r.get_ref().node_id == id => clock.record(id, sent, r.get_ref().wall_ms),
+                    Ok(r) if r.get_ref().node_id == id => {
+                        clock.record(id, sent, r.get_ref().wall_ms);
+                        founding.record(id, r.get_ref());
+                    }
                     Ok(r) => tracing::debug!(
                         peer = id,
                         answered = r.get_ref().node_id,

@@ -15,6 +15,7 @@ pub mod codec;
 pub mod commit_notice;
 pub mod durability;
 pub mod error;
+pub mod founding;
 pub mod log_store;
 pub mod network;
 pub mod payload;

@@ -11,8 +11,10 @@ use openraft::Snapshot;
 use tokio::io::AsyncWriteExt;
 use tonic::{Request, Response, Status, Streaming};
 
+use super::boot::RaftNode;
 use super::codec;
 use super::durability::Durability;
+use super::founding::Founding;
 use super::peer_wire::Refusal;
 use super::proposer::Proposer;
 use super::{Raft, TypeConfig};
@@ -24,16 +26,25 @@ pub struct RaftService {
     proposer: Arc<Proposer>,
     snapshots: Arc<SnapshotDir>,
     durability: Arc<Durability>,
+    founding: Arc<Founding>,
 }
 
 impl RaftService {
-    pub fn new(raft: Raft, proposer: Arc<Proposer>, snapshots: Arc<SnapshotDir>, durability: Arc<Durability>) -> Self {
+    pub fn new(node: &RaftNode, snapshots: Arc<SnapshotDir>) -> Self {
         Self {
-            raft,
-            proposer,
+            raft: node.raft.clone(),
+            proposer: node.proposer.clone(),
             snapshots,
-            durability,
+            durability: node.durability.clone(),
+            founding: node.founding.clone(),
         }
+    }
+
+    /// Whether this node holds a membership (it is in a cluster).
+    fn has_membership(&self) -> bool {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        m.membership_config.membership().nodes().next().is_some()
     }
 }
 
@@ -169,9 +180,13 @@ impl ipb::raft_server::Raft for RaftService {
         &self,
         _request: Request<ipb::ClockProbeRequest>,
     ) -> Result<Response<ipb::ClockProbeResponse>, Status> {
+        let clock = self.proposer.clock();
         Ok(Response::new(ipb::ClockProbeResponse {
-            node_id: self.proposer.clock().id(),
+            node_id: clock.id(),
             wall_ms: crate::clock::wall_ms(),
+            initial_cluster_digest: self.founding.digest().to_vec(),
+            has_membership: self.has_membership(),
+            clock_trusted: clock.check().is_ok(),
         }))
     }
 }
