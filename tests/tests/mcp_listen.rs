@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use handlestore_client::ResourceBus;
 use handlestore_tests::TestCluster;
 use handlestore_tests::mcp::{CartServer, call, connect, connect_confirming};
 use rmcp::model::{ReadResourceRequestParams, ResourceContents, ServerNotification, SubscriptionFilter};
@@ -81,4 +82,32 @@ async fn a_listener_on_one_replica_hears_changes_made_through_the_other() {
         .read_resource(ReadResourceRequestParams::new("cart://cart-AAAAAAAAAAAAAAAAAAAAAAAAAA"))
         .await;
     assert!(missing.is_err(), "an unknown cart is not a resource");
+}
+
+/// A subscriber of the resource bus hears every update published after
+/// `subscribe` returned, from another replica, also when that subscribe
+/// is the process's first (it starts the bus's watch): each round a fresh
+/// bus on node 3 subscribes, and node 2 publishes at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_published_right_after_subscribe_returned_is_heard() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let publisher = ResourceBus::new(&cluster.client_for(2));
+    for i in 0..30 {
+        let bus = ResourceBus::new(&cluster.client_for(3));
+        let mut rx = bus.subscribe().await.expect("subscribe");
+        let uri = format!("cart://round-{i}");
+        let revision = publisher.publish(&uri).await.expect("publish");
+        let heard = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match rx.recv().await {
+                    Ok(u) if u.uri == uri => return u,
+                    Ok(_) => continue,
+                    Err(e) => panic!("round {i}: {e}"),
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("round {i}: the update published after subscribe was lost"));
+        assert_eq!(heard.revision, revision);
+    }
 }

@@ -48,6 +48,35 @@ async def test_the_bus_carries_events_between_replicas(replicas):
     await b.close()
 
 
+async def test_an_event_published_right_after_subscribe_returned_is_heard(cluster, namespace):
+    """The SDK subscribes (synchronously) before it acknowledges a listen,
+    so that no later event is lost: on a bus whose `start()` was never
+    awaited, as the SDK uses it, an event published from another replica
+    right after `subscribe()` returned is heard, every time."""
+    from handlestore import Client
+
+    eps = cluster.endpoints
+    publisher_client = Client(eps[1:] + eps[:1], tls=cluster.tls, namespace=namespace)
+    publisher = ClusterSubscriptionBus(publisher_client)
+    try:
+        for i in range(25):
+            listener_client = Client(eps[2:] + eps[:2], tls=cluster.tls, namespace=namespace)
+            bus = ClusterSubscriptionBus(listener_client)
+            heard: list = []
+            bus.subscribe(heard.append)
+            event = ResourceUpdated(uri=f"cart://round-{i}")
+            await publisher.publish(event)
+            for _ in range(200):
+                if event in heard:
+                    break
+                await asyncio.sleep(0.05)
+            await bus.close()
+            await listener_client.close()
+            assert event in heard, f"round {i}: the event published after subscribe() returned was lost"
+    finally:
+        await publisher_client.close()
+
+
 async def test_listen_on_one_replica_hears_a_publish_on_another(replicas):
     import uvicorn
     from cluster import free_port

@@ -116,11 +116,13 @@ def read_token_file(path: str) -> str:
 
 @dataclass
 class _Node:
-    """One endpoint: its target ("host:port"), and a channel once dialed."""
+    """One endpoint: its target ("host:port"), and a channel once dialed
+    (and a blocking one, for the rare call that must not await)."""
 
     target: str
     channel: grpc.aio.Channel | None = None
     stubs: dict[str, Any] = field(default_factory=dict)
+    blocking: grpc.Channel | None = None
 
 
 class _Shared:
@@ -142,7 +144,15 @@ class _Shared:
             stub = node.stubs[service] = _STUBS[service](node.channel)
         return stub
 
-    def _dial(self, target: str) -> grpc.aio.Channel:
+    def blocking_stub(self, index: int, service: str) -> Any:
+        """A stub on a blocking (not asyncio) channel to node `index`."""
+        node = self.nodes[index]
+        if node.blocking is None:
+            node.blocking = self._dial(node.target, blocking=True)
+        return _STUBS[service](node.blocking)
+
+    def _dial(self, target: str, blocking: bool = False) -> Any:
+        grpc_ = grpc if blocking else grpc.aio
         options = [
             ("grpc.max_send_message_length", MAX_MESSAGE),
             ("grpc.max_receive_message_length", MAX_MESSAGE),
@@ -158,17 +168,20 @@ class _Shared:
             ("grpc.use_local_subchannel_pool", 1),
         ]
         if self.tls is None:
-            return grpc.aio.insecure_channel(target, options=options)
+            return grpc_.insecure_channel(target, options=options)
         creds = grpc.ssl_channel_credentials(
             root_certificates=self.tls.ca, private_key=self.tls.key, certificate_chain=self.tls.cert
         )
-        return grpc.aio.secure_channel(target, creds, options=options)
+        return grpc_.secure_channel(target, creds, options=options)
 
     async def close(self) -> None:
         for node in self.nodes:
             if node.channel is not None:
                 await node.channel.close()
                 node.channel, node.stubs = None, {}
+            if node.blocking is not None:
+                node.blocking.close()
+                node.blocking = None
 
 
 def _target(raw: str, tls: bool) -> str:
@@ -370,10 +383,15 @@ class Client:
                 raise errors.DeadlineExceeded(self.deadline, last)
             await asyncio.sleep(sleep)
 
-    def stream(self, index: int, service: str, method: str, request: Any) -> Any:
-        """A server-streaming call on one node (watch), with the credentials."""
-        fn = getattr(self._shared.stub(index % len(self._shared.nodes), service), method)
-        return fn(request, metadata=self._shared.metadata)
+    def stream(
+        self, index: int, service: str, method: str, request: Any, blocking: bool = False, timeout: float | None = None
+    ) -> Any:
+        """A server-streaming call on one node (watch), with the credentials;
+        `blocking`: on a channel that does not need the event loop (an
+        iterator whose reads block the calling thread)."""
+        index %= len(self._shared.nodes)
+        stub = self._shared.blocking_stub(index, service) if blocking else self._shared.stub(index, service)
+        return getattr(stub, method)(request, metadata=self._shared.metadata, timeout=timeout)
 
     @property
     def preferred(self) -> int:

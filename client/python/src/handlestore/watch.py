@@ -197,6 +197,49 @@ def _change(e: watch_pb2.WatchEvent) -> Change:
     return Change(kind, e.revision, e.store or None, e.key, value, e.create_revision, e.expires_at_ms)
 
 
+def position_now(
+    client: Client,
+    *,
+    prefix: str | None = None,
+    key: str | None = None,
+    store: str | None = None,
+    handle: tuple[str, str] | None = None,
+) -> int:
+    """The revision a watch of this target opened now starts at (the one
+    after a linearizable read point), read without the event loop: it
+    blocks the calling thread for a round trip, longer while nodes fail (up
+    to the client's deadline, then it raises). For a caller that must know,
+    before it returns, from where every later change is delivered but
+    cannot await (the MCP SDK's synchronous `SubscriptionBus.subscribe`)."""
+    request = watch_pb2.WatchRequest(namespace=client.namespace, **_target(prefix, key, store, handle))
+    end = time.monotonic() + client.deadline
+    node, tries = client.preferred, 0
+    while True:
+        timeout = max(0.001, min(end - time.monotonic(), client.attempt_timeout))
+        call = client.stream(node, "watch", "Watch", request, blocking=True, timeout=timeout)
+        try:
+            created = next(call)
+            if not created.created:
+                raise errors.HandlestoreError("the node's first watch answer is not 'created'")
+            return created.revision + 1
+        except StopIteration:
+            last = "the node ended the watch"
+        except grpc.RpcError as err:
+            if _tls_refused(err):
+                raise errors.Unauthenticated(f"TLS: {err.details()}") from None
+            if not _retryable(err):
+                raise errors.from_rpc_error(err) from None
+            last = err.details() or ""
+        finally:
+            call.cancel()
+        node = (node + 1) % len(client.endpoints)
+        sleep = client.backoff(tries)
+        tries += 1
+        if time.monotonic() + sleep >= end:
+            raise errors.DeadlineExceeded(client.deadline, last)
+        time.sleep(sleep)
+
+
 async def watch(
     client: Client,
     *,

@@ -28,7 +28,7 @@ from mcp.server.subscriptions import (
 from handlestore import errors
 from handlestore._encoding import digest_name
 from handlestore.client import Client
-from handlestore.watch import ChangeKind, Watch
+from handlestore.watch import ChangeKind, Watch, position_now
 
 logger = logging.getLogger(__name__)
 
@@ -44,10 +44,18 @@ _LISTS: dict[str, ServerEvent] = {
 
 class ClusterSubscriptionBus:
     """A `SubscriptionBus` over the cluster. `publish` returns once the
-    event is committed; listeners registered with `subscribe` hear every
-    event published after the bus's watch started, from any replica, in
-    order. Call `start()` at server start-up so the watch is running before
-    the first listener needs it (else the first `subscribe` starts it)."""
+    event is committed; a listener registered with `subscribe` hears every
+    event published after `subscribe` returned, from any replica, in order.
+
+    The SDK subscribes before it acknowledges a listen so that no later
+    event is lost, and its `subscribe` is synchronous: the bus's first
+    `subscribe` (when `start()` was not awaited) reads the cluster's
+    current revision there and then, blocking the event loop for one round
+    trip (up to the client's deadline while no node answers; then it
+    raises and the listen is refused rather than acknowledged deaf). The
+    bus's watches deliver everything after that revision, so later
+    `subscribe`s return at once. Await `start()` at server start-up to take
+    that round trip off the first listen."""
 
     def __init__(self, client: Client) -> None:
         self._state = client.state_tool(default_ttl=_KEEP)
@@ -67,10 +75,10 @@ class ClusterSubscriptionBus:
         raise errors.InvalidArgument(f"not an MCP server event: {event!r}")
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        if not self._tasks:
+            self._spawn(self._read_point())
         token = object()
         self._listeners[token] = listener
-        if not self._tasks:
-            self._spawn()
 
         def unsubscribe() -> None:
             self._listeners.pop(token, None)
@@ -80,7 +88,9 @@ class ClusterSubscriptionBus:
     async def start(self) -> None:
         """Starts the watches and waits until they are established."""
         if not self._tasks:
-            self._spawn()
+            start = await asyncio.to_thread(self._read_point)
+            if not self._tasks:
+                self._spawn(start)
         assert self._ready is not None
         await self._ready.wait()
 
@@ -90,12 +100,18 @@ class ClusterSubscriptionBus:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
-    def _spawn(self) -> None:
+    def _read_point(self) -> int:
+        """The revision from which the bus's watches deliver every event:
+        every publish committed after this returns is at it or later (both
+        prefixes share one revision space)."""
+        return position_now(self._client, prefix=RESOURCES_PREFIX + "/")
+
+    def _spawn(self, start: int) -> None:
         self._ready = asyncio.Event()
         opened = [asyncio.Event(), asyncio.Event()]
         self._tasks = [
-            asyncio.create_task(self._follow(RESOURCES_PREFIX + "/", opened[0])),
-            asyncio.create_task(self._follow(LISTS_PREFIX + "/", opened[1])),
+            asyncio.create_task(self._follow(RESOURCES_PREFIX + "/", opened[0], start)),
+            asyncio.create_task(self._follow(LISTS_PREFIX + "/", opened[1], start)),
         ]
 
         async def both() -> None:
@@ -106,9 +122,9 @@ class ClusterSubscriptionBus:
 
         self._tasks.append(asyncio.create_task(both()))
 
-    async def _follow(self, prefix: str, opened: asyncio.Event) -> None:
-        """One watch, kept alive: resumes from its position after failures."""
-        position: int | None = None
+    async def _follow(self, prefix: str, opened: asyncio.Event, position: int) -> None:
+        """One watch from `position`, kept alive: resumes from its position
+        after failures."""
         while True:
             try:
                 watch: Watch = await self._client.watch(prefix=prefix, start_revision=position)
