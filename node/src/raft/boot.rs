@@ -157,9 +157,9 @@ const SAY_WHY_EVERY: Duration = Duration::from_secs(10);
 /// (`raft::founding`), unless this node joins one first. openraft
 /// campaigns at once after initializing, so this node's clock must be
 /// trusted; its peers answer probes only once they serve, hence a task of
-/// its own. The lowest agreeing id founds at once, the others after
+/// its own. The lowest id in reach founds at once, the others after
 /// `grace` of agreement (by then its vote has usually reached them, and
-/// they are in the cluster).
+/// they are in the cluster; if it never founds, they do).
 async fn found_when_agreed(raft: Raft, clock: Arc<Clock>, founding: Arc<Founding>, grace: Duration) {
     let mut said = Instant::now();
     let mut agreed_since: Option<Instant> = None;

@@ -42,9 +42,11 @@ struct Answer {
 /// Whether this node may found the cluster now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// A majority agrees: initialize. The agreeing member with the lowest
-    /// id goes first; the others give it a moment (their founding at the
-    /// same time would only split the first vote).
+    /// A majority agrees: initialize. `first` goes first, the lowest id of
+    /// the members in reach that would found (its clock trusted yet or
+    /// not: one that started a moment later is still measuring); the
+    /// others give it a moment, as their founding at the same time would
+    /// only split the first vote.
     Found { first: NodeId },
     /// A member already holds the membership: wait for its leader.
     Exists { member: NodeId },
@@ -111,14 +113,21 @@ impl Founding {
     pub fn decide(&self, clock_trusted: bool) -> Verdict {
         let answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
         let mut agree = vec![self.id];
+        let mut first = self.id;
         let mut waiting = Vec::new();
         for id in self.initial.keys().filter(|id| **id != self.id) {
             match answers.get(id).filter(|a| a.at.elapsed() <= self.fresh_for) {
                 None => waiting.push(format!("node {id}: no answer")),
                 Some(a) if a.digest != self.digest => waiting.push(format!("node {id}: a different --initial-cluster")),
                 Some(a) if a.has_membership => return Verdict::Exists { member: *id },
-                Some(a) if !a.clock_trusted => waiting.push(format!("node {id}: its clock is not trusted")),
-                Some(_) => agree.push(*id),
+                Some(a) => {
+                    first = first.min(*id);
+                    if a.clock_trusted {
+                        agree.push(*id);
+                    } else {
+                        waiting.push(format!("node {id}: its clock is not trusted"));
+                    }
+                }
             }
         }
         let need = self.initial.len() / 2 + 1;
@@ -126,7 +135,6 @@ impl Founding {
             return Verdict::Wait("this node's clock is not trusted yet".into());
         }
         if agree.len() >= need {
-            let first = agree.iter().copied().min().unwrap_or(self.id);
             return Verdict::Found { first };
         }
         Verdict::Wait(format!(
@@ -193,6 +201,19 @@ mod tests {
         );
         answer(&f, 2, &d, false, true);
         assert_eq!(f.decide(true), Verdict::Found { first: 1 });
+    }
+
+    #[test]
+    fn the_lowest_member_in_reach_goes_first_even_while_its_clock_is_measured() {
+        let f = Founding::new(2, members(3), Duration::from_secs(10));
+        let d = f.digest().to_vec();
+        answer(&f, 1, &d, false, false);
+        answer(&f, 3, &d, false, true);
+        assert_eq!(
+            f.decide(true),
+            Verdict::Found { first: 1 },
+            "node 1 is there: it goes first"
+        );
     }
 
     #[test]
