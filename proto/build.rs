@@ -1,6 +1,9 @@
 //! Generates the gRPC code of both packages with a vendored `protoc`, so a
 //! fresh machine needs no protobuf compiler installed: `handlestore.v1`
-//! (the public API) and `handlestore.internal.v1` (peers, the log, storage).
+//! (the public API) and `handlestore.internal.v1` (peers, the log, storage);
+//! and the error table's Rust (`reasons.txt` → `reasons.rs`).
+
+use std::fmt::Write as _;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protoc = protoc_bin_vendored::protoc_bin_path()?;
@@ -30,5 +33,114 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Shared, not copied, when an entry goes to several followers.
         .bytes(".handlestore.internal.v1.WireEntry")
         .compile_protos(&protos, &["."])?;
+    reasons()
+}
+
+/// One row of `reasons.txt`.
+struct Row {
+    name: String,
+    code: String,
+    retry: String,
+    when: String,
+}
+
+/// Reads `reasons.txt` (rows `reason | CODE | retried | when`; `#`
+/// comments), refusing a malformed row.
+fn rows(text: &str) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let cells: Vec<&str> = line.splitn(4, '|').map(str::trim).collect();
+        let [name, code, retry, when] = cells[..] else {
+            return Err(format!("reasons.txt:{}: want `reason | CODE | retried | when`", n + 1));
+        };
+        if !["yes", "no", "resume"].contains(&retry) {
+            return Err(format!("reasons.txt:{}: retried is yes, no or resume", n + 1));
+        }
+        rows.push(Row {
+            name: name.into(),
+            code: code.into(),
+            retry: retry.into(),
+            when: when.into(),
+        });
+    }
+    Ok(rows)
+}
+
+/// `invalid_argument` → `InvalidArgument` (a reason or a gRPC code).
+fn camel(snake: &str) -> String {
+    snake
+        .split('_')
+        .map(|w| {
+            let w = w.to_ascii_lowercase();
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Writes `reasons.rs`: the `Reason` enum and its table lookups.
+fn reasons() -> Result<(), Box<dyn std::error::Error>> {
+    println!("cargo:rerun-if-changed=reasons.txt");
+    let rows = rows(&std::fs::read_to_string("reasons.txt")?)?;
+    let mut out = String::from(
+        "/// A reason of the error table (`proto/reasons.txt`).\n\
+         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum Reason {\n",
+    );
+    for r in &rows {
+        writeln!(out, "    /// {}\n    {},", r.when, camel(&r.name))?;
+    }
+    writeln!(
+        out,
+        "}}\n\nimpl Reason {{\n    /// Every row of the table, in its order."
+    )?;
+    writeln!(out, "    pub const ALL: [Reason; {}] = [", rows.len())?;
+    for r in &rows {
+        writeln!(out, "        Reason::{},", camel(&r.name))?;
+    }
+    writeln!(out, "    ];")?;
+    let arms = |f: &dyn Fn(&Row) -> String| -> String {
+        rows.iter()
+            .map(|r| format!("            Reason::{} => {},\n", camel(&r.name), f(r)))
+            .collect()
+    };
+    let mut method = |sig: &str, doc: &str, f: &dyn Fn(&Row) -> String| {
+        write!(
+            out,
+            "\n    /// {doc}\n    pub const fn {sig} {{\n        match self {{\n{}        }}\n    }}\n",
+            arms(f)
+        )
+    };
+    method(
+        "name(self) -> &'static str",
+        "The reason as sent (`ErrorDetail.reason`).",
+        &|r| format!("{:?}", r.name),
+    )?;
+    method(
+        "code(self) -> tonic::Code",
+        "The gRPC code it always travels with.",
+        &|r| format!("tonic::Code::{}", camel(&r.code)),
+    )?;
+    method(
+        "code_name(self) -> &'static str",
+        "The code's name (`INVALID_ARGUMENT`).",
+        &|r| format!("{:?}", r.code),
+    )?;
+    method(
+        "retry(self) -> Retry",
+        "Whether the clients try again on their own.",
+        &|r| format!("Retry::{}", camel(&r.retry)),
+    )?;
+    method("when(self) -> &'static str", "When a node answers it.", &|r| {
+        format!("{:?}", r.when)
+    })?;
+    out.push_str("}\n");
+    let path = std::path::Path::new(&std::env::var("OUT_DIR")?).join("reasons.rs");
+    std::fs::write(path, out)?;
     Ok(())
 }

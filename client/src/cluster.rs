@@ -474,6 +474,9 @@ impl Client {
 /// Worth trying again (elsewhere): the node could not serve it now.
 pub(crate) fn retryable(s: &tonic::Status) -> bool {
     use tonic::Code::*;
+    if let Some(reason) = handlestore_proto::reason::Reason::of(s) {
+        return reason.retry() == handlestore_proto::reason::Retry::Yes;
+    }
     match s.code() {
         Unavailable | DeadlineExceeded | Aborted | Cancelled => true,
         // Connection resets surface as Unknown/Internal from h2.

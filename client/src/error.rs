@@ -4,12 +4,17 @@
 use std::time::Duration;
 
 use handlestore_proto::v1 as pb;
-use prost::Message;
 use tonic::Code;
+
+pub use handlestore_proto::reason::{Reason, Retry};
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// An error of the client. A node's refusal keeps the node's message and,
+/// where one class has several causes, its reason (the error table:
+/// docs/consistency.md); [`Error::reason`] gives the reason of any error.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// Malformed id, store name, TTL, or a value over the size limit.
     #[error("invalid argument: {0}")]
@@ -18,13 +23,21 @@ pub enum Error {
     NotFound(String),
     #[error("already exists: {0}")]
     AlreadyExists(String),
-    /// Compare-and-set lost: the entry is now at `current_revision`.
+    /// Compare-and-set lost: the entry is now at `current_revision` (0:
+    /// absent). Reason `revision_mismatch`, and only that.
     #[error("revision mismatch: {message}")]
     Conflict { current_revision: u64, message: String },
+    /// The cluster's state does not allow the change (reason
+    /// `precondition`: e.g. retiring the key ring's primary key), or the
+    /// write id was already declared done (`stale_write`). Retrying the
+    /// same call fails the same way.
+    #[error("failed precondition: {message}")]
+    Precondition { reason: Option<Reason>, message: String },
     /// No quorum, no leader, or no node reachable; the write was not
-    /// acknowledged (a retry with the same write id is safe).
-    #[error("unavailable: {0}")]
-    Unavailable(String),
+    /// acknowledged (a retry with the same write id is safe). `reason`:
+    /// the node's, when a node answered.
+    #[error("unavailable: {message}")]
+    Unavailable { reason: Option<Reason>, message: String },
     /// The call's overall deadline passed while retrying. The outcome of a
     /// write is unknown.
     #[error("deadline of {deadline:?} exceeded; last error: {last}")]
@@ -33,12 +46,17 @@ pub enum Error {
     Unauthenticated(String),
     #[error("permission denied: {0}")]
     PermissionDenied(String),
-    #[error("resource exhausted: {0}")]
-    ResourceExhausted(String),
+    /// A namespace's quota is full (reason `quota`), or a watcher fell
+    /// behind (`slow_watcher`; the watch streams resume these themselves).
+    #[error("resource exhausted: {message}")]
+    ResourceExhausted { reason: Option<Reason>, message: String },
     /// A watch from a revision older than the history the node keeps:
     /// read the current state, then watch from its revision + 1.
     #[error("compacted: {message}")]
     Compacted { compact_revision: u64, message: String },
+    /// A bug or a storage failure on the node (reason `internal`).
+    #[error("internal error on the node: {0}")]
+    Internal(String),
     /// The value could not be encoded or decoded as JSON.
     #[error("value codec: {0}")]
     Codec(String),
@@ -49,31 +67,67 @@ pub enum Error {
     Other(String),
 }
 
+impl Error {
+    /// The reason of the error table this error stands for: the node's own
+    /// where a class has several, the class's one otherwise; `None` for
+    /// errors no node gave (a deadline, a codec error, a closed store).
+    pub fn reason(&self) -> Option<Reason> {
+        match self {
+            Error::InvalidArgument(_) => Some(Reason::InvalidArgument),
+            Error::NotFound(_) => Some(Reason::NotFound),
+            Error::AlreadyExists(_) => Some(Reason::AlreadyExists),
+            Error::Conflict { .. } => Some(Reason::RevisionMismatch),
+            Error::Precondition { reason, .. }
+            | Error::Unavailable { reason, .. }
+            | Error::ResourceExhausted { reason, .. } => *reason,
+            Error::Unauthenticated(_) => Some(Reason::Unauthenticated),
+            Error::PermissionDenied(_) => Some(Reason::PermissionDenied),
+            Error::Compacted { .. } => Some(Reason::Compacted),
+            Error::Internal(_) => Some(Reason::Internal),
+            Error::Deadline { .. } | Error::Codec(_) | Error::Closed | Error::Other(_) => None,
+        }
+    }
+
+    /// Unavailable, for a cause found by the client itself.
+    pub fn unavailable(message: impl Into<String>) -> Error {
+        Error::Unavailable {
+            reason: None,
+            message: message.into(),
+        }
+    }
+}
+
 /// What a node said about an error, decoded from the status details.
 pub(crate) fn detail(status: &tonic::Status) -> pb::ErrorDetail {
-    pb::ErrorDetail::decode(status.details()).unwrap_or_default()
+    handlestore_proto::reason::detail(status)
 }
 
 impl From<tonic::Status> for Error {
     fn from(s: tonic::Status) -> Self {
-        let msg = s.message().to_string();
-        match s.code() {
-            Code::OutOfRange if detail(&s).reason == handlestore_proto::reason::COMPACTED => Error::Compacted {
-                compact_revision: detail(&s).compact_revision,
-                message: msg,
+        let detail = detail(&s);
+        let reason = Reason::from_name(&detail.reason);
+        let message = s.message().to_string();
+        match (s.code(), reason) {
+            (Code::OutOfRange, Some(Reason::Compacted)) => Error::Compacted {
+                compact_revision: detail.compact_revision,
+                message,
             },
-            Code::InvalidArgument | Code::OutOfRange => Error::InvalidArgument(msg),
-            Code::NotFound => Error::NotFound(msg),
-            Code::AlreadyExists => Error::AlreadyExists(msg),
-            Code::FailedPrecondition => Error::Conflict {
-                current_revision: detail(&s).current_revision,
-                message: msg,
+            (Code::InvalidArgument | Code::OutOfRange, _) => Error::InvalidArgument(message),
+            (Code::NotFound, _) => Error::NotFound(message),
+            (Code::AlreadyExists, _) => Error::AlreadyExists(message),
+            (Code::FailedPrecondition, Some(Reason::RevisionMismatch)) => Error::Conflict {
+                current_revision: detail.current_revision,
+                message,
             },
-            Code::Unavailable | Code::DeadlineExceeded | Code::Aborted | Code::Cancelled => Error::Unavailable(msg),
-            Code::Unauthenticated => Error::Unauthenticated(msg),
-            Code::PermissionDenied => Error::PermissionDenied(msg),
-            Code::ResourceExhausted => Error::ResourceExhausted(msg),
-            c => Error::Other(format!("{c:?}: {msg}")),
+            (Code::FailedPrecondition, reason) => Error::Precondition { reason, message },
+            (Code::Unavailable | Code::DeadlineExceeded | Code::Aborted | Code::Cancelled, reason) => {
+                Error::Unavailable { reason, message }
+            }
+            (Code::Unauthenticated, _) => Error::Unauthenticated(message),
+            (Code::PermissionDenied, _) => Error::PermissionDenied(message),
+            (Code::ResourceExhausted, reason) => Error::ResourceExhausted { reason, message },
+            (Code::Internal, Some(Reason::Internal)) => Error::Internal(message),
+            (c, _) => Error::Other(format!("{c:?}: {message}")),
         }
     }
 }
@@ -81,5 +135,39 @@ impl From<tonic::Status> for Error {
 impl From<serde_json::Error> for Error {
     fn from(e: serde_json::Error) -> Self {
         Error::Codec(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(reason: Reason) -> Error {
+        Error::from(reason.status("what the node said"))
+    }
+
+    #[test]
+    fn only_a_revision_mismatch_is_a_conflict() {
+        assert!(matches!(from(Reason::RevisionMismatch), Error::Conflict { .. }));
+        for r in [Reason::Precondition, Reason::StaleWrite] {
+            let e = from(r);
+            assert_eq!(e.reason(), Some(r));
+            assert!(matches!(e, Error::Precondition { .. }), "{e:?}");
+            assert_eq!(e.to_string(), "failed precondition: what the node said");
+        }
+    }
+
+    #[test]
+    fn every_reason_a_node_sends_is_kept() {
+        for r in Reason::ALL {
+            let e = from(r);
+            // value_too_large is an invalid argument (the class's reason).
+            let want = if r == Reason::ValueTooLarge {
+                Reason::InvalidArgument
+            } else {
+                r
+            };
+            assert_eq!(e.reason(), Some(want), "{e:?}");
+        }
     }
 }

@@ -49,7 +49,7 @@ pub use client_state::ClientStateStore;
 pub use cluster::{Client, ClientBuilder, Consistency};
 pub use cluster_state::ClusterStateTool;
 pub use cluster_store::{ClusterHandleStore, ClusterHandleStoreBuilder, Versioned, WriteOutcome};
-pub use error::{Error, Result};
+pub use error::{Error, Reason, Result, Retry};
 pub use handle_store::HandleStore;
 pub use keyring::RingKey;
 pub use memory::{MemoryHandleStore, MemoryOptions};

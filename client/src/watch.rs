@@ -163,8 +163,7 @@ impl Client {
 /// from the position works while the history still holds it (the node says
 /// `compacted` when it does not).
 fn cut_off(s: &tonic::Status) -> bool {
-    s.code() == tonic::Code::ResourceExhausted
-        && crate::error::detail(s).reason == handlestore_proto::reason::SLOW_WATCHER
+    handlestore_proto::reason::Reason::of(s).is_some_and(|r| r.retry() == handlestore_proto::reason::Retry::Resume)
 }
 
 impl Watch {

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use rocksdb::{ColumnFamilyDescriptor, DB, Options};
 
+use crate::format::{self, FormatError};
+
 /// Raft log entries: index (u64 big-endian) -> prost `Entry`.
 pub const CF_LOG: &str = "raft_log";
 /// Raft log metadata: vote, committed, last purged.
@@ -20,9 +22,9 @@ pub const CF_EXPIRY: &str = "expiry";
 pub const CF_ANSWERS: &str = "answers";
 /// Age index of those records: stamp_ms (BE) ++ client_id (BE) -> empty.
 pub const CF_ANSWERS_AGE: &str = "answers_age";
-/// Column families of earlier versions, dropped when found at open: one key
-/// per remembered answer, replaced by `CF_ANSWERS`. Their answers are not
-/// carried over (a write retried across the upgrade may apply twice).
+/// Column families of format version 0, dropped by the migration to 1: one
+/// key per remembered answer, replaced by `CF_ANSWERS`. Their answers are
+/// not carried over (a write retried across the upgrade may apply twice).
 const LEGACY_CFS: [&str; 2] = ["dedup", "dedup_age"];
 /// State machine metadata: applied log id, membership, clock, counters.
 pub const CF_SM_META: &str = "sm_meta";
@@ -55,17 +57,17 @@ pub struct DbMemory {
     pub write_buffer_bytes: usize,
 }
 
+/// The node's defaults (`config::defaults`).
 impl Default for DbMemory {
     fn default() -> Self {
-        Self {
-            block_cache_bytes: 64 << 20,
-            write_buffer_bytes: 64 << 20,
-        }
+        crate::config::Tuning::default().db_memory()
     }
 }
 
-/// Opens (or creates) the database under `dir`.
-pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, rocksdb::Error> {
+/// Opens (or creates) the database under `dir`: refused if it is of a
+/// newer stored format than this build's, migrated if of an older one
+/// (`crate::format`).
+pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, FormatError> {
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.create_missing_column_families(true);
@@ -99,6 +101,13 @@ pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, rocksdb::Error> {
         .iter()
         .map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name, &cache, per_cf_buffer)));
     let existing = DB::list_cf(&opts, dir).unwrap_or_default();
+    let what = format!("the data directory {}", dir.display());
+    let found = if existing.is_empty() {
+        format::CURRENT
+    } else {
+        stamped_before_open(dir, &existing, &what)?
+    };
+    format::check(found, &what)?;
     let legacy: Vec<&str> = LEGACY_CFS
         .into_iter()
         .filter(|name| existing.iter().any(|e| e == name))
@@ -107,13 +116,46 @@ pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, rocksdb::Error> {
         .iter()
         .map(|name| ColumnFamilyDescriptor::new(*name, Options::default()));
     let mut db = DB::open_cf_descriptors(&opts, dir, cfs.chain(legacy_cfs))?;
+    if existing.is_empty() {
+        format::stamp(&db)?;
+    } else if found < format::CURRENT {
+        if found == 0 {
+            migrate_from_0(&mut db, &existing, &legacy)?;
+        }
+        format::stamp(&db)?;
+    }
+    Ok(Arc::new(db))
+}
+
+/// The stored format version of an existing database, read before this
+/// build writes anything to it (read-only, all its column families).
+fn stamped_before_open(dir: &Path, existing: &[String], what: &str) -> Result<u32, FormatError> {
+    if !existing.iter().any(|c| c == CF_LOG_META) {
+        return Ok(0);
+    }
+    let db = DB::open_cf_for_read_only(&Options::default(), dir, existing, false)?;
+    format::stamped(&db, what)
+}
+
+/// Format 0 (unversioned) to 1: per-answer column families dropped; a
+/// missing watch history starts at the applied revision (`state::history`).
+fn migrate_from_0(db: &mut DB, existing: &[String], legacy: &[&str]) -> Result<(), FormatError> {
+    tracing::warn!(
+        "the data directory is of stored format 0 ({}): migrating it to {}",
+        format::described(0),
+        format::CURRENT
+    );
     for name in legacy {
         tracing::warn!(
-            "dropping column family {name:?} of an earlier version (exactly-once answers are kept per client now)"
+            "dropping column family {name:?} of format 0 (exactly-once answers are kept per client now; \
+             those it held are not carried over)"
         );
         db.drop_cf(name)?;
     }
-    Ok(Arc::new(db))
+    if !existing.iter().any(|c| c == CF_HISTORY) {
+        tracing::warn!("format 0 kept no watch history: watches can start from the current revision on");
+    }
+    Ok(())
 }
 
 /// The options of one column family: its blocks in the shared `cache`, its

@@ -11,6 +11,7 @@ pub(crate) mod clock;
 pub(crate) mod config;
 pub(crate) mod db;
 pub mod failpoints;
+pub(crate) mod format;
 pub(crate) mod health;
 pub(crate) mod memory;
 pub(crate) mod node;

@@ -32,7 +32,7 @@ use crate::tls::gate::PeerGate;
 /// Client messages may carry a value up to the configured limit plus
 /// envelope; larger ones are refused by the transport before decoding.
 fn max_client_message(cfg: &NodeConfig) -> usize {
-    let l = &cfg.limits;
+    let l = &cfg.limits();
     l.max_value_bytes
         .saturating_mul(2)
         .max(l.max_batch_bytes)
@@ -50,22 +50,24 @@ struct Storage {
 }
 
 fn open_storage(cfg: &NodeConfig) -> anyhow::Result<Storage> {
-    std::fs::create_dir_all(&cfg.data_dir).with_context(|| format!("creating data dir {}", cfg.data_dir.display()))?;
-    let db = crate::db::open(&cfg.data_dir.join("db"), cfg.db_memory).with_context(|| {
-        format!(
-            "opening the database in {} (is another node using this data dir?)",
-            cfg.data_dir.display()
-        )
-    })?;
+    std::fs::create_dir_all(&cfg.data).with_context(|| format!("creating data dir {}", cfg.data.display()))?;
+    let db = match crate::db::open(&cfg.data.join("db"), cfg.tuning.db_memory()) {
+        Ok(db) => db,
+        Err(crate::format::FormatError::Rocks(e)) => anyhow::bail!(
+            "opening the database in {} (is another node using this data dir?): {e}",
+            cfg.data.display()
+        ),
+        Err(e) => return Err(e.into()),
+    };
     let state = StateStore::open(
         db.clone(),
         StateLimits {
-            dedup_max_entries: cfg.dedup_max_entries,
-            history_revisions: cfg.watch_history,
+            dedup_max_entries: cfg.tuning.dedup_max_entries,
+            history_revisions: cfg.tuning.watch_history,
             recent_bytes: cfg.watch_split().0,
         },
     )?;
-    let snapshots = Arc::new(SnapshotDir::new(cfg.data_dir.join("snapshots"))?);
+    let snapshots = Arc::new(SnapshotDir::new(cfg.data.join("snapshots"))?);
     snapshots.remove_leftovers()?;
     snapshot::resume_install(&state, &snapshots)?;
     let log_store = LogStore::new(db.clone(), cfg.id).context("opening the raft log")?;
@@ -97,7 +99,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     let storage = open_storage(&cfg)?;
     let log_syncs = storage.log_store.sync_counter();
     let memory = crate::memory::probe(storage.db.clone(), storage.log_store.clone());
-    crate::memory::start_malloc_trim(cfg.malloc_trim_interval);
+    crate::memory::start_malloc_trim(cfg.tuning.malloc_trim_interval);
     let node = boot::start(
         &cfg,
         storage.state.clone(),
@@ -181,13 +183,13 @@ fn client_routes(
     memory: MemoryProbe,
 ) -> tonic::service::Routes {
     let api = Arc::new(Api {
-        limits: cfg.limits.clone(),
+        limits: cfg.limits(),
         state: state.clone(),
         proposer: node.proposer.clone(),
         reads: ReadGate {
             proposer: node.proposer.clone(),
             state: state.clone(),
-            timeout: cfg.read_timeout,
+            timeout: cfg.tuning.read_timeout,
         },
         guard: crate::api::auth::Guard::new(state),
         watches: {
@@ -264,7 +266,7 @@ fn say_started(cfg: &NodeConfig) {
         peer_listen = ?cfg.peer_listen,
         clients = tls,
         peers = peers_mode(cfg),
-        data = %cfg.data_dir.display(),
+        data = %cfg.data.display(),
         "node started"
     );
     if cfg.protected_mode() {

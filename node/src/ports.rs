@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use handlestore_proto::conn::{Conn, PeerInfo, ServerConn};
+use handlestore_proto::reason::Reason;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -146,7 +147,7 @@ async fn admit_call(
     if cert.is_some_and(|c| gate.admits_cert(&c)) {
         return next.run(req).await;
     }
-    tonic::Status::permission_denied(NOT_A_MEMBER).into_http()
+    Reason::PermissionDenied.status(NOT_A_MEMBER).into_http()
 }
 
 /// Why a peer's call is refused.
@@ -197,7 +198,7 @@ async fn requires_tls(req: axum::extract::Request) -> axum::response::Response {
         .get(axum::http::header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
     if grpc {
-        tonic::Status::unauthenticated(tls::REQUIRES_TLS).into_http()
+        Reason::Unauthenticated.status(tls::REQUIRES_TLS).into_http()
     } else {
         axum::response::IntoResponse::into_response((axum::http::StatusCode::BAD_REQUEST, tls::REQUIRES_TLS))
     }

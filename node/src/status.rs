@@ -1,12 +1,17 @@
-//! gRPC error statuses with a human message and a machine-readable
-//! `ErrorDetail` (prost-encoded into the status details).
+//! The node's errors as gRPC statuses: the domain errors of `raft/`,
+//! `state/` and `clock` mapped to a reason of the error table
+//! (`handlestore_proto::reason`), which fixes the code. Statuses are made
+//! by the table and mapped here; the services in `api/` (and the peer
+//! service's answers) use nothing else.
 
 use std::cell::Cell;
 
-use handlestore_proto::reason;
+use handlestore_proto::internal::v1 as ipb;
+use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
-use prost::Message;
-use tonic::{Code, Status};
+use tonic::Status;
+
+use crate::raft::error::ProposeError;
 
 /// Metadata key carrying the leader's client address, for clients that
 /// follow the leader instead of being forwarded: on UNAVAILABLE answers,
@@ -69,50 +74,63 @@ impl LeaderHint {
     }
 }
 
-pub fn status(code: Code, reason: &str, message: impl Into<String>) -> Status {
-    with_detail(
-        code,
-        message,
-        pb::ErrorDetail {
-            reason: reason.into(),
-            ..Default::default()
-        },
-    )
+/// The status for a command the state machine refused (its result code
+/// and message, deterministic on every node).
+pub fn refused(r: &ipb::CommandResult) -> Status {
+    use ipb::ResultCode as R;
+    let reason = match R::try_from(r.code) {
+        Ok(R::ResultOk) | Err(_) => Reason::Internal,
+        Ok(R::ResultNotFound) => Reason::NotFound,
+        Ok(R::ResultAlreadyExists) => Reason::AlreadyExists,
+        Ok(R::ResultRevisionMismatch) => Reason::RevisionMismatch,
+        Ok(R::ResultInvalid) => Reason::InvalidArgument,
+        Ok(R::ResultPrecondition) => Reason::Precondition,
+        Ok(R::ResultStaleWrite) => Reason::StaleWrite,
+        Ok(R::ResultQuota) => Reason::Quota,
+        // Only when the node's own retries ran out (write_authorized).
+        Ok(R::ResultAuthStale) => Reason::AuthChanging,
+    };
+    let detail = pb::ErrorDetail {
+        current_revision: r.current_revision,
+        ..Default::default()
+    };
+    reason.status_with(r.message.clone(), detail)
 }
 
-pub fn with_detail(code: Code, message: impl Into<String>, detail: pb::ErrorDetail) -> Status {
-    let leader_addr = detail.leader_addr.clone();
-    let mut st = Status::with_details(code, message, detail.encode_to_vec().into());
-    if !leader_addr.is_empty()
-        && let Ok(v) = leader_addr.parse()
-    {
-        st.metadata_mut().insert(LEADER_ADDR_HEADER, v);
+impl From<ProposeError> for Status {
+    fn from(e: ProposeError) -> Status {
+        let message = e.to_string();
+        match e {
+            ProposeError::NotLeader(hint) => unavailable(Reason::NotLeader, message, hint.as_ref()),
+            ProposeError::NotConfirmed(_) => Reason::NotLeader.status(message),
+            ProposeError::NoQuorum(_) => Reason::NoQuorum.status(message),
+            ProposeError::Timeout(_) | ProposeError::TookTooLong(_) => Reason::Timeout.status(message),
+            ProposeError::LeaderUnreachable(leader, _) => {
+                unavailable(Reason::LeaderUnreachable, message, Some(&leader))
+            }
+            ProposeError::Shutdown | ProposeError::Stopped(_) => Reason::Shutdown.status(message),
+            ProposeError::Clock(_) => Reason::ClockOffset.status(message),
+            ProposeError::Internal(_) => Reason::Internal.status(message),
+            ProposeError::Remote(s) => s,
+        }
     }
-    st
 }
 
 pub fn invalid(message: impl Into<String>) -> Status {
-    status(Code::InvalidArgument, reason::INVALID_ARGUMENT, message)
+    Reason::InvalidArgument.status(message)
 }
 
-pub fn unavailable(reason: &str, message: impl Into<String>, leader: Option<&LeaderHint>) -> Status {
-    let mut detail = pb::ErrorDetail {
-        reason: reason.into(),
-        ..Default::default()
-    };
+/// An UNAVAILABLE status naming the leader, when it is known.
+pub fn unavailable(reason: Reason, message: impl Into<String>, leader: Option<&LeaderHint>) -> Status {
+    debug_assert_eq!(reason.code(), tonic::Code::Unavailable, "{reason}");
+    let mut detail = pb::ErrorDetail::default();
     if let Some(l) = leader {
         detail.leader_id = l.id;
         detail.leader_addr = l.addr.clone();
     }
-    with_detail(Code::Unavailable, message, detail)
-}
-
-/// This node's clock is not trusted for what was asked (reason
-/// "clock_offset"): the caller should try another node.
-pub fn clock(e: &crate::clock::ClockError) -> Status {
-    unavailable(reason::CLOCK_OFFSET, e.to_string(), None)
+    reason.status_with(message, detail)
 }
 
 pub fn internal(message: impl Into<String>) -> Status {
-    status(Code::Internal, reason::INTERNAL, message)
+    Reason::Internal.status(message)
 }

@@ -86,7 +86,14 @@ pub async fn try_everything(who: &Identity<'_>, peer_addr: &str, from: u64) -> V
         ),
         (
             "ClockProbe",
-            served(raft.clock_probe(ipb::ClockProbeRequest { from }).await.map(drop)),
+            served(
+                raft.clock_probe(ipb::ClockProbeRequest {
+                    from,
+                    ..Default::default()
+                })
+                .await
+                .map(drop),
+            ),
         ),
         ("Raft wire", wire(who, peer_addr, from).await.map_err(|e| e.to_string())),
     ]

@@ -844,7 +844,15 @@ async fn a_write_over_quota_is_refused_and_changes_nothing() {
             .await
             .expect("under the quota");
     }
-    let exhausted = |e: handlestore_client::Error| matches!(e, handlestore_client::Error::ResourceExhausted(_));
+    let exhausted = |e: handlestore_client::Error| {
+        matches!(
+            e,
+            handlestore_client::Error::ResourceExhausted {
+                reason: Some(handlestore_client::Reason::Quota),
+                ..
+            }
+        )
+    };
     assert!(exhausted(
         q.store("k4", value(10), StoreOptions::default())
             .await

@@ -57,7 +57,10 @@ async fn the_client_port_refuses_every_raft_rpc() {
     };
     let s = raft.vote(vote).await.expect_err("no votes on a client port");
     assert_eq!(s.code(), tonic::Code::Unimplemented, "{s:?}");
-    let probe = ipb::ClockProbeRequest { from: 9 };
+    let probe = ipb::ClockProbeRequest {
+        from: 9,
+        ..Default::default()
+    };
     let s = raft.clock_probe(probe).await.expect_err("no clock probes either");
     assert_eq!(s.code(), tonic::Code::Unimplemented, "{s:?}");
     let forward = ipb::ForwardRequest { command: None };

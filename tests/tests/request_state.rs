@@ -110,7 +110,9 @@ async fn keyring_lifecycle_and_codec_across_nodes() {
         .expect("primary");
     let out = cli(&cluster, &["keyring", "retire", primary]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("rotate first"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("is the primary; rotate first"), "{said}");
+    assert!(!said.contains("revision mismatch"), "{said}");
     assert!(cli(&cluster, &["keyring", "retire", &first]).status.success());
     open.refresh().await.expect("refresh");
     assert_eq!(

@@ -146,7 +146,7 @@ impl ClusterEventStore {
                 Err(e) => return Err(e),
             }
         }
-        Err(Error::Unavailable(format!(
+        Err(Error::unavailable(format!(
             "event stream {stream_id}: {APPEND_ATTEMPTS} appends lost to other writers"
         )))
     }

@@ -61,7 +61,7 @@ impl AdminService {
         if view.is_leader() {
             Ok(())
         } else {
-            Err(ProposeError::NotLeader(view.leader).to_status())
+            Err(ProposeError::NotLeader(view.leader).into())
         }
     }
 }
@@ -174,6 +174,8 @@ impl pb::admin_server::Admin for AdminService {
             forwarded_writes: self.api.proposer.forwarded_writes(),
             clock: Some(clock_status(&self.api.proposer.clock().report())),
             namespaces,
+            protocol_version: crate::raft::protocol::VERSION,
+            peer_protocols: self.raft.peer_protocols(),
         }))
     }
 
@@ -197,7 +199,7 @@ impl pb::admin_server::Admin for AdminService {
             .raft
             .add_learner(r.id, member, r.blocking)
             .await
-            .map_err(|e| e.to_status())?;
+            .map_err(Status::from)?;
         tracing::info!(node = r.id, "added learner");
         Ok(Response::new(pb::MembershipResponse {
             members: self.raft.members(),
@@ -226,7 +228,7 @@ impl pb::admin_server::Admin for AdminService {
             .raft
             .change_membership(voters.clone(), r.retain)
             .await
-            .map_err(|e| e.to_status())?;
+            .map_err(Status::from)?;
         tracing::info!(?voters, "changed membership");
         Ok(Response::new(pb::MembershipResponse {
             members: self.raft.members(),

@@ -3,13 +3,13 @@
 use std::sync::Arc;
 
 use handlestore_proto::internal::v1 as ipb;
-use handlestore_proto::reason;
+use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
 use ipb::command::Op;
 use tonic::{Request, Response, Status};
 
 use super::{Api, Credentials, Need, blocking, point_read, validate};
-use crate::status;
+
 use pb::Access;
 
 pub struct HandlesService {
@@ -143,11 +143,7 @@ impl pb::handles_server::Handles for HandlesService {
         let bound = d.view().owner_bound(&namespace, &r.store);
         let rec = rec.filter(|rec| !bound || d.sees_owner(&need, &rec.owner));
         let Some(rec) = rec else {
-            return Err(status::status(
-                tonic::Code::NotFound,
-                reason::NOT_FOUND,
-                format!("unknown handle {}", r.id),
-            ));
+            return Err(Reason::NotFound.status(format!("unknown handle {}", r.id)));
         };
         Ok(Response::new(pb::GetResponse {
             value: rec.value,
@@ -168,14 +164,10 @@ impl pb::handles_server::Handles for HandlesService {
         let need = Need::store(&namespace, Access::Read, &r.store);
         let (at, d) = self.api.read_as(&creds, &need, r.read.as_ref()).await?;
         if d.view().owner_bound(&namespace, &r.store) && !d.sees_all_owners(&need) {
-            return Err(status::status(
-                tonic::Code::PermissionDenied,
-                reason::PERMISSION_DENIED,
-                format!(
-                    "store {} is owner-bound: counting it needs admin access to the store",
-                    r.store
-                ),
-            ));
+            return Err(Reason::PermissionDenied.status(format!(
+                "store {} is owner-bound: counting it needs admin access to the store",
+                r.store
+            )));
         }
         let (state, time) = (self.api.state.clone(), at.time);
         let len = blocking(move || state.len(&namespace, &r.store, &time)).await?;

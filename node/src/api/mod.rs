@@ -14,9 +14,9 @@ pub mod writes;
 use std::sync::Arc;
 
 use handlestore_proto::internal::v1 as ipb;
-use handlestore_proto::reason;
+use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
-use tonic::{Code, Status};
+use tonic::Status;
 
 use crate::config::Limits;
 use crate::raft::proposer::Proposer;
@@ -75,18 +75,14 @@ impl Api {
                 all_owners: d.sees_all_owners(need),
             };
             let keys = crate::state::keys::conflict_keys(&cmd);
-            let res = self.proposer.write(cmd, keys, false).await.map_err(|e| e.to_status())?;
+            let res = self.proposer.write(cmd, keys, false).await.map_err(Status::from)?;
             if res.code == ipb::ResultCode::ResultAuthStale as i32 {
                 self.reads.wait_applied(res.current_revision).await?;
                 continue;
             }
             return result_status(res);
         }
-        Err(status::unavailable(
-            reason::AUTH_CHANGING,
-            "the auth state kept changing while this write was authorized; retry",
-            None,
-        ))
+        Err(Reason::AuthChanging.status("the auth state kept changing while this write was authorized; retry"))
     }
 
     /// Decides `need` against this node's auth state and, if that
@@ -117,28 +113,10 @@ impl Api {
 
 /// Maps a command's (deterministic) failure to its gRPC status.
 pub fn result_status(r: ipb::CommandResult) -> Result<ipb::CommandResult, Status> {
-    let (code, reason) = match ipb::ResultCode::try_from(r.code) {
-        Ok(ipb::ResultCode::ResultOk) => return Ok(r),
-        Ok(ipb::ResultCode::ResultNotFound) => (Code::NotFound, reason::NOT_FOUND),
-        Ok(ipb::ResultCode::ResultAlreadyExists) => (Code::AlreadyExists, reason::ALREADY_EXISTS),
-        Ok(ipb::ResultCode::ResultRevisionMismatch) => (Code::FailedPrecondition, reason::REVISION_MISMATCH),
-        Ok(ipb::ResultCode::ResultInvalid) => (Code::InvalidArgument, reason::INVALID_ARGUMENT),
-        Ok(ipb::ResultCode::ResultPrecondition) => (Code::FailedPrecondition, reason::PRECONDITION),
-        Ok(ipb::ResultCode::ResultStaleWrite) => (Code::FailedPrecondition, reason::STALE_WRITE),
-        Ok(ipb::ResultCode::ResultQuota) => (Code::ResourceExhausted, reason::QUOTA),
-        // Only when the node's own retries ran out (write_authorized).
-        Ok(ipb::ResultCode::ResultAuthStale) => (Code::Unavailable, reason::AUTH_CHANGING),
-        Err(_) => (Code::Internal, reason::INTERNAL),
-    };
-    Err(status::with_detail(
-        code,
-        r.message.clone(),
-        pb::ErrorDetail {
-            reason: reason.into(),
-            current_revision: r.current_revision,
-            ..Default::default()
-        },
-    ))
+    if r.code == ipb::ResultCode::ResultOk as i32 {
+        return Ok(r);
+    }
+    Err(status::refused(&r))
 }
 
 /// Runs a single-key read on the calling task: one point lookup (memtable,
@@ -163,9 +141,7 @@ pub async fn blocking<T: Send + 'static>(
 /// serve it), anything else as a storage error.
 fn read_error(e: crate::state::StateError) -> Status {
     match e {
-        crate::state::StateError::ExpiryUnknown(why) => {
-            status::unavailable(reason::CLOCK_OFFSET, why.to_string(), None)
-        }
+        crate::state::StateError::ExpiryUnknown(why) => Reason::ClockOffset.status(why.to_string()),
         e => status::internal(format!("storage error: {e}")),
     }
 }

@@ -21,7 +21,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use handlestore_proto::reason;
+use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
 use tonic::Status;
 
@@ -58,7 +58,7 @@ impl ReadGate {
             }
             Ok(pb::Consistency::AtLeast) => (self.wait_applied(opts.min_revision).await?, 0),
             Ok(pb::Consistency::Linearizable) => {
-                let point = self.proposer.read_point().await.map_err(|e| e.to_status())?;
+                let point = self.proposer.read_point().await.map_err(Status::from)?;
                 (self.wait_applied(point.index).await?, point.time_ms)
             }
             Err(_) => return Err(status::invalid(format!("unknown consistency {}", opts.consistency))),
@@ -77,7 +77,7 @@ impl ReadGate {
             .await
             .map_err(|_| {
                 status::unavailable(
-                    reason::BEHIND,
+                    Reason::Behind,
                     format!(
                         "this node has applied revision {} and did not reach {index} within {:?}; try another node",
                         self.state.applied_index(),
@@ -86,7 +86,7 @@ impl ReadGate {
                     None,
                 )
             })?
-            .map_err(|_| status::unavailable(reason::SHUTDOWN, "node is shutting down", None))?;
+            .map_err(|_| status::unavailable(Reason::Shutdown, "node is shutting down", None))?;
         Ok(*applied)
     }
 }

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::key::{page_token, parse_page_token};
 use handlestore_proto::limits::{DEFAULT_PAGE, DEFAULT_PREFIX_DELETE, MAX_PAGE, MAX_PAGE_BYTES, MAX_PREFIX_DELETE};
-use handlestore_proto::reason;
+use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
 use ipb::command::Op;
 use tonic::{Request, Response, Status};
 
 use super::{Api, Credentials, Decision, Need, blocking, point_read, validate};
 use crate::state::{ListQuery, Record};
-use crate::status::{self, invalid};
+use crate::status::invalid;
 use pb::Access;
 
 pub struct StateService {
@@ -237,11 +237,7 @@ impl pb::state_server::State for StateService {
                 entry: Some(entry(r.key, rec, true)),
                 read_revision: at.revision,
             })),
-            None => Err(status::status(
-                tonic::Code::NotFound,
-                reason::NOT_FOUND,
-                format!("unknown key {}", r.key),
-            )),
+            None => Err(Reason::NotFound.status(format!("unknown key {}", r.key))),
         }
     }
 

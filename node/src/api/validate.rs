@@ -4,7 +4,7 @@
 
 use handlestore_proto::id::is_name;
 use handlestore_proto::limits::DEFAULT_NAMESPACE;
-use handlestore_proto::reason;
+use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
 use tonic::Status;
 
@@ -75,18 +75,11 @@ pub fn state_value(v: Option<pb::StateValue>, limits: &Limits) -> Result<(Vec<u8
 
 pub fn value(v: &[u8], limits: &Limits) -> Result<(), Status> {
     if v.len() > limits.max_value_bytes {
-        return Err(crate::status::with_detail(
-            tonic::Code::InvalidArgument,
-            format!(
-                "value is {} bytes; the limit is {} bytes",
-                v.len(),
-                limits.max_value_bytes
-            ),
-            pb::ErrorDetail {
-                reason: reason::VALUE_TOO_LARGE.into(),
-                ..Default::default()
-            },
-        ));
+        return Err(Reason::ValueTooLarge.status(format!(
+            "value is {} bytes; the limit is {} bytes",
+            v.len(),
+            limits.max_value_bytes
+        )));
     }
     Ok(())
 }

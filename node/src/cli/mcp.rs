@@ -129,7 +129,7 @@ fn failed(e: Error) -> Result<CallToolResult, ErrorData> {
             format!("revision mismatch: the key is now at revision {current_revision}; read it again and retry")
         }
         Error::NotFound(m) => format!("not found: {m}"),
-        e @ (Error::Unavailable(_) | Error::Deadline { .. }) => format!("state store unavailable, retry: {e}"),
+        e @ (Error::Unavailable { .. } | Error::Deadline { .. }) => format!("state store unavailable, retry: {e}"),
         e => e.to_string(),
     };
     Ok(CallToolResult::error(vec![ContentBlock::text(msg)]))

@@ -283,7 +283,7 @@ pub fn main() -> ExitCode {
     let built = match &cli.command {
         Command::Node(args) => {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let scheduler = node::scheduler(args.worker_threads, cores);
+            let scheduler = node::scheduler(args.tuning.worker_threads, cores);
             match scheduler {
                 node::Scheduler::EventLoop => tracing::info!("network and Raft work on one event-loop thread"),
                 node::Scheduler::Pool(n) => tracing::info!("network and Raft work on {n} worker threads"),

@@ -2,10 +2,9 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use super::CliError;
-use crate::config::{ClusterState, NodeConfig, parse_initial_cluster};
+use crate::config::{ClusterState, NodeConfig, Tuning, parse_initial_cluster};
 use crate::tls::TlsFiles;
 
 #[derive(clap::Args, Debug)]
@@ -14,7 +13,7 @@ pub struct NodeArgs {
     #[arg(long)]
     pub id: u64,
     /// Address to serve clients on (and peers, without --peer-listen).
-    #[arg(long, default_value = "127.0.0.1:7401")]
+    #[arg(long, default_value = crate::config::defaults::LISTEN)]
     pub listen: SocketAddr,
     /// Address clients reach this node at; default: its --initial-cluster
     /// entry, else --listen.
@@ -41,70 +40,10 @@ pub struct NodeArgs {
     /// (never found one).
     #[arg(long, value_enum, default_value = "new")]
     pub initial_cluster_state: ClusterState,
-    /// Largest value accepted, in bytes.
-    #[arg(long, default_value_t = handlestore_proto::limits::MAX_VALUE_BYTES)]
-    pub max_value_bytes: usize,
-    /// A write not committed within this is refused with UNAVAILABLE.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
-    pub write_timeout: Duration,
-    /// Longest a read waits for this node to catch up.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
-    pub read_timeout: Duration,
-    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
-    pub heartbeat: Duration,
-    /// Election timeout (the upper bound is twice this).
-    #[arg(long, default_value = "800ms", value_parser = humantime::parse_duration)]
-    pub election_timeout: Duration,
-    /// Build a snapshot every this many log entries.
-    #[arg(long, default_value_t = 20_000)]
-    pub snapshot_entries: u64,
-    /// Log entries kept behind a snapshot for slow followers.
-    #[arg(long, default_value_t = 5_000)]
-    pub keep_entries: u64,
-    /// How often the leader sweeps expired entries.
-    #[arg(long, default_value = "250ms", value_parser = humantime::parse_duration)]
-    pub sweep_interval: Duration,
-    /// How long answers are remembered for exactly-once retries.
-    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
-    pub dedup_window: Duration,
-    /// Revisions (log entries) of changes kept for watchers: a watch may
-    /// start, or resume, this far back. Each change is kept with its value.
-    #[arg(long, default_value_t = crate::state::DEFAULT_HISTORY_REVISIONS,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub watch_history: u64,
-    /// Memory for watch delivery (MiB): a quarter keeps recent changes for
-    /// live watchers, the rest holds what watchers' clients have not taken
-    /// yet. A watcher whose client takes nothing while its share is full is
-    /// cut off (slow_watcher; the client resumes from its revision).
-    #[arg(long, default_value_t = crate::config::DEFAULT_WATCH_MEMORY_MB,
-          value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
-    pub watch_memory_mb: u64,
-    /// RocksDB block cache, shared by all data (MiB). With the write
-    /// buffers, this bounds the node's memory whatever the number of keys.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
-    pub block_cache_mb: u64,
-    /// RocksDB memtables, all together (MiB).
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(2..=1 << 20))]
-    pub write_buffer_mb: u64,
-    /// How often memory RocksDB freed is given back to the OS (glibc's
-    /// malloc_trim); 0s never. glibc keeps it for reuse otherwise: tens of
-    /// MiB per node under steady writes.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    pub malloc_trim_interval: Duration,
-    /// Threads that run the node's network and Raft work. 1 runs all of it
-    /// on one event-loop thread; more spreads it over a work-stealing pool.
-    /// 0: 1 on a machine with 2 cores or fewer, else one per core. RocksDB's
-    /// background work, log syncs, large applies and scans run on threads of
-    /// their own either way.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1024))]
-    pub worker_threads: u16,
-    /// Farthest this node's clock may be from the cluster's (the median of
-    /// the members' clocks, measured every 500ms) for it to lead and to
-    /// serve reads that depend on expiry. Beyond it the node says so in its
-    /// log and status and refuses those with UNAVAILABLE until its clock is
-    /// back within it. At least 10ms.
-    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
-    pub max_clock_offset: Duration,
+    /// Every tunable: timeouts, Raft, snapshots, history, memory, threads
+    /// (`config::Tuning`).
+    #[command(flatten)]
+    pub tuning: Tuning,
     /// The client port's TLS certificate chain (PEM): with it, the client
     /// port takes TLS only. `handlestore certs` makes one.
     #[arg(long, requires = "tls_key")]
@@ -213,30 +152,8 @@ impl NodeArgs {
         }
         self.addresses(&mut cfg)?;
         cfg.cluster_state = self.initial_cluster_state;
-        cfg.limits.max_value_bytes = self.max_value_bytes;
-        cfg.write_timeout = self.write_timeout;
-        cfg.read_timeout = self.read_timeout;
-        cfg.raft.heartbeat = self.heartbeat;
-        cfg.raft.election_min = self.election_timeout;
-        cfg.raft.election_max = self.election_timeout * 2;
-        if self.heartbeat >= self.election_timeout {
-            return Err(CliError::new(2, "--heartbeat must be shorter than --election-timeout"));
-        }
-        cfg.raft.snapshot_logs = self.snapshot_entries.max(1);
-        cfg.raft.keep_logs = self.keep_entries;
-        cfg.sweep_interval = self.sweep_interval.max(Duration::from_millis(10));
-        cfg.dedup_window = self.dedup_window;
-        cfg.watch_history = self.watch_history;
-        cfg.watch_memory = (self.watch_memory_mb as usize) << 20;
-        cfg.db_memory = crate::db::DbMemory {
-            block_cache_bytes: (self.block_cache_mb as usize) << 20,
-            write_buffer_bytes: (self.write_buffer_mb as usize) << 20,
-        };
-        cfg.malloc_trim_interval = self.malloc_trim_interval;
-        if self.max_clock_offset < Duration::from_millis(10) {
-            return Err(CliError::new(2, "--max-clock-offset must be at least 10ms"));
-        }
-        cfg.max_clock_offset = self.max_clock_offset;
+        self.tuning.validate().map_err(|e| CliError::new(2, e))?;
+        cfg.tuning = self.tuning;
         cfg.tls = self.tls_cert.zip(self.tls_key).map(|(cert, key)| TlsFiles {
             cert,
             key,
@@ -262,7 +179,93 @@ pub async fn run(args: NodeArgs) -> Result<(), CliError> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use clap::{CommandFactory, Parser};
+
     use super::*;
+    use crate::cli::{Cli, Command};
+
+    #[test]
+    fn a_node_given_no_tunables_runs_the_configs_defaults() {
+        let cli = Cli::try_parse_from(["handlestore", "node", "--id", "1", "--data", "d"]).expect("parses");
+        let Command::Node(args) = cli.command else {
+            panic!("not the node command")
+        };
+        let cfg = args.into_config().expect("valid");
+        assert_eq!(cfg.tuning, Tuning::default());
+        assert_eq!(cfg.listen.to_string(), crate::config::defaults::LISTEN);
+    }
+
+    #[test]
+    fn an_out_of_range_flag_is_refused_not_clamped() {
+        for (flag, value) in [
+            ("--sweep-interval", "1ms"),
+            ("--snapshot-entries", "0"),
+            ("--heartbeat", "2s"),
+        ] {
+            let cli =
+                Cli::try_parse_from(["handlestore", "node", "--id", "1", "--data", "d", flag, value]).expect("parses");
+            let Command::Node(args) = cli.command else {
+                panic!("not the node command")
+            };
+            let e = args.into_config().expect_err(flag);
+            assert!(e.message.contains(flag), "{}", e.message);
+        }
+    }
+
+    /// docs/operations.md's flag table: flag → its "default" cell.
+    fn documented_flags() -> BTreeMap<String, String> {
+        let doc = include_str!("../../../docs/operations.md");
+        let table = doc
+            .split("## Flags of `handlestore node`")
+            .nth(1)
+            .expect("the flag table");
+        let table = table.split("\n## ").next().unwrap_or(table);
+        let mut rows = BTreeMap::new();
+        for line in table.lines().filter(|l| l.starts_with("| `--")) {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            for flag in cells[1].split(", ") {
+                rows.insert(flag.trim_matches('`').to_string(), cells[2].to_string());
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn operations_md_lists_every_flag_of_the_node_command_with_its_default() {
+        let documented = documented_flags();
+        let command = Cli::command();
+        let node = command.find_subcommand("node").expect("node");
+        let mut flags = BTreeSet::new();
+        for arg in node.get_arguments() {
+            let Some(long) = arg.get_long().filter(|l| *l != "help") else {
+                continue;
+            };
+            let flag = format!("--{long}");
+            let doc = documented
+                .get(&flag)
+                .unwrap_or_else(|| panic!("{flag} is missing from docs/operations.md's flag table"));
+            if let Some(default) = arg
+                .get_default_values()
+                .first()
+                .filter(|_| arg.get_action().takes_values())
+            {
+                let default = default.to_string_lossy();
+                assert!(
+                    doc.trim_matches('`').starts_with(&*default),
+                    "{flag}: the command's default is {default}, docs/operations.md says {doc}"
+                );
+            }
+            flags.insert(flag);
+        }
+        for flag in documented.keys() {
+            assert!(
+                flags.contains(flag),
+                "docs/operations.md lists {flag}, which `handlestore node` lacks"
+            );
+        }
+    }
 
     #[test]
     fn worker_threads_default_to_one_event_loop_on_small_machines_and_obey_an_explicit_count() {

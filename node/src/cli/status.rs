@@ -10,6 +10,7 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
     let mut rows = Vec::new();
     let mut memory = Vec::new();
     let mut clock_problems = Vec::new();
+    let mut peer_problems = Vec::new();
     let mut any = None;
     for (i, url) in client.endpoints().iter().enumerate() {
         let Some(ch) = client.channel(i) else { continue };
@@ -32,6 +33,12 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
                 if let Some(c) = s.clock.as_ref().filter(|c| !c.trusted) {
                     clock_problems.push(format!("  node {}: {}", s.node_id, c.error));
                 }
+                peer_problems.extend(
+                    s.peer_protocols
+                        .iter()
+                        .filter(|p| !p.problem.is_empty())
+                        .map(|p| format!("  node {} about node {}: {}", s.node_id, p.id, p.problem)),
+                );
                 if let Some(m) = &s.memory {
                     memory.push(memory_row(url, m));
                 }
@@ -76,19 +83,32 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
     for r in rows {
         println!("{r}");
     }
-    if !clock_problems.is_empty() {
-        println!();
-        println!("clocks not trusted (these nodes do not lead or serve reads that depend on expiry):");
-        for p in clock_problems {
-            println!("{p}");
-        }
-    }
+    print_problems(
+        "clocks not trusted (these nodes do not lead or serve reads that depend on expiry):",
+        &clock_problems,
+    );
+    print_problems(
+        "peers that cannot talk to each other (different peer protocols):",
+        &peer_problems,
+    );
     print_memory(&memory);
     if !view.namespaces.is_empty() {
         println!();
         super::auth::print_usage(&view.namespaces);
     }
     Ok(())
+}
+
+/// A titled list of problems (none: nothing printed).
+fn print_problems(title: &str, problems: &[String]) {
+    if problems.is_empty() {
+        return;
+    }
+    println!();
+    println!("{title}");
+    for p in problems {
+        println!("{p}");
+    }
 }
 
 /// A node's clock against the cluster's: "+3ms", "+3600000ms OFF" past

@@ -3,17 +3,17 @@
 //! never openraft itself.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
-use handlestore_proto::reason;
 use handlestore_proto::v1 as pb;
 use openraft::ServerState;
 
 use crate::config::Member;
 
 use super::error::{ProposeError, raft_error};
+use super::protocol::PeerProtocols;
 use super::{NodeId, Raft};
-use crate::status;
 
 /// What Raft says of this node, for `Admin.Status`.
 #[derive(Debug, Clone)]
@@ -33,11 +33,25 @@ pub struct RaftStatus {
 #[derive(Clone)]
 pub struct RaftAdmin {
     raft: Raft,
+    protocols: Arc<PeerProtocols>,
 }
 
 impl RaftAdmin {
-    pub fn new(raft: Raft) -> Self {
-        Self { raft }
+    pub fn new(raft: Raft, protocols: Arc<PeerProtocols>) -> Self {
+        Self { raft, protocols }
+    }
+
+    /// What each peer speaks, and why this node cannot talk to one.
+    pub fn peer_protocols(&self) -> Vec<pb::PeerProtocol> {
+        self.protocols
+            .report()
+            .into_iter()
+            .map(|p| pb::PeerProtocol {
+                id: p.id,
+                version: p.version,
+                problem: p.problem.unwrap_or_default(),
+            })
+            .collect()
     }
 
     /// Every member, voters and learners, with its address.
@@ -93,13 +107,13 @@ impl RaftAdmin {
     /// behind it; answers with the snapshot's index and how far the purge
     /// got (openraft delays a purge while a replication stream still reads
     /// those entries).
-    pub async fn snapshot(&self, applied: u64) -> Result<(u64, u64), tonic::Status> {
+    pub async fn snapshot(&self, applied: u64) -> Result<(u64, u64), ProposeError> {
         let snapshot_index = self.build_snapshot(applied).await?;
         self.raft
             .trigger()
             .purge_log(snapshot_index)
             .await
-            .map_err(|e| status::unavailable(reason::SHUTDOWN, e.to_string(), None))?;
+            .map_err(|e| ProposeError::Stopped(e.to_string()))?;
         let _ = self
             .raft
             .wait(Some(Duration::from_secs(10)))
@@ -112,14 +126,14 @@ impl RaftAdmin {
     /// Triggers snapshots until one covers `applied`. openraft ignores a
     /// trigger while a snapshot is being built (one the log's policy
     /// started, say), and that one may end below `applied`: trigger again.
-    async fn build_snapshot(&self, applied: u64) -> Result<u64, tonic::Status> {
+    async fn build_snapshot(&self, applied: u64) -> Result<u64, ProposeError> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         loop {
             self.raft
                 .trigger()
                 .snapshot()
                 .await
-                .map_err(|e| status::unavailable(reason::SHUTDOWN, e.to_string(), None))?;
+                .map_err(|e| ProposeError::Stopped(e.to_string()))?;
             let built = self
                 .raft
                 .wait(Some(Duration::from_secs(2)))
@@ -130,11 +144,9 @@ impl RaftAdmin {
             }
             if tokio::time::Instant::now() >= deadline {
                 let at = self.raft.metrics().borrow().snapshot.map(|s| s.index).unwrap_or(0);
-                return Err(status::unavailable(
-                    reason::TIMEOUT,
-                    format!("snapshot not built: none covers revision {applied} after 60s (the latest is at {at})"),
-                    None,
-                ));
+                return Err(ProposeError::TookTooLong(format!(
+                    "snapshot not built: none covers revision {applied} after 60s (the latest is at {at})"
+                )));
             }
         }
     }

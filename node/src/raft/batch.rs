@@ -20,7 +20,6 @@ use super::Raft;
 use super::error::{ProposeError, write_error};
 use super::payload::Payload;
 use crate::clock::Clock;
-use crate::status;
 
 /// One command waiting for its entry, and who waits for its result.
 pub(super) struct Pending {
@@ -137,7 +136,7 @@ async fn propose(raft: &Raft, batch: Batch, clock: &Clock, permit: OwnedSemaphor
 /// Answers each command with its result, in order.
 fn answer(dones: Vec<oneshot::Sender<Result<ipb::CommandResult, ProposeError>>>, results: Vec<ipb::CommandResult>) {
     if results.len() != dones.len() {
-        return fail_all(dones, ProposeError::Remote(status::internal("result count mismatch")));
+        return fail_all(dones, ProposeError::Internal("result count mismatch".into()));
     }
     for (done, r) in dones.into_iter().zip(results) {
         let _ = done.send(Ok(r));

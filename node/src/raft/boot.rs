@@ -16,6 +16,7 @@ use super::founding::{Founding, Verdict};
 use super::log_store::LogStore;
 use super::network::{Network, Peers};
 use super::proposer::{Proposer, ProposerConfig};
+use super::protocol::PeerProtocols;
 use super::state_machine::StateMachine;
 use super::{Raft, clock_probe, sweeper};
 use crate::clock::Clock;
@@ -32,6 +33,8 @@ pub struct RaftNode {
     pub durability: Arc<Durability>,
     /// This node's initial membership, for founding a new cluster.
     pub founding: Arc<Founding>,
+    /// What each peer speaks.
+    pub protocols: Arc<PeerProtocols>,
 }
 
 /// Starts Raft over the opened storage, and everything that drives it.
@@ -57,41 +60,55 @@ pub async fn start(
     let raft = Raft::new(cfg.id, Arc::new(config(cfg)?), network, log_store, sm)
         .await
         .context("starting raft")?;
-    let clock = Arc::new(Clock::new(cfg.id, cfg.max_clock_offset, clock_probe::SAMPLE_TTL));
+    let clock = Arc::new(Clock::new(cfg.id, cfg.tuning.max_clock_offset, clock_probe::SAMPLE_TTL));
     let founding = Arc::new(Founding::new(cfg.id, initial_members(cfg), clock_probe::SAMPLE_TTL));
-    clock_probe::spawn(raft.clone(), clock.clone(), raft_peers, founding.clone());
+    let protocols = Arc::new(PeerProtocols::default());
+    clock_probe::spawn(
+        raft.clone(),
+        clock.clone(),
+        raft_peers,
+        founding.clone(),
+        protocols.clone(),
+    );
     if may_found(&raft, cfg).await? {
         tokio::spawn(found_when_agreed(
             raft.clone(),
             clock.clone(),
             founding.clone(),
-            cfg.raft.election_max,
+            cfg.tuning.election_max(),
         ));
     }
     // Client traffic to the leader (forwarded writes, read indexes) goes on
     // channels of its own, apart from replication's.
     let forward_peers = Arc::new(Peers::new(peer_tls));
     let proposer = Proposer::start(cfg.id, raft.clone(), forward_peers, clock, proposer_config(cfg));
-    sweeper::spawn(state, proposer.clone(), cfg.sweep_interval, cfg.dedup_window);
+    sweeper::spawn(
+        state,
+        proposer.clone(),
+        cfg.tuning.sweep_interval,
+        cfg.tuning.dedup_window,
+    );
     spawn_leader_log(&raft);
     spawn_peer_gate(&raft, gate);
     Ok(RaftNode {
-        admin: RaftAdmin::new(raft.clone()),
+        admin: RaftAdmin::new(raft.clone(), protocols.clone()),
         raft,
         proposer,
         durability,
         founding,
+        protocols,
     })
 }
 
 fn config(cfg: &NodeConfig) -> anyhow::Result<openraft::Config> {
+    let t = &cfg.tuning;
     openraft::Config {
         cluster_name: "handlestore".into(),
-        heartbeat_interval: cfg.raft.heartbeat.as_millis() as u64,
-        election_timeout_min: cfg.raft.election_min.as_millis() as u64,
-        election_timeout_max: cfg.raft.election_max.as_millis() as u64,
-        snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.raft.snapshot_logs),
-        max_in_snapshot_log_to_keep: cfg.raft.keep_logs,
+        heartbeat_interval: t.heartbeat.as_millis() as u64,
+        election_timeout_min: t.election_timeout.as_millis() as u64,
+        election_timeout_max: t.election_max().as_millis() as u64,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(t.snapshot_entries),
+        max_in_snapshot_log_to_keep: t.keep_entries,
         // Our snapshot transport streams and is bounded by replication
         // cancellation, not by this per-chunk timeout.
         install_snapshot_timeout: 60_000,
@@ -106,10 +123,10 @@ fn config(cfg: &NodeConfig) -> anyhow::Result<openraft::Config> {
 
 fn proposer_config(cfg: &NodeConfig) -> ProposerConfig {
     ProposerConfig {
-        write_timeout: cfg.write_timeout,
-        read_timeout: cfg.read_timeout,
-        quorum_silence: cfg.raft.election_max,
-        max_batch_commands: cfg.max_batch_commands,
+        write_timeout: cfg.tuning.write_timeout,
+        read_timeout: cfg.tuning.read_timeout,
+        quorum_silence: cfg.tuning.election_max(),
+        max_batch_commands: cfg.tuning.max_batch_commands,
         max_batch_bytes: 4 << 20,
         // One entry in flight: while it commits, the next batch grows.
         // Much of a write's cost is per entry (a replication round per

@@ -19,6 +19,7 @@ use handlestore_proto::internal::v1 as ipb;
 
 use super::founding::Founding;
 use super::network::Peers;
+use super::protocol::{self, PeerProtocols};
 use super::{NodeId, Raft};
 use crate::clock::{Clock, ClockError, ClockReport};
 use crate::config::Member;
@@ -40,7 +41,7 @@ const WARN_EVERY: Duration = Duration::from_secs(30);
 /// `founding` what the peers know of a new cluster. The clock knows the
 /// members when this returns, so it is not trusted before they are
 /// measured.
-pub fn spawn(raft: Raft, clock: Arc<Clock>, peers: Arc<Peers>, founding: Arc<Founding>) {
+pub fn spawn(raft: Raft, clock: Arc<Clock>, peers: Arc<Peers>, founding: Arc<Founding>, protocols: Arc<PeerProtocols>) {
     clock.set_members(members(&raft, founding.initial()).into_keys());
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(PROBE_INTERVAL);
@@ -50,7 +51,7 @@ pub fn spawn(raft: Raft, clock: Arc<Clock>, peers: Arc<Peers>, founding: Arc<Fou
             ticker.tick().await;
             let members = members(&raft, founding.initial());
             clock.set_members(members.keys().copied());
-            probe_all(&clock, &peers, &founding, &members).await;
+            probe_all(&clock, &peers, &founding, &protocols, &members).await;
             guard.update(&raft, &clock.report());
         }
     });
@@ -74,7 +75,13 @@ fn members(raft: &Raft, initial: &BTreeMap<NodeId, Member>) -> BTreeMap<NodeId, 
 }
 
 /// One probe of every other member, all at once.
-async fn probe_all(clock: &Arc<Clock>, peers: &Peers, founding: &Founding, members: &BTreeMap<NodeId, String>) {
+async fn probe_all(
+    clock: &Arc<Clock>,
+    peers: &Peers,
+    founding: &Founding,
+    protocols: &PeerProtocols,
+    members: &BTreeMap<NodeId, String>,
+) {
     let timeout = clock.max_offset().min(Duration::from_secs(1));
     let probes = members
         .iter()
@@ -84,19 +91,26 @@ async fn probe_all(clock: &Arc<Clock>, peers: &Peers, founding: &Founding, membe
             let clock = clock.clone();
             async move {
                 let sent = clock.mono_ms();
-                let mut req = tonic::Request::new(ipb::ClockProbeRequest { from: clock.id() });
+                let mut req = tonic::Request::new(ipb::ClockProbeRequest {
+                    from: clock.id(),
+                    protocol_version: protocol::VERSION,
+                });
                 req.set_timeout(timeout);
                 match client.clock_probe(req).await {
                     Ok(r) if r.get_ref().node_id == id => {
                         clock.record(id, sent, r.get_ref().wall_ms);
                         founding.record(id, r.get_ref());
+                        protocols.heard(id, r.get_ref().protocol_version);
                     }
                     Ok(r) => tracing::debug!(
                         peer = id,
                         answered = r.get_ref().node_id,
                         "clock probe: another node answered"
                     ),
-                    Err(e) => tracing::debug!(peer = id, "clock probe failed: {}", e.message()),
+                    Err(e) => {
+                        tracing::debug!(peer = id, "clock probe failed: {}", e.message());
+                        protocols.failed(id, &e);
+                    }
                 }
             }
         });

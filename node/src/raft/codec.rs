@@ -219,6 +219,7 @@ pub fn snapshot_meta_to_pb(m: &SnapshotMeta) -> ipb::SnapshotMeta {
         last_log_id: opt_log_id_to_pb(&m.last_log_id),
         last_membership: Some(stored_membership_to_pb(&m.last_membership)),
         snapshot_id: m.snapshot_id.clone(),
+        format_version: crate::format::CURRENT,
     }
 }
 

@@ -165,6 +165,7 @@ mod tests {
                 initial_cluster_digest: digest.to_vec(),
                 has_membership,
                 clock_trusted: trusted,
+                protocol_version: crate::raft::protocol::VERSION,
             },
         );
     }

@@ -21,6 +21,7 @@ pub mod network;
 pub mod payload;
 pub mod peer_wire;
 pub mod proposer;
+pub mod protocol;
 pub mod read_index;
 pub mod service;
 pub mod state_machine;

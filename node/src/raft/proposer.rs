@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use handlestore_proto::internal::v1 as ipb;
-use handlestore_proto::reason;
 use openraft::{RaftMetrics, ServerState};
 use tokio::sync::{mpsc, oneshot, watch};
 use tonic::Code;
@@ -158,16 +157,15 @@ impl Proposer {
                 Ok(resp.into_inner().result.unwrap_or_default())
             }
             Err(s) if s.code() == Code::Unavailable && !s.details().is_empty() => Err(ProposeError::Remote(s)),
-            Err(s) => Err(ProposeError::Remote(status::unavailable(
-                reason::LEADER_UNREACHABLE,
+            Err(s) => Err(ProposeError::LeaderUnreachable(
+                leader.clone(),
                 format!(
                     "could not reach the leader (node {} at {}): {}",
                     leader.id,
                     leader.peer(),
                     s.message()
                 ),
-                Some(leader),
-            ))),
+            )),
         }
     }
 

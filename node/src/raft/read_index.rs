@@ -24,14 +24,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use handlestore_proto::internal::v1 as ipb;
-use handlestore_proto::reason;
 use tokio::sync::{mpsc, oneshot};
 
 use super::Raft;
 use super::error::{ProposeError, raft_error};
 use super::network::Peers;
 use crate::clock::Clock;
-use crate::status::{self, LeaderHint};
+use crate::status::LeaderHint;
 
 /// Where a linearizable read stands: the index to wait for, and the
 /// leader's clock (unix ms) once leadership was confirmed.
@@ -115,18 +114,15 @@ async fn round(raft: &Raft, timeout: Duration, clock: &Clock) -> Answer {
 
 /// Confirming leadership took longer than `timeout`.
 pub(super) fn timed_out(timeout: Duration) -> ProposeError {
-    ProposeError::Remote(status::unavailable(
-        reason::TIMEOUT,
-        format!("confirming leadership took longer than {timeout:?} (no quorum?)"),
-        None,
+    ProposeError::TookTooLong(format!(
+        "confirming leadership took longer than {timeout:?} (no quorum?)"
     ))
 }
 
 /// Asks the leader for a read point (its `ReadIndex` RPC), for a read
 /// served on this follower.
 pub(super) async fn from_leader(peers: &Peers, leader: &LeaderHint, timeout: Duration) -> Answer {
-    let unreachable =
-        |why: String| ProposeError::Remote(status::unavailable(reason::LEADER_UNREACHABLE, why, Some(leader)));
+    let unreachable = |why: String| ProposeError::LeaderUnreachable(leader.clone(), why);
     let mut client = peers
         .raft_client(leader.peer())
         .map_err(|e| unreachable(e.to_string()))?;

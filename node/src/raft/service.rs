@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use handlestore_proto::internal::v1 as ipb;
-use handlestore_proto::reason;
+use handlestore_proto::reason::Reason;
 use openraft::Snapshot;
 use tokio::io::AsyncWriteExt;
 use tonic::{Request, Response, Status, Streaming};
@@ -14,9 +14,11 @@ use tonic::{Request, Response, Status, Streaming};
 use super::boot::RaftNode;
 use super::codec;
 use super::durability::Durability;
+use super::error::ProposeError;
 use super::founding::Founding;
 use super::peer_wire::Refusal;
 use super::proposer::Proposer;
+use super::protocol::PeerProtocols;
 use super::{Raft, TypeConfig};
 use crate::state::snapshot::SnapshotDir;
 use crate::status;
@@ -27,6 +29,7 @@ pub struct RaftService {
     snapshots: Arc<SnapshotDir>,
     durability: Arc<Durability>,
     founding: Arc<Founding>,
+    protocols: Arc<PeerProtocols>,
 }
 
 impl RaftService {
@@ -37,6 +40,7 @@ impl RaftService {
             snapshots,
             durability: node.durability.clone(),
             founding: node.founding.clone(),
+            protocols: node.protocols.clone(),
         }
     }
 
@@ -81,7 +85,7 @@ fn malformed(e: codec::Malformed) -> Status {
 }
 
 fn fatal(e: impl std::fmt::Display) -> Status {
-    status::unavailable(reason::SHUTDOWN, format!("raft is not running: {e}"), None)
+    ProposeError::Stopped(e.to_string()).into()
 }
 
 #[tonic::async_trait]
@@ -95,7 +99,7 @@ impl ipb::raft_server::Raft for RaftService {
         match append_entries(&self.raft, &self.durability, request.into_inner()).await {
             Ok(resp) => Ok(Response::new(resp)),
             Err(Refusal::Invalid(m)) => Err(status::invalid(m)),
-            Err(Refusal::Unavailable(m)) => Err(status::unavailable(reason::SHUTDOWN, m, None)),
+            Err(Refusal::Unavailable(m)) => Err(Reason::Shutdown.status(m)),
         }
     }
 
@@ -133,11 +137,7 @@ impl ipb::raft_server::Raft for RaftService {
         .await;
         if let Err(e) = received {
             let _ = tokio::fs::remove_file(&path).await;
-            return Err(status::unavailable(
-                reason::SNAPSHOT_STREAM,
-                format!("receiving snapshot: {e}"),
-                None,
-            ));
+            return Err(Reason::SnapshotStream.status(format!("receiving snapshot: {e}")));
         }
         let file = tokio::fs::File::open(&path)
             .await
@@ -161,7 +161,7 @@ impl ipb::raft_server::Raft for RaftService {
             .command
             .ok_or_else(|| status::invalid("forward without a command"))?;
         let keys = crate::state::keys::conflict_keys(&cmd);
-        let result = self.proposer.write(cmd, keys, true).await.map_err(|e| e.to_status())?;
+        let result = self.proposer.write(cmd, keys, true).await.map_err(Status::from)?;
         Ok(Response::new(ipb::ForwardResponse { result: Some(result) }))
     }
 
@@ -169,7 +169,7 @@ impl ipb::raft_server::Raft for RaftService {
         &self,
         _request: Request<ipb::ReadIndexRequest>,
     ) -> Result<Response<ipb::ReadIndexResponse>, Status> {
-        let point = self.proposer.leader_read_point().await.map_err(|e| e.to_status())?;
+        let point = self.proposer.leader_read_point().await.map_err(Status::from)?;
         Ok(Response::new(ipb::ReadIndexResponse {
             index: point.index,
             leader_time_ms: point.time_ms,
@@ -178,8 +178,10 @@ impl ipb::raft_server::Raft for RaftService {
 
     async fn clock_probe(
         &self,
-        _request: Request<ipb::ClockProbeRequest>,
+        request: Request<ipb::ClockProbeRequest>,
     ) -> Result<Response<ipb::ClockProbeResponse>, Status> {
+        let asked = request.get_ref();
+        self.protocols.heard(asked.from, asked.protocol_version);
         let clock = self.proposer.clock();
         Ok(Response::new(ipb::ClockProbeResponse {
             node_id: clock.id(),
@@ -187,6 +189,7 @@ impl ipb::raft_server::Raft for RaftService {
             initial_cluster_digest: self.founding.digest().to_vec(),
             has_membership: self.has_membership(),
             clock_trusted: clock.check().is_ok(),
+            protocol_version: super::protocol::VERSION,
         }))
     }
 }

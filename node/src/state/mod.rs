@@ -76,18 +76,17 @@ pub struct StateLimits {
     pub recent_bytes: usize,
 }
 
+/// The node's defaults (`config::defaults`).
 impl Default for StateLimits {
     fn default() -> Self {
+        use crate::config::defaults as d;
         Self {
-            dedup_max_entries: 1_000_000,
-            history_revisions: DEFAULT_HISTORY_REVISIONS,
-            recent_bytes: 8 << 20,
+            dedup_max_entries: d::DEDUP_MAX_ENTRIES,
+            history_revisions: d::WATCH_HISTORY,
+            recent_bytes: ((d::WATCH_MEMORY_MB as usize) << 20) / 4,
         }
     }
 }
-
-/// The watch history's default length, in revisions.
-pub const DEFAULT_HISTORY_REVISIONS: u64 = 100_000;
 
 /// A handle as stored, with its revisions.
 pub type Record = ipb::Record;

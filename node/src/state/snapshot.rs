@@ -101,6 +101,7 @@ impl SnapshotDir {
             last_log_id,
             last_membership,
             snapshot_id: format!("{term}-{index}-{}", crate::clock::wall_ms()),
+            format_version: crate::format::CURRENT,
         };
         let tmp = self.dir.join(format!("building-{}.snap", meta.snapshot_id));
         let written = (|| -> Result<()> {
@@ -203,7 +204,9 @@ pub fn read_header(r: &mut impl Read) -> Result<ipb::SnapshotMeta> {
         return Err(bad("not a handlestore snapshot (bad magic)"));
     }
     let raw = read_field(r)?;
-    decode(&raw, "snapshot meta")
+    let meta: ipb::SnapshotMeta = decode(&raw, "snapshot meta")?;
+    crate::format::check(meta.format_version, "a snapshot").map_err(|e| bad(e.to_string()))?;
+    Ok(meta)
 }
 
 fn read_field(r: &mut impl Read) -> Result<Vec<u8>> {

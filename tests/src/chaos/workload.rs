@@ -23,7 +23,7 @@ const RETRIES: usize = 10;
 /// The outcome of a client-crate error: refused, or unknown.
 pub fn classify(e: &Error) -> Outcome {
     match e {
-        Error::Unavailable(_) | Error::Deadline { .. } | Error::Other(_) => Outcome::Unknown,
+        Error::Unavailable { .. } | Error::Deadline { .. } | Error::Internal(_) | Error::Other(_) => Outcome::Unknown,
         _ => Outcome::Fail,
     }
 }

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import grpc
 
-from handlestore import errors
+from handlestore import errors, reasons
 from handlestore.ids import is_name
 from handlestore.v1 import (
     admin_pb2_grpc,
@@ -432,6 +432,9 @@ def _tls_refused(err: grpc.aio.AioRpcError) -> bool:
 def _retryable(err: grpc.aio.AioRpcError) -> bool:
     """Worth trying again elsewhere: the node could not serve it now."""
     code = err.code()
+    row = reasons.TABLE.get(errors.detail_of(err).reason)
+    if row is not None:
+        return row.retried == "yes"
     if code in _RETRYABLE:
         return not _tls_refused(err)
     if code in (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL):

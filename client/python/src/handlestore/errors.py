@@ -3,13 +3,16 @@ differently, as the Rust client's `Error`.
 
 Every exception the client raises derives from `HandlestoreError`. A node's
 answer carries a machine-readable `ErrorDetail` (reason, leader, current
-revision); it is decoded here, in one place.
+revision); it is decoded here, in one place. The reasons, their codes and
+which ones the client retries are the error table (`handlestore.reasons`,
+generated from the node's).
 """
 
 from __future__ import annotations
 
 import grpc
 
+from handlestore import reasons
 from handlestore.v1 import common_pb2
 
 # The trailer tonic puts a status's details in (here: a prost-encoded
@@ -36,7 +39,14 @@ class AlreadyExists(HandlestoreError):
     """A mint or create-only write found a live entry."""
 
 
-class Conflict(HandlestoreError):
+class FailedPrecondition(HandlestoreError):
+    """The cluster's state does not allow the change: `reason` is
+    "precondition" (e.g. retiring the key ring's primary key), "stale_write"
+    (a write id already declared done) or, for the subclass `Conflict`,
+    "revision_mismatch". Retrying the same call fails the same way."""
+
+
+class Conflict(FailedPrecondition):
     """Compare-and-set lost: the entry is now at `current_revision` (0 = absent)."""
 
     def __init__(self, message: str, current_revision: int = 0) -> None:
@@ -68,7 +78,12 @@ class PermissionDenied(HandlestoreError):
 
 
 class ResourceExhausted(HandlestoreError):
-    """A quota is full, or a watcher fell too far behind ("slow_watcher")."""
+    """A quota is full (`reason` "quota"), or a watcher fell too far behind
+    ("slow_watcher"; watches resume these themselves)."""
+
+
+class Internal(HandlestoreError):
+    """A bug or a storage failure on the node ("internal")."""
 
 
 class Compacted(HandlestoreError):
@@ -112,6 +127,7 @@ _BY_CODE = {
     grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
     grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
 }
 
 
@@ -119,10 +135,12 @@ def from_rpc_error(err: grpc.aio.AioRpcError) -> HandlestoreError:
     """The client's exception for a failed call."""
     code, message = err.code(), err.details() or ""
     detail = detail_of(err)
-    if code == grpc.StatusCode.OUT_OF_RANGE and detail.reason == "compacted":
+    if code == grpc.StatusCode.OUT_OF_RANGE and detail.reason == reasons.COMPACTED:
         out: HandlestoreError = Compacted(message, detail.compact_revision)
-    elif code == grpc.StatusCode.FAILED_PRECONDITION:
+    elif code == grpc.StatusCode.FAILED_PRECONDITION and detail.reason == reasons.REVISION_MISMATCH:
         out = Conflict(message, detail.current_revision)
+    elif code == grpc.StatusCode.INTERNAL and detail.reason == reasons.INTERNAL:
+        out = Internal(message)
     elif code in _BY_CODE:
         out = _BY_CODE[code](message)
     else:

@@ -20,7 +20,7 @@ from typing import Any
 
 import grpc
 
-from handlestore import errors
+from handlestore import errors, reasons
 from handlestore.client import Client, _retryable, _tls_refused
 from handlestore.state import value_from_pb
 from handlestore.v1 import watch_pb2
@@ -185,7 +185,8 @@ def _cut_off(err: grpc.RpcError) -> bool:
     """A node cut the watch off because its consumer fell behind
     ("slow_watcher"): asked again from the position, which works while the
     history still holds it (the node says "compacted" when it does not)."""
-    return err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and errors.detail_of(err).reason == "slow_watcher"
+    row = reasons.TABLE.get(errors.detail_of(err).reason)
+    return row is not None and row.retried == "resume"
 
 
 def _change(e: watch_pb2.WatchEvent) -> Change:

@@ -18,16 +18,15 @@ use std::sync::Arc;
 
 use handlestore_proto::conn::PeerInfo;
 use handlestore_proto::meta::AUTHORIZATION_HEADER;
-use handlestore_proto::reason;
+use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
 use rustls::pki_types::CertificateDer;
-use tonic::{Code, Request, Status};
+use tonic::{Request, Status};
 
 pub use rules::{Need, On};
 
 use crate::state::StateStore;
 use crate::state::auth::AuthView;
-use crate::status;
 
 /// The credentials a call came with (not yet checked).
 #[derive(Clone, Default)]
@@ -206,7 +205,7 @@ fn identify(view: &AuthView, creds: &Credentials) -> Result<String, Status> {
 }
 
 fn unauthenticated(why: &str) -> Status {
-    status::status(Code::Unauthenticated, reason::UNAUTHENTICATED, why)
+    Reason::Unauthenticated.status(why)
 }
 
 /// PERMISSION_DENIED for `user`, naming what it lacks.
@@ -224,9 +223,5 @@ pub(crate) fn denied(user: &str, need: &Need<'_>) -> Status {
             format!("{} access to namespace {ns}{on}", rules::access_name(*access))
         }
     };
-    status::status(
-        Code::PermissionDenied,
-        reason::PERMISSION_DENIED,
-        format!("user {user} has no {what}"),
-    )
+    Reason::PermissionDenied.status(format!("user {user} has no {what}"))
 }

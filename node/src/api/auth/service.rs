@@ -6,15 +6,16 @@
 use std::sync::Arc;
 
 use handlestore_proto::internal::v1 as ipb;
+use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
 use ipb::auth_change::Change;
-use tonic::{Code, Request, Response, Status};
+use tonic::{Request, Response, Status};
 
 use super::token::{self, NewToken};
 use super::{Credentials, Decision, Need};
 use crate::api::Api;
 use crate::state::auth::{AuthView, ROOT};
-use crate::status::{self, invalid};
+use crate::status::invalid;
 
 /// Longest user and role names.
 const MAX_NAME: usize = 64;
@@ -64,7 +65,7 @@ fn name(kind: &str, n: &str) -> Result<(), Status> {
 }
 
 fn not_found(what: String) -> Status {
-    status::status(Code::NotFound, handlestore_proto::reason::NOT_FOUND, what)
+    Reason::NotFound.status(what)
 }
 
 fn user<'v>(view: &'v AuthView, n: &str) -> Result<&'v ipb::AuthUser, Status> {
@@ -214,11 +215,7 @@ impl pb::auth_server::Auth for AuthService {
         let revision = self
             .change(&creds, |view| {
                 if view.user(&r.name).is_some() {
-                    return Err(status::status(
-                        Code::AlreadyExists,
-                        handlestore_proto::reason::ALREADY_EXISTS,
-                        format!("user {} exists", r.name),
-                    ));
+                    return Err(Reason::AlreadyExists.status(format!("user {} exists", r.name)));
                 }
                 for x in r.roles.iter().filter(|x| *x != ROOT) {
                     role(view, x)?;
@@ -329,11 +326,7 @@ impl pb::auth_server::Auth for AuthService {
         let revision = self
             .change(&creds, |view| {
                 if r.name == ROOT || view.role(&r.name).is_some() {
-                    return Err(status::status(
-                        Code::AlreadyExists,
-                        handlestore_proto::reason::ALREADY_EXISTS,
-                        format!("role {} exists", r.name),
-                    ));
+                    return Err(Reason::AlreadyExists.status(format!("role {} exists", r.name)));
                 }
                 Ok(Change::PutRole(pb::Role {
                     name: r.name.clone(),

@@ -18,7 +18,7 @@ mod outbox;
 use std::sync::Arc;
 use std::time::Duration;
 
-use handlestore_proto::reason;
+use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -474,7 +474,7 @@ async fn until_stopping(stopping: &mut watch::Receiver<bool>) {
 /// The node is stopping: resume elsewhere.
 fn stopping(position: u64) -> Status {
     status::unavailable(
-        reason::SHUTDOWN,
+        Reason::Shutdown,
         format!("node is shutting down; resume from revision {position}"),
         None,
     )
@@ -483,8 +483,7 @@ fn stopping(position: u64) -> Status {
 /// A watcher whose client took nothing while its share of the node's
 /// watch memory was full.
 fn cut_off(position: u64) -> Status {
-    status::with_detail(
-        Code::ResourceExhausted,
+    Reason::SlowWatcher.status_with(
         format!(
             "this watch fell behind: its client took nothing for {:?} while its share of the node's watch \
              memory was full (--watch-memory-mb); resume from the revision after the last one received \
@@ -493,7 +492,6 @@ fn cut_off(position: u64) -> Status {
             position.saturating_sub(1)
         ),
         pb::ErrorDetail {
-            reason: reason::SLOW_WATCHER.into(),
             current_revision: position.saturating_sub(1),
             ..Default::default()
         },
@@ -502,14 +500,12 @@ fn cut_off(position: u64) -> Status {
 
 /// A watch from before the history this node keeps.
 fn compacted(from: u64, floor: u64) -> Status {
-    status::with_detail(
-        Code::OutOfRange,
+    Reason::Compacted.status_with(
         format!(
             "revision {from} is compacted: this node's watch history starts at revision {floor} \
              (read the current state, then watch from its revision + 1)"
         ),
         pb::ErrorDetail {
-            reason: reason::COMPACTED.into(),
             compact_revision: floor,
             ..Default::default()
         },
@@ -518,14 +514,12 @@ fn compacted(from: u64, floor: u64) -> Status {
 
 /// A watcher that fell behind the history kept while it was served.
 fn slow(position: u64, floor: u64) -> Status {
-    status::with_detail(
-        Code::ResourceExhausted,
+    Reason::SlowWatcher.status_with(
         format!(
             "this watch fell behind: it was at revision {position}, and the watch history now starts at \
              revision {floor} (consume faster, or keep more history with --watch-history)"
         ),
         pb::ErrorDetail {
-            reason: reason::SLOW_WATCHER.into(),
             compact_revision: floor,
             current_revision: position.saturating_sub(1),
             ..Default::default()

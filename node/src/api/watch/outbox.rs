@@ -379,7 +379,7 @@ mod tests {
     }
 
     fn slow() -> Status {
-        Status::resource_exhausted("slow")
+        handlestore_proto::reason::Reason::SlowWatcher.status("slow")
     }
 
     /// As a watcher sends: room first, then the response.

@@ -78,7 +78,7 @@ class Member(_message.Message):
     def __init__(self, id: _Optional[int] = ..., addr: _Optional[str] = ..., voter: _Optional[bool] = ..., peer_addr: _Optional[str] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("node_id", "addr", "state", "leader_id", "leader_addr", "term", "last_log_index", "applied_index", "snapshot_index", "purged_index", "members", "millis_since_quorum_ack", "version", "log_syncs", "memory", "forwarded_writes", "clock", "namespaces")
+    __slots__ = ("node_id", "addr", "state", "leader_id", "leader_addr", "term", "last_log_index", "applied_index", "snapshot_index", "purged_index", "members", "millis_since_quorum_ack", "version", "log_syncs", "memory", "forwarded_writes", "clock", "namespaces", "protocol_version", "peer_protocols")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ADDR_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -97,6 +97,8 @@ class StatusResponse(_message.Message):
     FORWARDED_WRITES_FIELD_NUMBER: _ClassVar[int]
     CLOCK_FIELD_NUMBER: _ClassVar[int]
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PEER_PROTOCOLS_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     addr: str
     state: str
@@ -115,7 +117,19 @@ class StatusResponse(_message.Message):
     forwarded_writes: int
     clock: ClockStatus
     namespaces: _containers.RepeatedCompositeFieldContainer[_auth_pb2.NamespaceUsage]
-    def __init__(self, node_id: _Optional[int] = ..., addr: _Optional[str] = ..., state: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_addr: _Optional[str] = ..., term: _Optional[int] = ..., last_log_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., snapshot_index: _Optional[int] = ..., purged_index: _Optional[int] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., millis_since_quorum_ack: _Optional[int] = ..., version: _Optional[str] = ..., log_syncs: _Optional[int] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., forwarded_writes: _Optional[int] = ..., clock: _Optional[_Union[ClockStatus, _Mapping]] = ..., namespaces: _Optional[_Iterable[_Union[_auth_pb2.NamespaceUsage, _Mapping]]] = ...) -> None: ...
+    protocol_version: int
+    peer_protocols: _containers.RepeatedCompositeFieldContainer[PeerProtocol]
+    def __init__(self, node_id: _Optional[int] = ..., addr: _Optional[str] = ..., state: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_addr: _Optional[str] = ..., term: _Optional[int] = ..., last_log_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., snapshot_index: _Optional[int] = ..., purged_index: _Optional[int] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., millis_since_quorum_ack: _Optional[int] = ..., version: _Optional[str] = ..., log_syncs: _Optional[int] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., forwarded_writes: _Optional[int] = ..., clock: _Optional[_Union[ClockStatus, _Mapping]] = ..., namespaces: _Optional[_Iterable[_Union[_auth_pb2.NamespaceUsage, _Mapping]]] = ..., protocol_version: _Optional[int] = ..., peer_protocols: _Optional[_Iterable[_Union[PeerProtocol, _Mapping]]] = ...) -> None: ...
+
+class PeerProtocol(_message.Message):
+    __slots__ = ("id", "version", "problem")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    version: int
+    problem: str
+    def __init__(self, id: _Optional[int] = ..., version: _Optional[int] = ..., problem: _Optional[str] = ...) -> None: ...
 
 class ClockStatus(_message.Message):
     __slots__ = ("offset_ms", "max_offset_ms", "trusted", "error", "peers")

@@ -1,9 +1,15 @@
-//! Node configuration: what `handlestore node` flags turn into.
+//! Node configuration: what `handlestore node` flags turn into. The
+//! tunables, with their defaults and validation, are `tuning`; this is
+//! who the node is and where it serves.
+
+mod tuning;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+
+pub use tuning::{Tuning, defaults};
 
 /// How to treat an empty data directory when `--initial-cluster` is given
 /// (as etcd's `--initial-cluster-state`).
@@ -46,33 +52,6 @@ impl Default for Limits {
 }
 
 #[derive(Debug, Clone)]
-pub struct RaftTuning {
-    pub heartbeat: Duration,
-    pub election_min: Duration,
-    pub election_max: Duration,
-    /// Build a snapshot after this many log entries since the last one.
-    pub snapshot_logs: u64,
-    /// Log entries kept behind a snapshot for slow followers.
-    pub keep_logs: u64,
-}
-
-impl Default for RaftTuning {
-    fn default() -> Self {
-        Self {
-            heartbeat: Duration::from_millis(100),
-            election_min: Duration::from_millis(800),
-            election_max: Duration::from_millis(1600),
-            snapshot_logs: 20_000,
-            keep_logs: 5_000,
-        }
-    }
-}
-
-/// Watch delivery's memory by default, in MiB: a quarter of the caches'
-/// defaults (64 MiB block cache, 64 MiB memtables).
-pub const DEFAULT_WATCH_MEMORY_MB: u64 = 32;
-
-#[derive(Debug, Clone)]
 pub struct NodeConfig {
     pub id: u64,
     pub listen: SocketAddr,
@@ -84,34 +63,12 @@ pub struct NodeConfig {
     pub peer_listen: Option<SocketAddr>,
     /// The address peers reach this node's peer port at.
     pub peer_advertise: String,
-    pub data_dir: PathBuf,
+    /// The data directory (`--data`).
+    pub data: PathBuf,
     pub initial_cluster: BTreeMap<u64, Member>,
     pub cluster_state: ClusterState,
-    pub raft: RaftTuning,
-    pub limits: Limits,
-    /// A write not committed within this is answered UNAVAILABLE.
-    pub write_timeout: Duration,
-    /// Longest a read waits for this node to catch up (linearizable and
-    /// at-least reads).
-    pub read_timeout: Duration,
-    pub sweep_interval: Duration,
-    /// How long remembered write answers (exactly-once retries) are kept.
-    pub dedup_window: Duration,
-    pub dedup_max_entries: u64,
-    /// Revisions of changes the watch history keeps.
-    pub watch_history: u64,
-    /// Bytes of memory for watch delivery (`api::watch`): the recent
-    /// changes kept for live watchers and what watchers' clients have not
-    /// taken yet.
-    pub watch_memory: usize,
-    pub max_batch_commands: usize,
-    pub db_memory: crate::db::DbMemory,
-    /// How often free memory of the C heap (RocksDB's) is given back to
-    /// the OS; zero never.
-    pub malloc_trim_interval: Duration,
-    /// Farthest this node's clock may be from the cluster's (the members'
-    /// median) for it to lead and to serve reads that depend on expiry.
-    pub max_clock_offset: Duration,
+    /// Every tunable (`tuning`), validated.
+    pub tuning: Tuning,
     /// TLS on the client port (`crate::tls`).
     pub tls: Option<crate::tls::TlsFiles>,
     /// Mutual TLS on the peer port, both ways (`crate::tls::peer`).
@@ -173,12 +130,19 @@ impl NodeConfig {
     /// for live watchers, bytes all watchers' queues may hold, and one
     /// watcher's share of those (enough for a couple of full responses).
     pub fn watch_split(&self) -> (usize, usize, usize) {
-        let recent = self.watch_memory / 4;
-        let queues = self.watch_memory - recent;
-        let share = (self.watch_memory / 8)
-            .max(2 * crate::api::watch::PAGE_BYTES)
-            .min(queues);
+        let memory = self.tuning.watch_memory();
+        let recent = memory / 4;
+        let queues = memory - recent;
+        let share = (memory / 8).max(2 * crate::api::watch::PAGE_BYTES).min(queues);
         (recent, queues, share)
+    }
+
+    /// The limits requests are checked against.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_value_bytes: self.tuning.max_value_bytes,
+            ..Limits::default()
+        }
     }
 
     /// How this node is reached, as the membership records it.
@@ -186,29 +150,17 @@ impl NodeConfig {
         Member::new(&self.advertise, &self.peer_advertise)
     }
 
-    pub fn new(id: u64, listen: SocketAddr, data_dir: PathBuf) -> Self {
+    pub fn new(id: u64, listen: SocketAddr, data: PathBuf) -> Self {
         Self {
             id,
             listen,
             advertise: listen.to_string(),
             peer_listen: None,
             peer_advertise: String::new(),
-            data_dir,
+            data,
             initial_cluster: BTreeMap::new(),
             cluster_state: ClusterState::New,
-            raft: RaftTuning::default(),
-            limits: Limits::default(),
-            write_timeout: Duration::from_secs(5),
-            read_timeout: Duration::from_secs(5),
-            sweep_interval: Duration::from_millis(250),
-            dedup_window: Duration::from_secs(600),
-            dedup_max_entries: 1_000_000,
-            watch_history: crate::state::DEFAULT_HISTORY_REVISIONS,
-            watch_memory: (DEFAULT_WATCH_MEMORY_MB as usize) << 20,
-            max_batch_commands: 512,
-            db_memory: crate::db::DbMemory::default(),
-            malloc_trim_interval: Duration::from_secs(10),
-            max_clock_offset: Duration::from_millis(500),
+            tuning: Tuning::default(),
             tls: None,
             peer_tls: None,
             peer_allowed_names: Vec::new(),

@@ -1,0 +1,239 @@
+//! Every tunable of a node, once: the flag of `handlestore node` is the
+//! field (`--write-timeout` is `write_timeout`), its default is one
+//! constant of [`defaults`], used by the flag and by `Tuning::default()`
+//! alike, and [`Tuning::validate`] is the one place that says which values
+//! are refused. docs/operations.md's flag table is checked against the
+//! command's own arguments (`cli::node` tests).
+
+use std::time::Duration;
+
+/// The default of each flag.
+pub mod defaults {
+    use std::time::Duration;
+
+    /// `--listen`: the client port.
+    pub const LISTEN: &str = "127.0.0.1:7401";
+    pub const MAX_VALUE_BYTES: usize = handlestore_proto::limits::MAX_VALUE_BYTES;
+    pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+    pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+    pub const HEARTBEAT: Duration = Duration::from_millis(100);
+    pub const ELECTION_TIMEOUT: Duration = Duration::from_millis(800);
+    pub const SNAPSHOT_ENTRIES: u64 = 20_000;
+    pub const KEEP_ENTRIES: u64 = 5_000;
+    pub const SWEEP_INTERVAL: Duration = Duration::from_millis(250);
+    pub const DEDUP_WINDOW: Duration = Duration::from_secs(600);
+    pub const DEDUP_MAX_ENTRIES: u64 = 1_000_000;
+    pub const MAX_BATCH_COMMANDS: usize = 512;
+    pub const WATCH_HISTORY: u64 = 100_000;
+    /// A quarter of the caches' defaults together.
+    pub const WATCH_MEMORY_MB: u64 = 32;
+    pub const BLOCK_CACHE_MB: u64 = 64;
+    pub const WRITE_BUFFER_MB: u64 = 64;
+    pub const MALLOC_TRIM_INTERVAL: Duration = Duration::from_secs(10);
+    /// 0: chosen from the cores (`cli::node::scheduler`).
+    pub const WORKER_THREADS: u16 = 0;
+    pub const MAX_CLOCK_OFFSET: Duration = Duration::from_millis(500);
+}
+
+/// A duration as a flag's default shows it ("5s", "800ms").
+fn shown(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+/// The node's tunables, as flags (flattened into `handlestore node`).
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct Tuning {
+    /// Largest value accepted, in bytes (1 B to 64 MiB).
+    #[arg(long, default_value_t = defaults::MAX_VALUE_BYTES)]
+    pub max_value_bytes: usize,
+    /// A write not committed within this is refused with UNAVAILABLE.
+    #[arg(long, default_value = shown(defaults::WRITE_TIMEOUT), value_parser = humantime::parse_duration)]
+    pub write_timeout: Duration,
+    /// Longest a read waits for this node to catch up.
+    #[arg(long, default_value = shown(defaults::READ_TIMEOUT), value_parser = humantime::parse_duration)]
+    pub read_timeout: Duration,
+    /// The leader's heartbeat interval; shorter than --election-timeout.
+    #[arg(long, default_value = shown(defaults::HEARTBEAT), value_parser = humantime::parse_duration)]
+    pub heartbeat: Duration,
+    /// Election timeout (the upper bound is twice this).
+    #[arg(long, default_value = shown(defaults::ELECTION_TIMEOUT), value_parser = humantime::parse_duration)]
+    pub election_timeout: Duration,
+    /// Build a snapshot every this many log entries.
+    #[arg(long, default_value_t = defaults::SNAPSHOT_ENTRIES)]
+    pub snapshot_entries: u64,
+    /// Log entries kept behind a snapshot for slow followers.
+    #[arg(long, default_value_t = defaults::KEEP_ENTRIES)]
+    pub keep_entries: u64,
+    /// How often the leader sweeps expired entries (at least 10ms).
+    #[arg(long, default_value = shown(defaults::SWEEP_INTERVAL), value_parser = humantime::parse_duration)]
+    pub sweep_interval: Duration,
+    /// How long answers are remembered for exactly-once retries (at least
+    /// 1s).
+    #[arg(long, default_value = shown(defaults::DEDUP_WINDOW), value_parser = humantime::parse_duration)]
+    pub dedup_window: Duration,
+    /// Most clients whose answers are remembered; past it the oldest are
+    /// forgotten before the window ends.
+    #[arg(long, default_value_t = defaults::DEDUP_MAX_ENTRIES)]
+    pub dedup_max_entries: u64,
+    /// Most commands the leader puts in one log entry.
+    #[arg(long, default_value_t = defaults::MAX_BATCH_COMMANDS)]
+    pub max_batch_commands: usize,
+    /// Revisions (log entries) of changes kept for watchers: a watch may
+    /// start, or resume, this far back. Each change is kept with its value.
+    #[arg(long, default_value_t = defaults::WATCH_HISTORY)]
+    pub watch_history: u64,
+    /// Memory for watch delivery (MiB): a quarter keeps recent changes for
+    /// live watchers, the rest holds what watchers' clients have not taken
+    /// yet. A watcher whose client takes nothing while its share is full is
+    /// cut off (slow_watcher; the client resumes from its revision).
+    #[arg(long, default_value_t = defaults::WATCH_MEMORY_MB)]
+    pub watch_memory_mb: u64,
+    /// RocksDB block cache, shared by all data (MiB). With the write
+    /// buffers, this bounds the node's memory whatever the number of keys.
+    #[arg(long, default_value_t = defaults::BLOCK_CACHE_MB)]
+    pub block_cache_mb: u64,
+    /// RocksDB memtables, all together (MiB, at least 2).
+    #[arg(long, default_value_t = defaults::WRITE_BUFFER_MB)]
+    pub write_buffer_mb: u64,
+    /// How often memory RocksDB freed is given back to the OS (glibc's
+    /// malloc_trim); 0s never. glibc keeps it for reuse otherwise: tens of
+    /// MiB per node under steady writes.
+    #[arg(long, default_value = shown(defaults::MALLOC_TRIM_INTERVAL), value_parser = humantime::parse_duration)]
+    pub malloc_trim_interval: Duration,
+    /// Threads that run the node's network and Raft work. 1 runs all of it
+    /// on one event-loop thread; more spreads it over a work-stealing pool.
+    /// 0: 1 on a machine with 2 cores or fewer, else one per core. RocksDB's
+    /// background work, log syncs, large applies and scans run on threads of
+    /// their own either way.
+    #[arg(long, default_value_t = defaults::WORKER_THREADS)]
+    pub worker_threads: u16,
+    /// Farthest this node's clock may be from the cluster's (the median of
+    /// the members' clocks, measured every 500ms) for it to lead and to
+    /// serve reads that depend on expiry. Beyond it the node says so in its
+    /// log and status and refuses those with UNAVAILABLE until its clock is
+    /// back within it. At least 10ms.
+    #[arg(long, default_value = shown(defaults::MAX_CLOCK_OFFSET), value_parser = humantime::parse_duration)]
+    pub max_clock_offset: Duration,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        use defaults as d;
+        Self {
+            max_value_bytes: d::MAX_VALUE_BYTES,
+            write_timeout: d::WRITE_TIMEOUT,
+            read_timeout: d::READ_TIMEOUT,
+            heartbeat: d::HEARTBEAT,
+            election_timeout: d::ELECTION_TIMEOUT,
+            snapshot_entries: d::SNAPSHOT_ENTRIES,
+            keep_entries: d::KEEP_ENTRIES,
+            sweep_interval: d::SWEEP_INTERVAL,
+            dedup_window: d::DEDUP_WINDOW,
+            dedup_max_entries: d::DEDUP_MAX_ENTRIES,
+            max_batch_commands: d::MAX_BATCH_COMMANDS,
+            watch_history: d::WATCH_HISTORY,
+            watch_memory_mb: d::WATCH_MEMORY_MB,
+            block_cache_mb: d::BLOCK_CACHE_MB,
+            write_buffer_mb: d::WRITE_BUFFER_MB,
+            malloc_trim_interval: d::MALLOC_TRIM_INTERVAL,
+            worker_threads: d::WORKER_THREADS,
+            max_clock_offset: d::MAX_CLOCK_OFFSET,
+        }
+    }
+}
+
+const MS: Duration = Duration::from_millis(1);
+const MIB_MAX: u64 = 1 << 20;
+
+/// `value` must lie in `min..=max`, or the flag is refused, saying why.
+fn within<T: PartialOrd + std::fmt::Debug>(flag: &str, value: T, min: T, max: T, unit: &str) -> Result<(), String> {
+    if value < min || value > max {
+        return Err(format!(
+            "--{flag} {value:?}{unit} is out of range: {min:?}{unit} to {max:?}{unit}"
+        ));
+    }
+    Ok(())
+}
+
+/// A duration flag must be at least `min`.
+fn at_least(flag: &str, value: Duration, min: Duration) -> Result<(), String> {
+    if value < min {
+        return Err(format!(
+            "--{flag} {} is below its minimum of {}",
+            shown(value),
+            shown(min)
+        ));
+    }
+    Ok(())
+}
+
+impl Tuning {
+    /// Refuses values the node cannot run with, naming the flag and its
+    /// range. Nothing is clamped: what was asked is what runs, or nothing.
+    pub fn validate(&self) -> Result<(), String> {
+        within("max-value-bytes", self.max_value_bytes, 1, 64 << 20, "")?;
+        at_least("write-timeout", self.write_timeout, 10 * MS)?;
+        at_least("read-timeout", self.read_timeout, 10 * MS)?;
+        at_least("heartbeat", self.heartbeat, MS)?;
+        if self.heartbeat >= self.election_timeout {
+            return Err("--heartbeat must be shorter than --election-timeout".into());
+        }
+        within("snapshot-entries", self.snapshot_entries, 1, u64::MAX, "")?;
+        at_least("sweep-interval", self.sweep_interval, 10 * MS)?;
+        at_least("dedup-window", self.dedup_window, Duration::from_secs(1))?;
+        within("dedup-max-entries", self.dedup_max_entries, 1, u64::MAX, "")?;
+        within("max-batch-commands", self.max_batch_commands, 1, 65_536, "")?;
+        within("watch-history", self.watch_history, 1, u64::MAX, "")?;
+        within("watch-memory-mb", self.watch_memory_mb, 1, MIB_MAX, " MiB")?;
+        within("block-cache-mb", self.block_cache_mb, 1, MIB_MAX, " MiB")?;
+        within("write-buffer-mb", self.write_buffer_mb, 2, MIB_MAX, " MiB")?;
+        within("worker-threads", self.worker_threads, 0, 1024, "")?;
+        at_least("max-clock-offset", self.max_clock_offset, 10 * MS)?;
+        Ok(())
+    }
+
+    /// The upper bound of the randomized election timeout.
+    pub fn election_max(&self) -> Duration {
+        self.election_timeout * 2
+    }
+
+    /// RocksDB's memory.
+    pub fn db_memory(&self) -> crate::db::DbMemory {
+        crate::db::DbMemory {
+            block_cache_bytes: (self.block_cache_mb as usize) << 20,
+            write_buffer_bytes: (self.write_buffer_mb as usize) << 20,
+        }
+    }
+
+    /// Bytes of memory for watch delivery (`api::watch`).
+    pub fn watch_memory(&self) -> usize {
+        (self.watch_memory_mb as usize) << 20
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_valid_and_every_out_of_range_value_is_refused_by_name() {
+        assert_eq!(Tuning::default().validate(), Ok(()));
+        let refused = |edit: fn(&mut Tuning), flag: &str| {
+            let mut t = Tuning::default();
+            edit(&mut t);
+            let e = t.validate().expect_err(flag);
+            assert!(e.contains(flag), "{e}");
+        };
+        refused(|t| t.max_value_bytes = 0, "--max-value-bytes");
+        refused(|t| t.heartbeat = t.election_timeout, "--heartbeat");
+        refused(|t| t.snapshot_entries = 0, "--snapshot-entries");
+        refused(|t| t.sweep_interval = MS, "--sweep-interval");
+        refused(|t| t.dedup_window = Duration::ZERO, "--dedup-window");
+        refused(|t| t.max_batch_commands = 0, "--max-batch-commands");
+        refused(|t| t.watch_history = 0, "--watch-history");
+        refused(|t| t.watch_memory_mb = 0, "--watch-memory-mb");
+        refused(|t| t.write_buffer_mb = 1, "--write-buffer-mb");
+        refused(|t| t.worker_threads = 1025, "--worker-threads");
+        refused(|t| t.max_clock_offset = MS, "--max-clock-offset");
+    }
+}
