@@ -67,7 +67,7 @@ class Consistency:
     (read-your-writes without a leader round trip) or `STALE` (whatever the
     serving node has applied)."""
 
-    kind: int = common_pb2.CONSISTENCY_LINEARIZABLE
+    kind: common_pb2.Consistency = common_pb2.CONSISTENCY_LINEARIZABLE
     min_revision: int = 0
 
     @staticmethod

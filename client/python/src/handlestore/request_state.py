@@ -152,12 +152,12 @@ def _open(keys: Sequence[_Derived], blob: str, subject: str, tool: str | None, n
     if not blob.startswith(SIGNED_PREFIX):
         return None
     payload_b64, dot, tag_b64 = blob[len(SIGNED_PREFIX) :].partition(".")
-    payload, tag = b64_decode(payload_b64), b64_decode(tag_b64)
-    if not dot or payload is None or tag is None:
+    signed, tag = b64_decode(payload_b64), b64_decode(tag_b64)
+    if not dot or signed is None or tag is None:
         return None
     for k in keys:
-        if hmac.compare_digest(hmac.new(k.mac, payload, hashlib.sha256).digest(), tag):
-            got = _accept(k, payload, subject, tool, now)
+        if hmac.compare_digest(hmac.new(k.mac, signed, hashlib.sha256).digest(), tag):
+            got = _accept(k, signed, subject, tool, now)
             if got is not None:
                 return got
     return None

@@ -8,6 +8,7 @@ JSON: reading it back gives the same kind.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Sequence
 
@@ -196,7 +197,7 @@ class StateTool:
 
     async def batch_retrieve(
         self, keys: Sequence[str], consistency: Consistency | None = None
-    ) -> list[StateEntry | None]:
+    ) -> builtins.list[StateEntry | None]:
         """One consistent view of several keys, in the order asked."""
         req = state_pb2.BatchRetrieveRequest(
             namespace=self.client.namespace, keys=list(keys), read=self._read(consistency)
