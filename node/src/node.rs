@@ -64,7 +64,7 @@ fn open_storage(cfg: &NodeConfig) -> anyhow::Result<Storage> {
         StateLimits {
             dedup_max_entries: cfg.tuning.dedup_max_entries,
             history_revisions: cfg.tuning.watch_history,
-            recent_bytes: cfg.watch_split().0,
+            recent_bytes: cfg.tuning.watch_split().0,
         },
     )?;
     let snapshots = Arc::new(SnapshotDir::new(cfg.data.join("snapshots"))?);
@@ -193,7 +193,7 @@ fn client_routes(
         },
         guard: crate::api::auth::Guard::new(state),
         watches: {
-            let (_, queues, share) = cfg.watch_split();
+            let (_, queues, share) = cfg.tuning.watch_split();
             crate::api::watch::WatchBudget::new(queues, share)
         },
     });

@@ -126,17 +126,6 @@ impl NodeConfig {
         self.tls.is_none() && !self.insecure
     }
 
-    /// How watch delivery's memory is split: bytes of recent changes kept
-    /// for live watchers, bytes all watchers' queues may hold, and one
-    /// watcher's share of those (enough for a couple of full responses).
-    pub fn watch_split(&self) -> (usize, usize, usize) {
-        let memory = self.tuning.watch_memory();
-        let recent = memory / 4;
-        let queues = memory - recent;
-        let share = (memory / 8).max(2 * crate::api::watch::PAGE_BYTES).min(queues);
-        (recent, queues, share)
-    }
-
     /// The limits requests are checked against.
     pub fn limits(&self) -> Limits {
         Limits {

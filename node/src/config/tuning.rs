@@ -205,9 +205,16 @@ impl Tuning {
         }
     }
 
-    /// Bytes of memory for watch delivery (`api::watch`).
-    pub fn watch_memory(&self) -> usize {
-        (self.watch_memory_mb as usize) << 20
+    /// How watch delivery's memory (`api::watch`) is split: bytes of
+    /// recent changes kept for live watchers, bytes all watchers' queues may
+    /// hold, and one watcher's share of those (enough for a couple of full
+    /// responses).
+    pub fn watch_split(&self) -> (usize, usize, usize) {
+        let memory = (self.watch_memory_mb as usize) << 20;
+        let recent = memory / 4;
+        let queues = memory - recent;
+        let share = (memory / 8).max(2 * crate::api::watch::PAGE_BYTES).min(queues);
+        (recent, queues, share)
     }
 }
 

@@ -109,7 +109,7 @@ async fn probe_all(
                     ),
                     Err(e) => {
                         tracing::debug!(peer = id, "clock probe failed: {}", e.message());
-                        protocols.failed(id, &e);
+                        protocols.failed(id, e.code(), e.message());
                     }
                 }
             }

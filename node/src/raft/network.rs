@@ -144,16 +144,20 @@ pub struct PeerConnection {
 /// entries by the time they are sent again. Backing off there stalled every
 /// write for about 600 ms whenever a disk hiccup made both followers' syncs
 /// outlast one heartbeat.
-fn classify(target: NodeId, status: &tonic::Status) -> (bool, io::Error) {
-    let unreachable = matches!(status.code(), tonic::Code::Unavailable | tonic::Code::Unknown);
+fn classify(target: NodeId, code: tonic::Code, message: &str) -> (bool, io::Error) {
+    let unreachable = matches!(code, tonic::Code::Unavailable | tonic::Code::Unknown);
     (
         unreachable,
-        io::Error::other(format!("peer {target}: {}: {}", status.code(), status.message())),
+        io::Error::other(format!("peer {target}: {code}: {message}")),
     )
 }
 
 fn rpc_err<E: std::error::Error>(target: NodeId, status: tonic::Status) -> RPCError<NodeId, Member, E> {
-    match classify(target, &status) {
+    rpc_err_of(classify(target, status.code(), status.message()))
+}
+
+fn rpc_err_of<E: std::error::Error>(classified: (bool, io::Error)) -> RPCError<NodeId, Member, E> {
+    match classified {
         (true, e) => RPCError::Unreachable(Unreachable::new(&e)),
         (false, e) => RPCError::Network(NetworkError::new(&e)),
     }
@@ -423,7 +427,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             }
             Err(e) => return Err(StreamingError::Network(NetworkError::new(&e))),
         }
-        let resp = resp.map_err(|s| match classify(target, &s) {
+        let resp = resp.map_err(|s| match classify(target, s.code(), s.message()) {
             (true, e) => StreamingError::Unreachable(Unreachable::new(&e)),
             (false, e) => StreamingError::Network(NetworkError::new(&e)),
         })?;
@@ -436,30 +440,33 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tonic::{Code, Status};
+    use tonic::Code;
 
     #[test]
     fn only_a_peer_that_cannot_be_reached_is_backed_off_from() {
         // tonic's own words for a connection refused, and for a request
         // whose deadline passed on either side.
         let unreachable = [
-            Status::unavailable("tcp connect error"),
-            Status::unknown("h2 protocol error: connection reset"),
+            (Code::Unavailable, "tcp connect error"),
+            (Code::Unknown, "h2 protocol error: connection reset"),
         ];
         let slow = [
-            Status::cancelled("Timeout expired"),
-            Status::deadline_exceeded("Deadline expired before operation could complete"),
+            (Code::Cancelled, "Timeout expired"),
+            (
+                Code::DeadlineExceeded,
+                "Deadline expired before operation could complete",
+            ),
         ];
-        for s in &unreachable {
-            assert!(classify(2, s).0, "{s:?}");
-            let err: RPCError<NodeId, Member, RaftError<NodeId>> = rpc_err(2, s.clone());
+        for (code, message) in unreachable {
+            assert!(classify(2, code, message).0, "{code:?}");
+            let err: RPCError<NodeId, Member, RaftError<NodeId>> = rpc_err_of(classify(2, code, message));
             assert!(matches!(err, RPCError::Unreachable(_)), "{err:?}");
         }
-        for s in &slow {
-            assert!(!classify(2, s).0, "{s:?}");
-            let err: RPCError<NodeId, Member, RaftError<NodeId>> = rpc_err(2, s.clone());
+        for (code, message) in slow {
+            assert!(!classify(2, code, message).0, "{code:?}");
+            let err: RPCError<NodeId, Member, RaftError<NodeId>> = rpc_err_of(classify(2, code, message));
             assert!(matches!(err, RPCError::Network(_)), "{err:?}");
         }
-        assert!(!classify(2, &Status::new(Code::InvalidArgument, "malformed")).0);
+        assert!(!classify(2, Code::InvalidArgument, "malformed").0);
     }
 }

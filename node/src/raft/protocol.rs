@@ -60,14 +60,13 @@ impl PeerProtocols {
         self.note(id, Some(version), problem(id, version));
     }
 
-    /// A probe of the peer failed with `status`: UNIMPLEMENTED means it
-    /// serves no peer service this node knows.
-    pub fn failed(&self, id: NodeId, status: &tonic::Status) {
-        if status.code() == tonic::Code::Unimplemented {
+    /// A probe of the peer failed with `code` and `message`: UNIMPLEMENTED
+    /// means it serves no peer service this node knows.
+    pub fn failed(&self, id: NodeId, code: tonic::Code, message: &str) {
+        if code == tonic::Code::Unimplemented {
             let why = format!(
-                "node {id} does not serve this node's peer service ({}): it runs a build that speaks \
-                 another peer protocol; run builds that speak the same version",
-                status.message()
+                "node {id} does not serve this node's peer service ({message}): it runs a build that speaks \
+                 another peer protocol; run builds that speak the same version"
             );
             self.note(id, None, Some(why));
         }
@@ -105,8 +104,8 @@ mod tests {
         p.heard(2, VERSION);
         p.heard(3, 0);
         p.heard(4, VERSION + 1);
-        p.failed(5, &tonic::Status::unimplemented("handlestore.internal.v1.Raft"));
-        p.failed(2, &tonic::Status::unavailable("connection refused"));
+        p.failed(5, tonic::Code::Unimplemented, "handlestore.internal.v1.Raft");
+        p.failed(2, tonic::Code::Unavailable, "connection refused");
         let problems: Vec<(NodeId, bool)> = p.report().iter().map(|x| (x.id, x.problem.is_some())).collect();
         assert_eq!(problems, vec![(2, false), (3, false), (4, true), (5, true)]);
         p.heard(4, VERSION);

@@ -79,11 +79,11 @@ pub struct StateLimits {
 /// The node's defaults (`config::defaults`).
 impl Default for StateLimits {
     fn default() -> Self {
-        use crate::config::defaults as d;
+        let t = crate::config::Tuning::default();
         Self {
-            dedup_max_entries: d::DEDUP_MAX_ENTRIES,
-            history_revisions: d::WATCH_HISTORY,
-            recent_bytes: ((d::WATCH_MEMORY_MB as usize) << 20) / 4,
+            dedup_max_entries: t.dedup_max_entries,
+            history_revisions: t.watch_history,
+            recent_bytes: t.watch_split().0,
         }
     }
 }
