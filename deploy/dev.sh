@@ -5,7 +5,8 @@
 # Ctrl-C stops it; running it again resumes from the same data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./deploy/ensure-build-deps.sh
-cargo build --release -p handlestore-node --bin handlestore
+# The same build as the test command's (deploy/build.sh): running one
+# after the other compiles nothing twice.
+./deploy/build.sh
 target="${CARGO_TARGET_DIR:-target}"
 exec "$target/release/handlestore" dev "$@"

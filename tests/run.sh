@@ -6,14 +6,16 @@
 # possible; tests that cannot run without them say why they skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./deploy/ensure-build-deps.sh
 ./tests/ensure-test-deps.sh
 # The Python tests and the Rust tests driven by the Python MCP SDK find the
 # interpreter here (they skip, saying why, when there is none).
 HANDLESTORE_TEST_PYTHON="$(./tests/ensure-python-env.sh)"
 export HANDLESTORE_TEST_PYTHON
-cargo build --release --workspace --bins --examples
-cargo test --release --workspace "$@"
+# Every binary the tests spawn, built exactly as deploy/dev.sh builds them.
+./deploy/build.sh
+# Every tier (tests/README.md): unit tests, api, cluster, security, mcp,
+# system (chaos and Docker), the benchmark harness's own tests.
+cargo test --release --workspace --features handlestore-tests/system "$@"
 # The Python client (client/python): its stubs match proto/, and its tests
 # pass against real clusters of the binary just built.
 if [ -n "$HANDLESTORE_TEST_PYTHON" ]; then

@@ -1,6 +1,8 @@
 //! Fault hooks for crash tests, compiled only with the `failpoints` cargo
-//! feature (the test build enables it; `deploy/dev.sh` and the Docker image
-//! build without it): each reads its environment variable once, at start.
+//! feature (the workspace build of `deploy/build.sh`, which `deploy/dev.sh`
+//! and `tests/run.sh` share, enables it; the Docker image builds without
+//! it): each reads its environment variable once, at start, and does
+//! nothing when it is unset.
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 """The official Python MCP SDK's client on a legacy session (initialize
-handshake, Mcp-Session-Id), driven by tests/tests/mcp_sessions.rs.
+handshake, Mcp-Session-Id), driven by tests/tests/mcp/sessions.rs.
 
 Usage: legacy_session_client.py URL TOKEN
 

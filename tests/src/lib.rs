@@ -2,7 +2,6 @@
 //! loopback ports, each with its own temporary data directory, and gives
 //! tests handles to kill, pause, restart and inspect them.
 
-pub mod bench;
 pub mod chaos;
 pub mod cluster;
 pub mod compose;

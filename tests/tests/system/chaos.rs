@@ -7,12 +7,8 @@ use std::time::Duration;
 use handlestore_tests::chaos::faults::FaultKind;
 use handlestore_tests::chaos::{ChaosConfig, Report, run};
 
-/// One chaos run at a time: each is sized for the whole machine, and two at
-/// once would measure the machine's overload instead of the cluster.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 async fn run_alone(cfg: ChaosConfig) -> Report {
-    let _one = SERIAL.lock().await;
+    let _one = crate::WHOLE_MACHINE.lock().await;
     run(cfg).await.expect("chaos run")
 }
 

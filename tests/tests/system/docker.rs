@@ -33,6 +33,7 @@ async fn docker_compose_cluster() {
         eprintln!("skipping the Docker Compose tests: {why}");
         return;
     }
+    let _alone = crate::WHOLE_MACHINE.lock().await;
     compose::build_image(IMAGE).await.expect("building the image");
     let c = Compose::new(IMAGE).expect("compose");
     if let Err(e) = scenario(&c).await {

@@ -1,7 +1,7 @@
 //! The benchmark harness: handlestore beside etcd, Redis and one fdatasync,
 //! in one run on this machine.
 //!
-//! cargo run --release -p handlestore-tests --bin bench -- \
+//! cargo run --release -p handlestore-bench --bin bench -- \
 //!     [--systems fsync,handlestore,etcd,redis,redis-fsync,cart-memory] [--concurrency 1,16,64,256] \
 //!     [--ops mint,put,...] [--duration 10s | --count 100000] [--rounds 3] [--out target/bench]
 //!
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use handlestore_tests::bench::{self, BenchConfig, Length};
+use handlestore_bench::{self as bench, BenchConfig, Length};
 
 #[derive(Parser, Debug)]
 #[command(about = "Benchmark handlestore against etcd, Redis and one fdatasync")]

@@ -7,15 +7,7 @@ use serde_json::Value;
 
 #[test]
 fn the_seams_run_delivers_every_write_to_every_listener() {
-    let bin = handlestore_tests::handlestore_bin()
-        .parent()
-        .expect("target dir")
-        .join("seams");
-    assert!(
-        bin.exists(),
-        "{} is missing: build the workspace's binaries first",
-        bin.display()
-    );
+    let bin = env!("CARGO_BIN_EXE_seams");
     let out = tempfile::tempdir().expect("tempdir");
     let status = std::process::Command::new(&bin)
         .args(["--listeners", "1,3", "--writers", "2", "--duration", "500ms", "--out"])

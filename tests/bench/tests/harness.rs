@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use handlestore_tests::bench::{self, BenchConfig, Length};
+use handlestore_bench::{self as bench, BenchConfig, Length};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn harness_runs_every_system() {

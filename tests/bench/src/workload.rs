@@ -10,7 +10,7 @@ use redis::aio::MultiplexedConnection;
 use serde_json::{Value, json};
 
 use super::VALUE_BYTES;
-use crate::mcp::{self, McpClient, ToolOutcome};
+use handlestore_tests::mcp::{self, McpClient, ToolOutcome};
 
 /// Keys per atomic batch.
 const BATCH: usize = 10;

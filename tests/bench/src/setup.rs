@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use super::systems::{Etcd, Redis, RedisMode};
 use super::workload::Op;
 use super::{SYSTEMS, VALUE_BYTES};
-use crate::cluster::TestCluster;
-use crate::mcp::CartServer;
+use handlestore_tests::cluster::TestCluster;
+use handlestore_tests::mcp::CartServer;
 
 /// Keys written before a read workload, read at random.
 const PRELOAD: usize = 1000;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cluster::free_port;
+use handlestore_tests::cluster::free_port;
 
 /// Installs etcd and Redis (Debian packages) when missing. One call at a
 /// time in this process (the script also waits for other processes).
@@ -24,7 +24,7 @@ pub fn ensure_installed() -> Result<()> {
     if have("etcd") && have("redis-server") {
         return Ok(());
     }
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/install-bench-deps.sh");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/install-bench-deps.sh");
     let status = Command::new(&script)
         .status()
         .with_context(|| format!("running {}", script.display()))?;

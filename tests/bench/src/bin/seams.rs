@@ -1,7 +1,7 @@
 //! The MCP seams run: watch fan-out, and the session and event store
 //! operations, handlestore beside Redis doing the same job, in one run.
 //!
-//! cargo run --release -p handlestore-tests --bin seams -- \
+//! cargo run --release -p handlestore-bench --bin seams -- \
 //!     [--listeners 1,16,64] [--writers 16] [--duration 10s] [--out target/seams]
 //!
 //! Fan-out: one stream of writes heard by each number of listeners.
@@ -30,10 +30,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use futures::StreamExt;
+use handlestore_bench::systems::{Redis, RedisMode, ensure_installed};
 use handlestore_client::rmcp_seams::{ClusterEventStore, ClusterSessionStore};
 use handlestore_client::{StateTool, StateValue, StoreOptions, Ttl, WatchOptions, WatchTarget};
 use handlestore_tests::TestCluster;
-use handlestore_tests::bench::systems::{Redis, RedisMode, ensure_installed};
 use rmcp::model::{InitializeRequestParams, ServerJsonRpcMessage};
 use rmcp::transport::common::server_side_http::ServerSseMessage;
 use rmcp::transport::streamable_http_server::session::store::{EventStore, SessionState, SessionStore};

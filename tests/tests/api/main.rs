@@ -1,0 +1,12 @@
+//! Tier "api": the store's API on real three-node clusters (one test binary,
+//! a module per area). `cargo test --release -p handlestore-tests --test api`;
+//! tests/README.md lists the tiers.
+
+mod bad_input;
+mod contract;
+mod replication;
+mod state;
+mod ttl;
+mod update;
+mod watch;
+mod writes;

@@ -1,0 +1,13 @@
+//! Tier "cluster": a node's life in a cluster with real processes: crashes,
+//! founding, clocks, stored formats, snapshots, the peer port, slow disks.
+//! `cargo test --release -p handlestore-tests --test cluster`; tests/README.md
+//! lists the tiers.
+
+mod clock;
+mod failover;
+mod format;
+mod founding;
+mod peer_port;
+mod processes;
+mod slowsync;
+mod snapshot;

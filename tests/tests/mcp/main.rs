@@ -1,0 +1,9 @@
+//! Tier "mcp": the MCP servers (cart_server, `handlestore mcp`) with real MCP
+//! clients over real clusters. `cargo test --release -p handlestore-tests
+//! --test mcp`; tests/README.md lists the tiers.
+
+mod cart;
+mod listen;
+mod request_state;
+mod sessions;
+mod state;

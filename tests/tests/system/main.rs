@@ -1,0 +1,12 @@
+//! Tier "system": the chaos suite's short runs and the Docker Compose
+//! cluster, each sized for the whole machine. Built only with the `system`
+//! feature: `cargo test --release -p handlestore-tests --features system
+//! --test system`; tests/README.md lists the tiers.
+
+mod chaos;
+mod docker;
+
+/// One of this tier's runs at a time: each is sized for the whole machine,
+/// and two at once would measure the machine's overload instead of the
+/// cluster.
+static WHOLE_MACHINE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
