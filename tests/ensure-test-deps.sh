@@ -2,9 +2,10 @@
 # Installs what some tests need beyond the build, when it is missing and it
 # can: libfaketime (Debian's faketime package), which the clock tests and
 # the chaos suite's clock faults preload into nodes to move their wall
-# clocks; and Python 3 with venv, for the Python client's tests and the
-# tests driven by the Python MCP SDK. Never fails: without them those tests
-# say why they skip.
+# clocks; Python 3 with venv, for the Python client's tests and the tests
+# driven by the Python MCP SDK; and promtool (Debian's prometheus package),
+# which checks the alert rules and a node's /metrics. Never fails: without
+# them those tests say why they skip.
 set -uo pipefail
 
 have_faketime() {
@@ -20,6 +21,8 @@ have_python() {
 missing() {
   have_faketime || echo faketime
   have_python || echo python3 python3-venv
+  # promtool checks deploy/prometheus's alert rules and a node's /metrics.
+  command -v promtool >/dev/null 2>&1 || echo prometheus
 }
 
 [ -z "$(missing)" ] && exit 0

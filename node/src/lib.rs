@@ -3,7 +3,8 @@
 //!
 //! Data flows one way: `api` -> `raft` (writes) / `state` (reads);
 //! `raft` -> `state` (apply). `state` knows nothing of gRPC, `api` never
-//! touches RocksDB.
+//! touches RocksDB. `metrics` is written to by all and reads none: the
+//! node hands it what a scrape reads.
 
 pub(crate) mod api;
 pub mod cli;
@@ -14,9 +15,11 @@ pub mod failpoints;
 pub(crate) mod format;
 pub(crate) mod health;
 pub(crate) mod memory;
+pub(crate) mod metrics;
 pub(crate) mod node;
 pub(crate) mod ports;
 pub(crate) mod raft;
+pub(crate) mod readings;
 pub(crate) mod state;
 pub(crate) mod status;
 pub(crate) mod tls;

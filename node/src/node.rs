@@ -20,6 +20,7 @@ use crate::api::{
     writes::WritesService,
 };
 use crate::config::NodeConfig;
+use crate::metrics::{self, Metrics};
 use crate::ports::{self, Ports, Wire};
 use crate::raft::boot::{self, RaftNode};
 use crate::raft::log_store::LogStore;
@@ -111,7 +112,8 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     let ports = Ports::bind(&cfg, gate).await?;
     let raft_server = raft_server(&node, storage.snapshots);
     let watched = storage.state.clone();
-    let mut client = client_routes(&cfg, &node, storage.state, log_syncs, memory);
+    let (mut client, node_metrics) = client_routes(&cfg, &node, storage.state, log_syncs, memory);
+    let metrics_port = bind_metrics_port(&cfg).await?;
     // With TLS, the client port never serves Raft (a one-node cluster
     // without a peer port has no one to talk to).
     let peer = if ports.has_peer_port() {
@@ -127,12 +129,25 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         raft: node.raft.clone(),
         durability: node.durability.clone(),
     };
-    // Watches last: they are ended first, or the servers would wait for
+    // A leader hands leadership over first, while its ports still serve;
+    // watches last: they are ended first, or the servers would wait for
     // them to finish before stopping.
+    let handover = cfg.tuning.handover_on_stop.then(|| node.admin.clone());
     let shutdown = futures::FutureExt::shared(Box::pin(async move {
         shutdown.await;
+        if let Some(admin) = handover {
+            admin.hand_over().await;
+        }
         watched.close_watchers();
     }));
+    if let Some(listener) = metrics_port {
+        let stopping = shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(e) = metrics::serve(node_metrics, listener, stopping).await {
+                tracing::error!("--metrics-listen: {e}");
+            }
+        });
+    }
     let overdue = {
         let stopping = shutdown.clone();
         async move {
@@ -164,6 +179,18 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     Ok(())
 }
 
+/// The listener of `--metrics-listen`, bound before the node starts (so a
+/// taken port stops it at once, with the reason).
+async fn bind_metrics_port(cfg: &NodeConfig) -> anyhow::Result<Option<tokio::net::TcpListener>> {
+    let Some(addr) = cfg.metrics_listen else {
+        return Ok(None);
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listening on {addr} (--metrics-listen)"))?;
+    Ok(Some(listener))
+}
+
 /// The Raft gRPC service peers call (votes, snapshots, forwarded writes,
 /// read indexes, clock probes).
 fn raft_server(node: &RaftNode, snapshots: Arc<SnapshotDir>) -> ipb::raft_server::RaftServer<RaftService> {
@@ -173,15 +200,16 @@ fn raft_server(node: &RaftNode, snapshots: Arc<SnapshotDir>) -> ipb::raft_server
         .max_encoding_message_size(MAX_PEER_MESSAGE)
 }
 
-/// The services clients call: the API, admin, and the health endpoints
-/// (HTTP/1.1 too, for those).
+/// The services clients call: the API, admin, the health endpoints and
+/// `/metrics` (HTTP/1.1 too, for those), with every call counted; and the
+/// node's metrics.
 fn client_routes(
     cfg: &NodeConfig,
     node: &RaftNode,
     state: Arc<StateStore>,
     log_syncs: Arc<AtomicU64>,
     memory: MemoryProbe,
-) -> tonic::service::Routes {
+) -> (tonic::service::Routes, Metrics) {
     let api = Arc::new(Api {
         limits: cfg.limits(),
         state: state.clone(),
@@ -211,6 +239,7 @@ fn client_routes(
         log_syncs,
         memory,
     );
+    let services = client_services();
     let mut routes = tonic::service::RoutesBuilder::default();
     routes
         .add_service(
@@ -238,10 +267,32 @@ fn client_routes(
         .add_service(pb::admin_server::AdminServer::new(admin))
         .add_service(pb::auth_server::AuthServer::new(AuthService::new(api.clone())));
     let mut routes = routes.routes();
+    let metrics = Metrics::new(crate::readings::gather(cfg, api.clone(), node.admin.clone()));
+    metrics.add_route(routes.axum_router_mut());
     crate::health::add_routes(routes.axum_router_mut(), api, cfg.id);
     let router = std::mem::take(routes.axum_router_mut());
-    *routes.axum_router_mut() = router.layer(axum::middleware::from_fn(crate::status::leader_header));
-    routes
+    *routes.axum_router_mut() = router
+        .layer(axum::middleware::from_fn(crate::status::leader_header))
+        .layer(axum::middleware::from_fn_with_state(services, metrics::count_calls));
+    (routes, metrics)
+}
+
+/// The gRPC services of the client port, by name (the labels of their
+/// calls' metrics).
+fn client_services() -> metrics::Services {
+    use tonic::server::NamedService;
+    std::sync::Arc::new(
+        [
+            pb::handles_server::HandlesServer::<HandlesService>::NAME,
+            pb::state_server::StateServer::<StateService>::NAME,
+            pb::writes_server::WritesServer::<WritesService>::NAME,
+            pb::watch_server::WatchServer::<WatchService>::NAME,
+            pb::admin_server::AdminServer::<AdminService>::NAME,
+            pb::auth_server::AuthServer::<AuthService>::NAME,
+            ipb::raft_server::RaftServer::<RaftService>::NAME,
+        ]
+        .into(),
+    )
 }
 
 /// How this node talks to its peers, for the log.

@@ -97,21 +97,31 @@ pub fn refused(r: &ipb::CommandResult) -> Status {
     reason.status_with(r.message.clone(), detail)
 }
 
+/// The table's reason for a refused write or read index (none: the
+/// leader's own status, passed on, named none).
+pub fn reason_of(e: &ProposeError) -> Option<Reason> {
+    Some(match e {
+        ProposeError::NotLeader(_) | ProposeError::NotConfirmed(_) => Reason::NotLeader,
+        ProposeError::NoQuorum(_) => Reason::NoQuorum,
+        ProposeError::Timeout(_) | ProposeError::TookTooLong(_) => Reason::Timeout,
+        ProposeError::LeaderUnreachable(..) => Reason::LeaderUnreachable,
+        ProposeError::Shutdown | ProposeError::Stopped(_) => Reason::Shutdown,
+        ProposeError::Clock(_) => Reason::ClockOffset,
+        ProposeError::Precondition(_) => Reason::Precondition,
+        ProposeError::Internal(_) => Reason::Internal,
+        ProposeError::Remote(s) => return Reason::of(s),
+    })
+}
+
 impl From<ProposeError> for Status {
     fn from(e: ProposeError) -> Status {
         let message = e.to_string();
-        match e {
-            ProposeError::NotLeader(hint) => unavailable(Reason::NotLeader, message, hint.as_ref()),
-            ProposeError::NotConfirmed(_) => Reason::NotLeader.status(message),
-            ProposeError::NoQuorum(_) => Reason::NoQuorum.status(message),
-            ProposeError::Timeout(_) | ProposeError::TookTooLong(_) => Reason::Timeout.status(message),
-            ProposeError::LeaderUnreachable(leader, _) => {
-                unavailable(Reason::LeaderUnreachable, message, Some(&leader))
-            }
-            ProposeError::Shutdown | ProposeError::Stopped(_) => Reason::Shutdown.status(message),
-            ProposeError::Clock(_) => Reason::ClockOffset.status(message),
-            ProposeError::Internal(_) => Reason::Internal.status(message),
-            ProposeError::Remote(s) => s,
+        match (reason_of(&e), e) {
+            (_, ProposeError::Remote(s)) => s,
+            (Some(reason), ProposeError::NotLeader(hint)) => unavailable(reason, message, hint.as_ref()),
+            (Some(reason), ProposeError::LeaderUnreachable(leader, _)) => unavailable(reason, message, Some(&leader)),
+            (Some(reason), _) => reason.status(message),
+            (None, _) => Reason::Internal.status(message),
         }
     }
 }

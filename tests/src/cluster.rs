@@ -87,6 +87,8 @@ pub struct TestNode {
     paused: bool,
     /// Extra environment for this node's process (failpoints).
     env: Vec<(String, String)>,
+    /// Its `--metrics-listen` address, if it has one.
+    pub metrics_addr: Option<String>,
 }
 
 impl TestNode {
@@ -113,6 +115,7 @@ impl TestNode {
             child: None,
             paused: false,
             env: Vec::new(),
+            metrics_addr: None,
         })
     }
 
@@ -156,6 +159,7 @@ pub struct TestClusterBuilder {
     tls: Option<crate::tls::TestTls>,
     secure: bool,
     absent: Vec<u64>,
+    metrics_ports: bool,
 }
 
 impl TestClusterBuilder {
@@ -174,6 +178,13 @@ impl TestClusterBuilder {
     pub fn secure(mut self, on: bool) -> Self {
         self.secure = on;
         self.peer_ports |= on;
+        self
+    }
+
+    /// Gives every node a `--metrics-listen` port of its own
+    /// ([`TestNode::metrics_addr`]; not with network namespaces).
+    pub fn metrics_ports(mut self, on: bool) -> Self {
+        self.metrics_ports = on;
         self
     }
 
@@ -258,6 +269,9 @@ impl TestClusterBuilder {
         for i in 0..self.size {
             let id = i as u64 + 1;
             let mut node = TestNode::new(&mut net, dir.path(), id, self.peer_ports)?;
+            if self.metrics_ports && net.is_none() {
+                node.metrics_addr = Some(format!("127.0.0.1:{}", free_port()));
+            }
             if self.tls.is_some() || self.secure {
                 node.scheme = "https";
             }
@@ -376,6 +390,7 @@ impl TestCluster {
             tls: None,
             secure: false,
             absent: Vec::new(),
+            metrics_ports: false,
         }
     }
 
@@ -427,6 +442,9 @@ impl TestCluster {
         };
         if let Some(tls) = &tls {
             port_args.extend(tls.node_args(id));
+        }
+        if let Some(metrics) = &node.metrics_addr {
+            port_args.extend(["--metrics-listen".to_string(), metrics.clone()]);
         }
         if netns {
             // Private addresses on a bridge of the test's own.

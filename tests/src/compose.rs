@@ -71,6 +71,20 @@ pub async fn build_image(tag: &str) -> Result<()> {
     Ok(())
 }
 
+/// The image of the `metrics` profile's Prometheus the tests build.
+pub const PROMETHEUS_IMAGE: &str = "handlestore-prometheus:test";
+
+/// Builds the `metrics` profile's Prometheus image
+/// (`deploy/build-prometheus-image.sh`, from Debian's binary).
+pub async fn build_prometheus_image() -> Result<()> {
+    let out = Command::new(crate::repo_root().join("deploy/build-prometheus-image.sh"))
+        .env("HANDLESTORE_PROMETHEUS_IMAGE", PROMETHEUS_IMAGE)
+        .output()
+        .await
+        .context("running deploy/build-prometheus-image.sh")?;
+    check("deploy/build-prometheus-image.sh", out).map(drop)
+}
+
 /// One compose project from `deploy/docker-compose.yml`.
 pub struct Compose {
     cmd: Vec<String>,
@@ -79,6 +93,8 @@ pub struct Compose {
     pub node_ports: [u16; 3],
     /// Host ports of cart1 and cart2.
     pub cart_ports: [u16; 2],
+    /// Host port of the `metrics` profile's Prometheus.
+    pub prometheus_port: u16,
     image: String,
     /// Copies of the CA and root's token from the `secrets` volume.
     secrets: tempfile::TempDir,
@@ -93,6 +109,7 @@ impl Compose {
             project,
             node_ports: [free_port(), free_port(), free_port()],
             cart_ports: [free_port(), free_port()],
+            prometheus_port: free_port(),
             image: image.to_string(),
             secrets: tempfile::tempdir()?,
         })
@@ -108,6 +125,8 @@ impl Compose {
             .arg("--file")
             .arg(crate::repo_root().join("deploy/docker-compose.yml"))
             .env("HANDLESTORE_IMAGE", &self.image)
+            .env("HANDLESTORE_PROMETHEUS_IMAGE", PROMETHEUS_IMAGE)
+            .env("PROMETHEUS_PORT", self.prometheus_port.to_string())
             .env("RUST_LOG", "info,openraft=warn");
         for (i, p) in self.node_ports.iter().enumerate() {
             c.env(format!("HANDLESTORE_PORT_{}", i + 1), p.to_string());
@@ -265,10 +284,11 @@ impl Compose {
 
 impl Drop for Compose {
     fn drop(&mut self) {
-        // Containers, network and volumes: leave nothing behind.
+        // Containers (the metrics profile's too), network and volumes:
+        // leave nothing behind.
         let _ = self
             .std_command()
-            .args(["down", "--volumes", "--timeout", "5"])
+            .args(["--profile", "metrics", "down", "--volumes", "--timeout", "5"])
             .output();
     }
 }

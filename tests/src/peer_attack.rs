@@ -85,6 +85,18 @@ pub async fn try_everything(who: &Identity<'_>, peer_addr: &str, from: u64) -> V
             served(raft.install_snapshot(futures::stream::iter([chunk])).await.map(drop)),
         ),
         (
+            "ElectNow",
+            served(
+                raft.elect_now(ipb::ElectNowRequest {
+                    leader_id: from,
+                    term: ATTACK_TERM,
+                    last_log_index: 0,
+                })
+                .await
+                .map(drop),
+            ),
+        ),
+        (
             "ClockProbe",
             served(
                 raft.clock_probe(ipb::ClockProbeRequest {

@@ -296,6 +296,31 @@ impl pb::admin_server::Admin for AdminService {
         self.change_ring(&creds, ns, r.write_id, op, "key retired").await
     }
 
+    async fn transfer_leader(
+        &self,
+        request: Request<pb::TransferLeaderRequest>,
+    ) -> Result<Response<pb::TransferLeaderResponse>, Status> {
+        self.authorize(&request, &Need::Root).await?;
+        let to = Some(request.into_inner().to).filter(|id| *id != 0);
+        self.require_leader()?;
+        let t = self
+            .raft
+            .transfer_leader(to, crate::raft::admin::TRANSFER_WITHIN)
+            .await
+            .map_err(Status::from)?;
+        tracing::info!(
+            to = t.to,
+            term = t.term,
+            took_ms = t.took.as_millis() as u64,
+            "handed leadership over"
+        );
+        Ok(Response::new(pb::TransferLeaderResponse {
+            leader_id: t.to,
+            term: t.term,
+            took_ms: t.took.as_millis() as u64,
+        }))
+    }
+
     async fn snapshot(&self, request: Request<pb::SnapshotRequest>) -> Result<Response<pb::SnapshotResponse>, Status> {
         self.authorize(&request, &Need::Root).await?;
         let (snapshot_index, purged_index) = self.raft.snapshot(self.api.state.applied_index()).await?;

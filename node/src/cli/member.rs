@@ -1,4 +1,5 @@
-//! `handlestore member`: list, add (as learner), promote, remove.
+//! `handlestore member`: list, add (as learner), promote, remove, and
+//! hand leadership to another voter.
 
 use std::collections::BTreeSet;
 
@@ -26,6 +27,9 @@ pub enum MemberCmd {
     Promote { id: u64 },
     /// Remove a node from the cluster.
     Remove { id: u64 },
+    /// Hand leadership to another voter (before maintenance on the
+    /// leader): ID, or the voter with the most of the log.
+    TransferLeader { id: Option<u64> },
 }
 
 /// The status of the first node that answers, and a channel to the leader.
@@ -76,6 +80,14 @@ pub async fn run(conn: &Conn, cmd: MemberCmd) -> Result<(), CliError> {
             print_members(&status.members);
             return Ok(());
         }
+        MemberCmd::TransferLeader { id } => {
+            let from = if status.leader_id != 0 {
+                status.leader_id
+            } else {
+                status.node_id
+            };
+            return transfer_leader(&mut admin, from, id).await;
+        }
         MemberCmd::Add { id, addr, no_wait } => {
             let member = crate::config::parse_member(&addr).map_err(|e| CliError::new(2, e))?;
             admin
@@ -115,5 +127,18 @@ pub async fn run(conn: &Conn, cmd: MemberCmd) -> Result<(), CliError> {
         .map_err(|s| CliError::new(2, s.message().to_string()))?
         .into_inner();
     print_members(&resp.members);
+    Ok(())
+}
+
+async fn transfer_leader(admin: &mut AdminClient<Channel>, from: u64, to: Option<u64>) -> Result<(), CliError> {
+    let t = admin
+        .transfer_leader(pb::TransferLeaderRequest { to: to.unwrap_or(0) })
+        .await
+        .map_err(|s| CliError::new(2, s.message().to_string()))?
+        .into_inner();
+    println!(
+        "node {} leads now (term {}), was node {from}; the election took {} ms",
+        t.leader_id, t.term, t.took_ms
+    );
     Ok(())
 }

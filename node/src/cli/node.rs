@@ -27,6 +27,11 @@ pub struct NodeArgs {
     /// --initial-cluster entry's peer address, else --peer-listen.
     #[arg(long)]
     pub peer_advertise: Option<String>,
+    /// A plain-HTTP listener of its own serving only `/metrics` (for a
+    /// Prometheus that should not reach the client port); the client port
+    /// serves `/metrics` too.
+    #[arg(long)]
+    pub metrics_listen: Option<SocketAddr>,
     /// Data directory (RocksDB and snapshots).
     #[arg(long)]
     pub data: PathBuf,
@@ -122,6 +127,7 @@ impl NodeArgs {
             .or_else(|| listed.as_ref().map(|m| m.addr.clone()))
             .unwrap_or_else(|| self.listen.to_string());
         cfg.peer_listen = self.peer_listen;
+        cfg.metrics_listen = self.metrics_listen;
         cfg.peer_advertise = match self.peer_listen {
             None => String::new(),
             Some(peer_listen) => self

@@ -63,6 +63,8 @@ pub struct NodeConfig {
     pub peer_listen: Option<SocketAddr>,
     /// The address peers reach this node's peer port at.
     pub peer_advertise: String,
+    /// A listener of its own for `/metrics` (plain HTTP).
+    pub metrics_listen: Option<SocketAddr>,
     /// The data directory (`--data`).
     pub data: PathBuf,
     pub initial_cluster: BTreeMap<u64, Member>,
@@ -146,6 +148,7 @@ impl NodeConfig {
             advertise: listen.to_string(),
             peer_listen: None,
             peer_advertise: String::new(),
+            metrics_listen: None,
             data,
             initial_cluster: BTreeMap::new(),
             cluster_state: ClusterState::New,

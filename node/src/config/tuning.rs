@@ -33,6 +33,7 @@ pub mod defaults {
     /// 0: chosen from the cores (`cli::node::scheduler`).
     pub const WORKER_THREADS: u16 = 0;
     pub const MAX_CLOCK_OFFSET: Duration = Duration::from_millis(500);
+    pub const HANDOVER_ON_STOP: bool = true;
 }
 
 /// A duration as a flag's default shows it ("5s", "800ms").
@@ -114,6 +115,11 @@ pub struct Tuning {
     /// back within it. At least 10ms.
     #[arg(long, default_value = shown(defaults::MAX_CLOCK_OFFSET), value_parser = humantime::parse_duration)]
     pub max_clock_offset: Duration,
+    /// A leader stopped with SIGTERM (or Ctrl-C) first hands leadership to
+    /// the most caught-up voter (up to 3s), so writes wait a round trip
+    /// instead of an election timeout. false: it stops at once.
+    #[arg(long, default_value_t = defaults::HANDOVER_ON_STOP, action = clap::ArgAction::Set)]
+    pub handover_on_stop: bool,
 }
 
 impl Default for Tuning {
@@ -138,6 +144,7 @@ impl Default for Tuning {
             malloc_trim_interval: d::MALLOC_TRIM_INTERVAL,
             worker_threads: d::WORKER_THREADS,
             max_clock_offset: d::MAX_CLOCK_OFFSET,
+            handover_on_stop: d::HANDOVER_ON_STOP,
         }
     }
 }

@@ -11,8 +11,11 @@ use openraft::ServerState;
 
 use crate::config::Member;
 
+use super::batch::WriteGate;
 use super::error::{ProposeError, raft_error};
+use super::network::Peers;
 use super::protocol::PeerProtocols;
+use super::transfer::{self, Transferred};
 use super::{NodeId, Raft};
 
 /// What Raft says of this node, for `Admin.Status`.
@@ -27,18 +30,81 @@ pub struct RaftStatus {
     pub purged_index: u64,
     /// Since the leader last heard from a quorum (leader only).
     pub millis_since_quorum_ack: Option<u64>,
+    /// The leader this node knows, if any.
+    pub leader: Option<NodeId>,
+    /// On the leader: each other member's last log index known to be on
+    /// its disk (0: none yet).
+    pub followers: Vec<(NodeId, u64)>,
 }
 
-/// Membership, snapshots and status over one node's Raft.
+/// Membership, snapshots, leadership and status over one node's Raft.
 #[derive(Clone)]
 pub struct RaftAdmin {
     raft: Raft,
     protocols: Arc<PeerProtocols>,
+    /// Channels to the other nodes, for leader transfer.
+    peers: Arc<Peers>,
+    /// Holds this node's writes back during a leader transfer.
+    writes: WriteGate,
+    /// The longest election timeout (a follower's lease).
+    election_max: Duration,
 }
 
+/// How long a leader stopping on SIGTERM tries to hand leadership over
+/// before it stops anyway.
+pub const HANDOVER_WITHIN: Duration = Duration::from_secs(3);
+
+/// How long `member transfer-leader` may take.
+pub const TRANSFER_WITHIN: Duration = Duration::from_secs(10);
+
 impl RaftAdmin {
-    pub fn new(raft: Raft, protocols: Arc<PeerProtocols>) -> Self {
-        Self { raft, protocols }
+    pub fn new(
+        raft: Raft,
+        protocols: Arc<PeerProtocols>,
+        peers: Arc<Peers>,
+        writes: WriteGate,
+        election_max: Duration,
+    ) -> Self {
+        Self {
+            raft,
+            protocols,
+            peers,
+            writes,
+            election_max,
+        }
+    }
+
+    /// Hands leadership to `to` (None: the most caught-up voter); this
+    /// node must lead.
+    pub async fn transfer_leader(&self, to: Option<NodeId>, within: Duration) -> Result<Transferred, ProposeError> {
+        let cluster = transfer::Cluster {
+            raft: &self.raft,
+            peers: &self.peers,
+            writes: &self.writes,
+            election_max: self.election_max,
+        };
+        transfer::transfer(&cluster, to, within).await
+    }
+
+    /// If this node leads a cluster of more than one voter, hands
+    /// leadership over before it stops (SIGTERM), so writes wait one round
+    /// trip instead of an election timeout; logs how it went.
+    pub async fn hand_over(&self) {
+        let m = self.raft.metrics().borrow().clone();
+        if m.state != ServerState::Leader || m.membership_config.membership().voter_ids().count() < 2 {
+            return;
+        }
+        match self.transfer_leader(None, HANDOVER_WITHIN).await {
+            Ok(t) => tracing::info!(
+                to = t.to,
+                term = t.term,
+                took_ms = t.took.as_millis() as u64,
+                "stopping: handed leadership over"
+            ),
+            Err(e) => tracing::warn!(
+                "stopping: could not hand leadership over ({e}); the others elect a leader after an election timeout"
+            ),
+        }
     }
 
     /// What each peer speaks, and why this node cannot talk to one.
@@ -86,6 +152,14 @@ impl RaftAdmin {
             } else {
                 None
             },
+            leader: m.current_leader,
+            followers: m
+                .replication
+                .iter()
+                .flatten()
+                .filter(|(id, _)| **id != m.id)
+                .map(|(id, matched)| (*id, matched.map(|l| l.index).unwrap_or(0)))
+                .collect(),
         }
     }
 

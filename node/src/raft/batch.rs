@@ -29,19 +29,50 @@ pub(super) struct Pending {
     pub done: oneshot::Sender<Result<ipb::CommandResult, ProposeError>>,
 }
 
-/// How large an entry grows, and how many are in flight.
+/// How large an entry grows, and how long it may take to commit.
 #[derive(Debug, Clone)]
 pub(super) struct BatchLimits {
     pub max_commands: usize,
     pub max_bytes: usize,
-    pub max_in_flight: usize,
     /// A proposal not committed within this fails its commands.
     pub timeout: Duration,
 }
 
-/// Forms entries from the queue until it closes.
-pub(super) async fn run(raft: Raft, mut rx: mpsc::Receiver<Pending>, clock: Arc<Clock>, limits: BatchLimits) {
-    let permits = Arc::new(Semaphore::new(limits.max_in_flight.max(1)));
+/// The slots for entries in flight, which a leader transfer takes all of
+/// to hold writes back: with every slot taken, no entry is in flight and
+/// none is proposed until they are given back, so the leader's log stops
+/// growing while the next leader catches up with it.
+#[derive(Clone)]
+pub struct WriteGate {
+    permits: Arc<Semaphore>,
+    slots: u32,
+}
+
+impl WriteGate {
+    pub(super) fn new(slots: usize) -> Self {
+        let slots = slots.max(1);
+        Self {
+            permits: Arc::new(Semaphore::new(slots)),
+            slots: slots as u32,
+        }
+    }
+
+    /// Waits until every entry in flight is answered, then holds writes
+    /// back until the permit is dropped (None: the proposer stopped).
+    pub async fn hold(&self) -> Option<OwnedSemaphorePermit> {
+        self.permits.clone().acquire_many_owned(self.slots).await.ok()
+    }
+}
+
+/// Forms entries from the queue until it closes, one per slot of `gate`.
+pub(super) async fn run(
+    raft: Raft,
+    mut rx: mpsc::Receiver<Pending>,
+    clock: Arc<Clock>,
+    limits: BatchLimits,
+    gate: WriteGate,
+) {
+    let permits = gate.permits;
     let mut deferred: VecDeque<Pending> = VecDeque::new();
     loop {
         let first = match deferred.pop_front() {
@@ -218,7 +249,6 @@ mod tests {
         BatchLimits {
             max_commands,
             max_bytes: 1 << 20,
-            max_in_flight: 1,
             timeout: Duration::from_secs(1),
         }
     }

@@ -81,7 +81,7 @@ pub async fn start(
     // Client traffic to the leader (forwarded writes, read indexes) goes on
     // channels of its own, apart from replication's.
     let forward_peers = Arc::new(Peers::new(peer_tls));
-    let proposer = Proposer::start(cfg.id, raft.clone(), forward_peers, clock, proposer_config(cfg));
+    let proposer = Proposer::start(cfg.id, raft.clone(), forward_peers.clone(), clock, proposer_config(cfg));
     sweeper::spawn(
         state,
         proposer.clone(),
@@ -91,7 +91,13 @@ pub async fn start(
     spawn_leader_log(&raft);
     spawn_peer_gate(&raft, gate);
     Ok(RaftNode {
-        admin: RaftAdmin::new(raft.clone(), protocols.clone()),
+        admin: RaftAdmin::new(
+            raft.clone(),
+            protocols.clone(),
+            forward_peers,
+            proposer.write_gate(),
+            cfg.tuning.election_max(),
+        ),
         raft,
         proposer,
         durability,
@@ -267,7 +273,10 @@ fn spawn_leader_log(raft: &Raft) {
             };
             if leader != last_leader {
                 match leader {
-                    Some(l) => tracing::info!(leader = l, term, "leader changed"),
+                    Some(l) => {
+                        tracing::info!(leader = l, term, "leader changed");
+                        crate::metrics::recorders().leader_changes.inc();
+                    }
                     None => tracing::info!(term, "no leader"),
                 }
                 last_leader = leader;

@@ -37,6 +37,10 @@ pub enum ProposeError {
     /// This node (the leader) may not stamp time: its clock is off.
     #[error("{0}")]
     Clock(ClockError),
+    /// What the cluster's state does not allow now (no voter to hand
+    /// leadership to, say).
+    #[error("{0}")]
+    Precondition(String),
     /// A bug: what should not happen did.
     #[error("{0}")]
     Internal(String),

@@ -298,6 +298,9 @@ fn sync_loop(
         let seq = rx.try_iter().fold(first, u64::max);
         let started = std::time::Instant::now();
         let flushed = db.flush_wal(true);
+        crate::metrics::recorders()
+            .log_fsync_seconds
+            .observe(started.elapsed().as_secs_f64());
         super::warn_if_slow("syncing the Raft log", started, format_args!("WAL write and fdatasync"));
         if let Err(e) = flushed {
             // openraft was told these entries were flushed, and whether the

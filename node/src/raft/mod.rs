@@ -26,6 +26,7 @@ pub mod read_index;
 pub mod service;
 pub mod state_machine;
 pub mod sweeper;
+pub mod transfer;
 
 use std::time::{Duration, Instant};
 

@@ -114,6 +114,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerConnection;
 
     async fn new_client(&mut self, target: NodeId, node: &Member) -> Self::Network {
+        crate::metrics::recorders().peer_known(target);
         PeerConnection {
             target,
             addr: node.peer().to_string(),
@@ -145,6 +146,7 @@ pub struct PeerConnection {
 /// write for about 600 ms whenever a disk hiccup made both followers' syncs
 /// outlast one heartbeat.
 fn classify(target: NodeId, code: tonic::Code, message: &str) -> (bool, io::Error) {
+    crate::metrics::recorders().peer_failed(target);
     let unreachable = matches!(code, tonic::Code::Unavailable | tonic::Code::Unknown);
     (
         unreachable,
@@ -256,6 +258,7 @@ impl PeerConnection {
 
     /// A failed Raft wire call, classified as a gRPC one would be.
     fn wire_error(&self, e: CallError) -> RPCError<NodeId, Member, RaftError<NodeId>> {
+        crate::metrics::recorders().peer_failed(self.target);
         match e {
             CallError::Io(e) => RPCError::Unreachable(Unreachable::new(&self.failed(e))),
             CallError::Refused(Refusal::Unavailable(m)) => RPCError::Unreachable(Unreachable::new(&self.failed(m))),
@@ -369,6 +372,23 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         snapshot: Snapshot<TypeConfig>,
         cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
         _option: RPCOption,
+    ) -> Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, openraft::error::Fatal<NodeId>>> {
+        let started = std::time::Instant::now();
+        let sent = self.send_snapshot(vote, snapshot, cancel).await;
+        let r = crate::metrics::recorders();
+        crate::metrics::Recorders::observe(&r.snapshot_send_seconds, started, sent.is_ok());
+        sent
+    }
+}
+
+impl PeerConnection {
+    /// Streams `snapshot` to the peer, until `cancel` (replication to it
+    /// ended).
+    async fn send_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: Snapshot<TypeConfig>,
+        cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
     ) -> Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, openraft::error::Fatal<NodeId>>> {
         let target = self.target;
         let mut client = self

@@ -14,12 +14,13 @@ use openraft::{RaftMetrics, ServerState};
 use tokio::sync::{mpsc, oneshot, watch};
 use tonic::Code;
 
-use super::batch::{self, BatchLimits, Pending};
+use super::batch::{self, BatchLimits, Pending, WriteGate};
 use super::error::ProposeError;
 use super::network::Peers;
 use super::read_index::{self, ReadIndex, ReadPoint};
 use super::{NodeId, Raft};
 use crate::clock::Clock;
+use crate::metrics;
 use crate::status::{self, LeaderHint};
 
 #[derive(Debug, Clone)]
@@ -47,6 +48,8 @@ pub struct Proposer {
     cfg: ProposerConfig,
     /// Writes this node forwarded to the leader and got an answer for.
     forwarded: AtomicU64,
+    /// The slots of entries in flight (held by a leader transfer).
+    gate: WriteGate,
 }
 
 /// This node's view of leadership, read from the metrics without holding the
@@ -88,10 +91,10 @@ impl Proposer {
         let limits = BatchLimits {
             max_commands: cfg.max_batch_commands,
             max_bytes: cfg.max_batch_bytes,
-            max_in_flight: cfg.max_in_flight,
             timeout: cfg.write_timeout,
         };
-        tokio::spawn(batch::run(raft.clone(), rx, clock.clone(), limits));
+        let gate = WriteGate::new(cfg.max_in_flight);
+        tokio::spawn(batch::run(raft.clone(), rx, clock.clone(), limits, gate.clone()));
         let read_index = ReadIndex::start(raft, cfg.read_timeout, clock.clone());
         Arc::new(Self {
             id,
@@ -102,6 +105,7 @@ impl Proposer {
             clock,
             cfg,
             forwarded: AtomicU64::new(0),
+            gate,
         })
     }
 
@@ -169,12 +173,31 @@ impl Proposer {
         }
     }
 
-    /// Proposes on this node, which must be the leader.
+    /// Proposes on this node, which must be the leader; counted in the
+    /// proposal metrics.
     pub async fn propose_local(
         &self,
         cmd: ipb::Command,
         keys: Vec<Vec<u8>>,
     ) -> Result<ipb::CommandResult, ProposeError> {
+        let _in_flight = InFlight::counted();
+        let res = self.propose_here(cmd, keys).await;
+        let r = metrics::recorders();
+        match &res {
+            Ok(_) => {
+                r.proposals_committed.inc();
+            }
+            Err(e) => {
+                let reason = status::reason_of(e).map_or("remote", |r| r.name());
+                r.proposals_failed
+                    .get_or_create(&metrics::FailedBecause { reason: reason.into() })
+                    .inc();
+            }
+        }
+        res
+    }
+
+    async fn propose_here(&self, cmd: ipb::Command, keys: Vec<Vec<u8>>) -> Result<ipb::CommandResult, ProposeError> {
         let view = self.leader_view();
         if !view.is_leader() {
             return Err(ProposeError::NotLeader(view.leader));
@@ -213,9 +236,19 @@ impl Proposer {
         }
         view.check_quorum(self.cfg.quorum_silence, "cannot serve a linearizable read")?;
         let timeout = self.cfg.read_timeout;
-        tokio::time::timeout(timeout, self.read_index.get())
+        let started = std::time::Instant::now();
+        let point = tokio::time::timeout(timeout, self.read_index.get())
             .await
-            .map_err(|_| read_index::timed_out(timeout))?
+            .map_err(|_| read_index::timed_out(timeout))
+            .and_then(|answer| answer);
+        let r = metrics::recorders();
+        match &point {
+            Ok(_) => r.read_index_seconds.observe(started.elapsed().as_secs_f64()),
+            Err(_) => {
+                r.read_index_failures.inc();
+            }
+        }
+        point
     }
 
     /// This node's clock, as far as it is trusted.
@@ -223,8 +256,30 @@ impl Proposer {
         &self.clock
     }
 
+    /// The slots of this node's entries in flight, to hold writes back.
+    pub fn write_gate(&self) -> WriteGate {
+        self.gate.clone()
+    }
+
     /// Writes this node has forwarded to the leader since it started.
     pub fn forwarded_writes(&self) -> u64 {
         self.forwarded.load(Ordering::Relaxed)
+    }
+}
+
+/// A proposal in flight, counted in `proposals_pending` until it is
+/// answered or its caller gives up (the future dropped).
+struct InFlight;
+
+impl InFlight {
+    fn counted() -> Self {
+        metrics::recorders().proposals_pending.inc();
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        metrics::recorders().proposals_pending.dec();
     }
 }

@@ -50,6 +50,54 @@ impl RaftService {
         let m = metrics.borrow();
         m.membership_config.membership().nodes().next().is_some()
     }
+
+    /// Receives a snapshot streamed by the leader into a file, and installs
+    /// it.
+    async fn receive_snapshot(
+        &self,
+        request: Request<Streaming<ipb::SnapshotChunk>>,
+    ) -> Result<Response<ipb::InstallSnapshotResponse>, Status> {
+        let mut stream = request.into_inner();
+        let first = stream
+            .next()
+            .await
+            .ok_or_else(|| status::invalid("empty snapshot stream"))??;
+        let vote = codec::vote_from_pb(first.vote.as_ref()).map_err(malformed)?;
+        let meta_pb = first
+            .meta
+            .ok_or_else(|| status::invalid("first snapshot chunk lacks meta"))?;
+        let meta = codec::snapshot_meta_from_pb(&meta_pb).map_err(malformed)?;
+        let path = self.snapshots.incoming_path(&meta.snapshot_id);
+        let received = async {
+            let mut file = tokio::fs::File::create(&path).await?;
+            file.write_all(&first.data).await?;
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(std::io::Error::other)?;
+                file.write_all(&chunk.data).await?;
+            }
+            file.sync_all().await?;
+            Ok::<(), std::io::Error>(())
+        }
+        .await;
+        if let Err(e) = received {
+            let _ = tokio::fs::remove_file(&path).await;
+            return Err(Reason::SnapshotStream.status(format!("receiving snapshot: {e}")));
+        }
+        let file = tokio::fs::File::open(&path)
+            .await
+            .map_err(|e| status::internal(format!("reopening snapshot: {e}")))?;
+        let snapshot = Snapshot::<TypeConfig> {
+            meta,
+            snapshot: Box::new(file),
+        };
+        let resp = self.raft.install_full_snapshot(vote, snapshot).await.map_err(fatal);
+        // Installed snapshots were renamed into place; anything left over
+        // (a stale or refused snapshot) is removed.
+        let _ = tokio::fs::remove_file(&path).await;
+        Ok(Response::new(ipb::InstallSnapshotResponse {
+            vote: Some(codec::vote_to_pb(&resp?.vote)),
+        }))
+    }
 }
 
 /// Takes one AppendEntries from the leader, over gRPC.
@@ -113,46 +161,27 @@ impl ipb::raft_server::Raft for RaftService {
         &self,
         request: Request<Streaming<ipb::SnapshotChunk>>,
     ) -> Result<Response<ipb::InstallSnapshotResponse>, Status> {
-        let mut stream = request.into_inner();
-        let first = stream
-            .next()
+        let started = std::time::Instant::now();
+        let installed = self.receive_snapshot(request).await;
+        let r = crate::metrics::recorders();
+        crate::metrics::Recorders::observe(&r.snapshot_receive_seconds, started, installed.is_ok());
+        installed
+    }
+
+    async fn elect_now(
+        &self,
+        request: Request<ipb::ElectNowRequest>,
+    ) -> Result<Response<ipb::ElectNowResponse>, Status> {
+        let req = request.into_inner();
+        tracing::info!(
+            leader = req.leader_id,
+            term = req.term,
+            "asked to take over leadership: campaigning"
+        );
+        super::transfer::elect_now(&self.raft, &req)
             .await
-            .ok_or_else(|| status::invalid("empty snapshot stream"))??;
-        let vote = codec::vote_from_pb(first.vote.as_ref()).map_err(malformed)?;
-        let meta_pb = first
-            .meta
-            .ok_or_else(|| status::invalid("first snapshot chunk lacks meta"))?;
-        let meta = codec::snapshot_meta_from_pb(&meta_pb).map_err(malformed)?;
-        let path = self.snapshots.incoming_path(&meta.snapshot_id);
-        let received = async {
-            let mut file = tokio::fs::File::create(&path).await?;
-            file.write_all(&first.data).await?;
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(std::io::Error::other)?;
-                file.write_all(&chunk.data).await?;
-            }
-            file.sync_all().await?;
-            Ok::<(), std::io::Error>(())
-        }
-        .await;
-        if let Err(e) = received {
-            let _ = tokio::fs::remove_file(&path).await;
-            return Err(Reason::SnapshotStream.status(format!("receiving snapshot: {e}")));
-        }
-        let file = tokio::fs::File::open(&path)
-            .await
-            .map_err(|e| status::internal(format!("reopening snapshot: {e}")))?;
-        let snapshot = Snapshot::<TypeConfig> {
-            meta,
-            snapshot: Box::new(file),
-        };
-        let resp = self.raft.install_full_snapshot(vote, snapshot).await.map_err(fatal);
-        // Installed snapshots were renamed into place; anything left over
-        // (a stale or refused snapshot) is removed.
-        let _ = tokio::fs::remove_file(&path).await;
-        Ok(Response::new(ipb::InstallSnapshotResponse {
-            vote: Some(codec::vote_to_pb(&resp?.vote)),
-        }))
+            .map_err(|m| Reason::Precondition.status(m))?;
+        Ok(Response::new(ipb::ElectNowResponse {}))
     }
 
     async fn forward(&self, request: Request<ipb::ForwardRequest>) -> Result<Response<ipb::ForwardResponse>, Status> {

@@ -17,6 +17,7 @@ use super::codec::{
 };
 use super::durability::Durability;
 use super::{Entry, LogId, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
+use crate::metrics::Recorders;
 use crate::state::snapshot::{self, SnapshotDir};
 use crate::state::{ApplyBatch, ApplyEntry, StateStore};
 
@@ -108,7 +109,11 @@ async fn open_snapshot(
 impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
         let (state, snapshots) = (self.state.clone(), self.snapshots.clone());
-        let meta = blocking(move || snapshots.build(&state)).await?.map_err(snap_err)?;
+        let started = std::time::Instant::now();
+        let built = blocking(move || snapshots.build(&state)).await;
+        let r = crate::metrics::recorders();
+        Recorders::observe(&r.snapshot_build_seconds, started, matches!(built, Ok(Ok(_))));
+        let meta = built?.map_err(snap_err)?;
         tracing::info!(snapshot_id = %meta.snapshot_id, "built snapshot");
         open_snapshot(self.snapshots.current_path(), &meta).await
     }
@@ -176,6 +181,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         } else {
             blocking(move || state.apply(batch)).await
         };
+        crate::metrics::recorders()
+            .apply_seconds
+            .observe(started.elapsed().as_secs_f64());
         super::warn_if_slow(
             "applying committed entries",
             started,

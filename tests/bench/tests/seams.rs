@@ -9,7 +9,7 @@ use serde_json::Value;
 fn the_seams_run_delivers_every_write_to_every_listener() {
     let bin = env!("CARGO_BIN_EXE_seams");
     let out = tempfile::tempdir().expect("tempdir");
-    let status = std::process::Command::new(&bin)
+    let status = std::process::Command::new(bin)
         .args(["--listeners", "1,3", "--writers", "2", "--duration", "500ms", "--out"])
         .arg(out.path())
         .status()

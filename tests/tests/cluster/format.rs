@@ -241,6 +241,9 @@ impl ipb::raft_server::Raft for OtherProtocol {
     async fn read_index(&self, _: tonic::Request<ipb::ReadIndexRequest>) -> Answer<ipb::ReadIndexResponse> {
         Err(tonic::Status::unimplemented("another protocol"))
     }
+    async fn elect_now(&self, _: tonic::Request<ipb::ElectNowRequest>) -> Answer<ipb::ElectNowResponse> {
+        Err(tonic::Status::unimplemented("another protocol"))
+    }
     async fn clock_probe(&self, _: tonic::Request<ipb::ClockProbeRequest>) -> Answer<ipb::ClockProbeResponse> {
         let wall_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -1,5 +1,6 @@
 //! Tier "cluster": a node's life in a cluster with real processes: crashes,
-//! founding, clocks, stored formats, snapshots, the peer port, slow disks.
+//! founding, clocks, stored formats, snapshots, the peer port, slow disks,
+//! metrics, leader transfer.
 //! `cargo test --release -p handlestore-tests --test cluster`; tests/README.md
 //! lists the tiers.
 
@@ -7,7 +8,9 @@ mod clock;
 mod failover;
 mod format;
 mod founding;
+mod metrics;
 mod peer_port;
 mod processes;
 mod slowsync;
 mod snapshot;
+mod transfer;

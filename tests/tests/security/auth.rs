@@ -91,6 +91,7 @@ enum Rpc {
     AddLearner,
     ChangeMembership,
     Snapshot,
+    TransferLeader,
     KeyringIds,
     KeyringSecrets,
     KeyringRotate,
@@ -103,7 +104,7 @@ enum Rpc {
     WatchStore,
 }
 
-const RPCS: [Rpc; 26] = [
+const RPCS: [Rpc; 27] = [
     Rpc::Mint,
     Rpc::Put,
     Rpc::Get,
@@ -120,6 +121,7 @@ const RPCS: [Rpc; 26] = [
     Rpc::AddLearner,
     Rpc::ChangeMembership,
     Rpc::Snapshot,
+    Rpc::TransferLeader,
     Rpc::KeyringIds,
     Rpc::KeyringSecrets,
     Rpc::KeyringRotate,
@@ -144,7 +146,9 @@ impl Rpc {
             Status => &["writer", "reader", "other", "codec", "nsadmin"],
             KeyringSecrets => &["codec", "nsadmin"],
             KeyringRotate | KeyringRetire => &["nsadmin"],
-            AddLearner | ChangeMembership | Snapshot | UserList | UserRemove | RoleAdd | RoleList => &[],
+            AddLearner | ChangeMembership | Snapshot | TransferLeader | UserList | UserRemove | RoleAdd | RoleList => {
+                &[]
+            }
         }
     }
 
@@ -330,6 +334,11 @@ impl Rpc {
                 .await
                 .map(drop),
             Rpc::Snapshot => c.snapshot(pb::SnapshotRequest {}).await.map(drop),
+            // To a node that is no voter: refused, leadership stays.
+            Rpc::TransferLeader => c
+                .transfer_leader(pb::TransferLeaderRequest { to: 99 })
+                .await
+                .map(drop),
             Rpc::KeyringIds | Rpc::KeyringSecrets => {
                 let include_secrets = matches!(self, Rpc::KeyringSecrets);
                 c.keyring_list(pb::KeyringListRequest {

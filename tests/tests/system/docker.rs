@@ -47,6 +47,7 @@ async fn scenario(c: &Compose) -> Result<()> {
     c.wait_healthy(&NODES, HEALTHY_WITHIN).await.context("after up")?;
     let creds = c.credentials().await.context("the CA and root's token")?;
     secured(c, &creds).await?;
+    metrics(c).await.context("the metrics profile")?;
 
     // A cart flow from the host, through both cart replicas.
     let front = RoundRobin::start(c.cart_urls()).await?;
@@ -105,6 +106,54 @@ async fn scenario(c: &Compose) -> Result<()> {
         bail!("root's token changed across down and up");
     }
     rolling_restart(c, &creds).await
+}
+
+/// The `metrics` profile: Prometheus scrapes the three nodes, sees one
+/// leader, and has loaded the alert rules; then it is removed again.
+async fn metrics(c: &Compose) -> Result<()> {
+    compose::build_prometheus_image().await?;
+    c.run(&["--profile", "metrics", "up", "--detach", "--no-build", "prometheus"])
+        .await?;
+    let api = format!("http://127.0.0.1:{}/api/v1", c.prometheus_port);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let leaders = prometheus_query(&api, "sum(handlestore_server_is_leader)").await;
+        let known = prometheus_query(&api, "count(handlestore_server_has_leader == 1)").await;
+        match (leaders, known) {
+            (Ok(1.0), Ok(3.0)) => break,
+            seen if tokio::time::Instant::now() > deadline => {
+                bail!("Prometheus did not see 3 nodes and one leader within 90 s: {seen:?}")
+            }
+            _ => tokio::time::sleep(Duration::from_secs(2)).await,
+        }
+    }
+    let rules = reqwest::get(format!("{api}/rules")).await?.text().await?;
+    if !rules.contains("HandlestoreNoLeader") {
+        bail!("Prometheus has not loaded deploy/prometheus/alerts.yml: {rules}");
+    }
+    c.run(&["--profile", "metrics", "rm", "--stop", "--force", "prometheus"])
+        .await
+        .map(drop)
+}
+
+/// One number from a Prometheus instant query.
+async fn prometheus_query(api: &str, query: &str) -> Result<f64> {
+    let encoded: String = query
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let text = reqwest::get(format!("{api}/query?query={encoded}"))
+        .await?
+        .text()
+        .await?;
+    let body: Value = serde_json::from_str(&text).with_context(|| format!("{query}: {text}"))?;
+    let value = body["data"]["result"][0]["value"][1]
+        .as_str()
+        .with_context(|| format!("{query}: {body}"))?;
+    Ok(value.parse()?)
 }
 
 /// Every node answers /healthz and /readyz over HTTPS with the cluster's

@@ -378,6 +378,9 @@ impl Watcher {
             .map(|e| self.event(e))
             .collect();
         self.position = through + 1;
+        crate::metrics::recorders()
+            .watch_events_sent
+            .inc_by(events.len() as u64);
         let batch = responses(events, through, PAGE_BYTES);
         if batch.is_empty() {
             return Ok(self.out.ended().is_none());

@@ -9,6 +9,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class TransferLeaderRequest(_message.Message):
+    __slots__ = ("to",)
+    TO_FIELD_NUMBER: _ClassVar[int]
+    to: int
+    def __init__(self, to: _Optional[int] = ...) -> None: ...
+
+class TransferLeaderResponse(_message.Message):
+    __slots__ = ("leader_id", "term", "took_ms")
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    TOOK_MS_FIELD_NUMBER: _ClassVar[int]
+    leader_id: int
+    term: int
+    took_ms: int
+    def __init__(self, leader_id: _Optional[int] = ..., term: _Optional[int] = ..., took_ms: _Optional[int] = ...) -> None: ...
+
 class RingKey(_message.Message):
     __slots__ = ("id", "state", "created_ms", "secret")
     ID_FIELD_NUMBER: _ClassVar[int]

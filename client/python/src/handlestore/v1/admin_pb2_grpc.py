@@ -71,6 +71,11 @@ class AdminStub:
                 request_serializer=handlestore_dot_v1_dot_admin__pb2.KeyringRetireRequest.SerializeToString,
                 response_deserializer=handlestore_dot_v1_dot_admin__pb2.KeyringResponse.FromString,
                 _registered_method=True)
+        self.TransferLeader = channel.unary_unary(
+                '/handlestore.v1.Admin/TransferLeader',
+                request_serializer=handlestore_dot_v1_dot_admin__pb2.TransferLeaderRequest.SerializeToString,
+                response_deserializer=handlestore_dot_v1_dot_admin__pb2.TransferLeaderResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -124,6 +129,14 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TransferLeader(self, request, context):
+        """Hands leadership to another voter (on the leader; root only): the
+        chosen one, or the most caught-up. Answers once it leads.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -161,6 +174,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.KeyringRetire,
                     request_deserializer=handlestore_dot_v1_dot_admin__pb2.KeyringRetireRequest.FromString,
                     response_serializer=handlestore_dot_v1_dot_admin__pb2.KeyringResponse.SerializeToString,
+            ),
+            'TransferLeader': grpc.unary_unary_rpc_method_handler(
+                    servicer.TransferLeader,
+                    request_deserializer=handlestore_dot_v1_dot_admin__pb2.TransferLeaderRequest.FromString,
+                    response_serializer=handlestore_dot_v1_dot_admin__pb2.TransferLeaderResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -353,6 +371,33 @@ class Admin:
             '/handlestore.v1.Admin/KeyringRetire',
             handlestore_dot_v1_dot_admin__pb2.KeyringRetireRequest.SerializeToString,
             handlestore_dot_v1_dot_admin__pb2.KeyringResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TransferLeader(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handlestore.v1.Admin/TransferLeader',
+            handlestore_dot_v1_dot_admin__pb2.TransferLeaderRequest.SerializeToString,
+            handlestore_dot_v1_dot_admin__pb2.TransferLeaderResponse.FromString,
             options,
             channel_credentials,
             insecure,
