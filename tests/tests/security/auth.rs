@@ -335,10 +335,7 @@ impl Rpc {
                 .map(drop),
             Rpc::Snapshot => c.snapshot(pb::SnapshotRequest {}).await.map(drop),
             // To a node that is no voter: refused, leadership stays.
-            Rpc::TransferLeader => c
-                .transfer_leader(pb::TransferLeaderRequest { to: 99 })
-                .await
-                .map(drop),
+            Rpc::TransferLeader => c.transfer_leader(pb::TransferLeaderRequest { to: 99 }).await.map(drop),
             Rpc::KeyringIds | Rpc::KeyringSecrets => {
                 let include_secrets = matches!(self, Rpc::KeyringSecrets);
                 c.keyring_list(pb::KeyringListRequest {
