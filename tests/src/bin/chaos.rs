@@ -1,7 +1,7 @@
 //! Long chaos runs (soak testing):
 //!
 //! ```sh
-//! cargo run --release -p handlestore-tests --bin chaos -- --duration 30m --seed 7 [--nodes 5] [--faults kill_quorum,pause_leader] [--report report.json]
+//! target/release/chaos --duration 30m --seed 7 [--nodes 5] [--faults kill_quorum,pause_leader] [--report report.json]
 //! ```
 //!
 //! Prints the report; exits 1 if any check failed (with the seed and the

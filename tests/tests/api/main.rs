@@ -1,5 +1,5 @@
 //! Tier "api": the store's API on real three-node clusters (one test binary,
-//! a module per area). `cargo test --release -p handlestore-tests --test api`;
+//! a module per area). `tests/tier.sh api`;
 //! tests/README.md lists the tiers.
 
 mod bad_input;

@@ -1,7 +1,7 @@
 //! Tier "cluster": a node's life in a cluster with real processes: crashes,
 //! founding, clocks, stored formats, snapshots, the peer port, slow disks,
 //! metrics, leader transfer.
-//! `cargo test --release -p handlestore-tests --test cluster`; tests/README.md
+//! `tests/tier.sh cluster`; tests/README.md
 //! lists the tiers.
 
 mod clock;

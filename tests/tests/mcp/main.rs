@@ -1,6 +1,5 @@
 //! Tier "mcp": the MCP servers (cart_server, `handlestore mcp`) with real MCP
-//! clients over real clusters. `cargo test --release -p handlestore-tests
-//! --test mcp`; tests/README.md lists the tiers.
+//! clients over real clusters. `tests/tier.sh mcp`; tests/README.md lists the tiers.
 
 mod cart;
 mod listen;

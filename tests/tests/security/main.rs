@@ -1,5 +1,5 @@
 //! Tier "security": TLS and authentication on real nodes.
-//! `cargo test --release -p handlestore-tests --test security`;
+//! `tests/tier.sh security`;
 //! tests/README.md lists the tiers.
 
 mod auth;

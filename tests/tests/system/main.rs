@@ -1,7 +1,6 @@
 //! Tier "system": the chaos suite's short runs and the Docker Compose
 //! cluster, each sized for the whole machine. Built only with the `system`
-//! feature: `cargo test --release -p handlestore-tests --features system
-//! --test system`; tests/README.md lists the tiers.
+//! feature: `tests/tier.sh system`; tests/README.md lists the tiers.
 
 mod chaos;
 mod docker;

@@ -1,7 +1,7 @@
 //! The benchmark harness: handlestore beside etcd, Redis and one fdatasync,
 //! in one run on this machine.
 //!
-//! cargo run --release -p handlestore-bench --bin bench -- \
+//! target/release/bench \
 //!     [--systems fsync,handlestore,etcd,redis,redis-fsync,cart-memory] [--concurrency 1,16,64,256] \
 //!     [--ops mint,put,...] [--duration 10s | --count 100000] [--rounds 3] [--out target/bench]
 //!

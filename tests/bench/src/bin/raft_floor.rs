@@ -1,7 +1,7 @@
 //! The floor of openraft itself: what one client's write costs in openraft
 //! 0.9 alone, with nothing of handlestore's around it.
 //!
-//! cargo run --release -p handlestore-bench --bin raft_floor -- \
+//! target/release/raft_floor \
 //!     [--writes 3000] [--dir /path/on/the/disk] [--out target/raft-floor]
 //!
 //! Three openraft nodes in one process, each on its own thread with a

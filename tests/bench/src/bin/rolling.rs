@@ -4,7 +4,7 @@
 //! handing leadership over as they stop (the default) and once without
 //! (`--handover-on-stop false`), alternated over `--rounds`.
 //!
-//! cargo run --release -p handlestore-bench --bin rolling -- [--rounds 3] [--writers 4] [--out target/rolling]
+//! target/release/rolling [--rounds 3] [--writers 4] [--out target/rolling]
 //!
 //! Reports, per run, the longest gap between two acknowledged writes (the
 //! unavailability a client sees), the writes acknowledged, and the gap

@@ -1,6 +1,6 @@
 //! The scale run: a 3-node cluster holding a million live handles.
 //!
-//! cargo run --release -p handlestore-bench --bin scale -- \
+//! target/release/scale \
 //!     [--handles 1000000] [--concurrency 256] [--out target/scale]
 //!
 //! Mints `--handles` handles (256-byte values, 24-hour TTL) and samples each

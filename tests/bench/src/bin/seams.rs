@@ -1,7 +1,7 @@
 //! The MCP seams run: watch fan-out, and the session and event store
 //! operations, handlestore beside Redis doing the same job, in one run.
 //!
-//! cargo run --release -p handlestore-bench --bin seams -- \
+//! target/release/seams \
 //!     [--listeners 1,16,64] [--writers 16] [--duration 10s] [--out target/seams]
 //!
 //! Fan-out: one stream of writes heard by each number of listeners.

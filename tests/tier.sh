@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs one tier of tests (tests/README.md), built exactly as ./tests/run.sh
+# builds everything, so that switching between the two compiles nothing:
+#
+#   tests/tier.sh unit|api|cluster|security|mcp|docs|system|bench|python [FILTER] [-- LIBTEST ARGS]
+#   tests/tier.sh cluster transfer::          # one area of a tier
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tier="${1:?usage: tests/tier.sh unit|api|cluster|security|mcp|docs|system|bench|python [FILTER]}"
+shift
+./tests/ensure-test-deps.sh
+HANDLESTORE_TEST_PYTHON="$(./tests/ensure-python-env.sh)"
+export HANDLESTORE_TEST_PYTHON
+./deploy/build.sh
+run() { cargo test --release --workspace --features handlestore-tests/system "$@"; }
+case "$tier" in
+  unit) run --lib --test request_state "$@" ;;
+  api | cluster | security | mcp | system) run --test "$tier" "$@" ;;
+  docs) run --test doc_refs "$@" ;;
+  bench) run --test harness --test seams --test raft_floor "$@" ;;
+  python)
+    if [ -z "$HANDLESTORE_TEST_PYTHON" ]; then
+      echo "SKIPPED: the Python client's tests: no Python virtual environment" && exit 0
+    fi
+    HANDLESTORE_BIN="${CARGO_TARGET_DIR:-target}/release/handlestore" PYTHONPATH="$PWD/client/python/src" \
+      "$HANDLESTORE_TEST_PYTHON" -m pytest -q -p no:cacheprovider client/python/tests "$@"
+    ;;
+  *)
+    echo "unknown tier: $tier (unit, api, cluster, security, mcp, docs, system, bench, python)" >&2
+    exit 2
+    ;;
+esac
