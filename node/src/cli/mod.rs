@@ -24,10 +24,13 @@ use clap::{Parser, Subcommand};
 /// (https once a CA is given or found, else http).
 pub const DEFAULT_ENDPOINTS: &str = "127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403";
 
+/// `handlestore --version`: the release and the commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("HANDLESTORE_COMMIT"), ")");
+
 #[derive(Parser, Debug)]
 #[command(
     name = "handlestore",
-    version,
+    version = VERSION,
     about = "Raft-replicated store for the state of stateless MCP servers"
 )]
 pub struct Cli {

@@ -103,6 +103,7 @@ struct Certificate {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Build {
     server_version: String,
+    commit: String,
     server_id: String,
 }
 
@@ -144,6 +145,7 @@ impl Collector for Scrape {
             [(
                 Build {
                     server_version: env!("CARGO_PKG_VERSION").into(),
+                    commit: env!("HANDLESTORE_COMMIT").into(),
                     server_id: r.node_id.to_string(),
                 },
                 1.0,
