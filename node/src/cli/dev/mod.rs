@@ -105,6 +105,8 @@ impl Layout {
     /// Node `i`'s flags beyond id, data and cluster.
     fn node_args(&self, i: usize) -> Vec<String> {
         let mut a = vec!["--listen".to_string(), format!("{}:{}", self.host, self.ports[i])];
+        // The three stop together: a leader has no one to hand over to.
+        a.extend(["--handover-on-stop".into(), "false".into()]);
         if let (Some(pp), Some(certs)) = (&self.peer_ports, &self.certs) {
             let file = |f: String| certs.join(f).display().to_string();
             let (cert, key) = (
