@@ -107,7 +107,11 @@ pub enum NamespaceCmd {
         owner_bound: Vec<String>,
     },
     /// Every namespace with a policy or data: usage and policy.
-    List,
+    List {
+        /// Print JSON instead (fields: docs/operations.md, "JSON output").
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn parse_access(s: &str) -> Result<Access, String> {
@@ -314,7 +318,10 @@ pub async fn run_namespace(conn: &Conn, cmd: NamespaceCmd) -> Result<(), CliErro
             client.namespace_set(policy).await?;
             println!("namespace {name}: policy set");
         }
-        NamespaceCmd::List => print_usage(&client.namespace_list().await?),
+        NamespaceCmd::List { json: false } => print_usage(&client.namespace_list().await?),
+        NamespaceCmd::List { json: true } => {
+            super::json::print(&super::json::namespaces(&client.namespace_list().await?))
+        }
     }
     Ok(())
 }

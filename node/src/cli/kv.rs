@@ -45,9 +45,51 @@ pub enum KvCmd {
         /// Print values too (KEY<TAB>VALUE).
         #[arg(long)]
         values: bool,
+        /// Print one JSON array instead (fields: docs/operations.md, "JSON
+        /// output").
+        #[arg(long)]
+        json: bool,
     },
     /// Print true or false (exit 1 if false).
     Exists { key: String },
+}
+
+/// `kv list`: the keys under `prefix` in order, following pages, up to
+/// `limit`; as lines, or as one JSON array.
+async fn list(tool: &impl StateTool, prefix: &str, limit: usize, values: bool, json: bool) -> Result<(), CliError> {
+    let mut token = None;
+    let mut printed = 0usize;
+    let mut rows = Vec::new();
+    while printed < limit {
+        let page_size = (limit - printed).min(handlestore_proto::limits::MAX_PAGE as usize) as u32;
+        let page = tool
+            .list(
+                prefix,
+                ListOptions {
+                    limit: page_size,
+                    page_token: token.take(),
+                    with_values: values,
+                },
+            )
+            .await?;
+        for e in &page.entries {
+            let value = e.value.as_ref().filter(|_| values);
+            match (json, value) {
+                (true, v) => rows.push(super::json::kv_entry(&e.key, v)),
+                (false, Some(v)) => println!("{}\t{}", e.key, show(v)),
+                (false, None) => println!("{}", e.key),
+            }
+        }
+        printed += page.entries.len();
+        match page.next_page_token {
+            Some(t) => token = Some(t),
+            None => break,
+        }
+    }
+    if json {
+        super::json::print(&serde_json::Value::Array(rows));
+    }
+    Ok(())
 }
 
 pub(super) fn show(v: &StateValue) -> String {
@@ -106,34 +148,12 @@ pub async fn run(conn: &Conn, cmd: KvCmd) -> Result<(), CliError> {
                 return Err(CliError::new(1, format!("key {key} not found")));
             }
         }
-        KvCmd::List { prefix, limit, values } => {
-            let mut token = None;
-            let mut printed = 0usize;
-            while printed < limit {
-                let page_size = (limit - printed).min(handlestore_proto::limits::MAX_PAGE as usize) as u32;
-                let page = tool
-                    .list(
-                        &prefix,
-                        ListOptions {
-                            limit: page_size,
-                            page_token: token.take(),
-                            with_values: values,
-                        },
-                    )
-                    .await?;
-                for e in &page.entries {
-                    match &e.value {
-                        Some(v) if values => println!("{}\t{}", e.key, show(v)),
-                        _ => println!("{}", e.key),
-                    }
-                }
-                printed += page.entries.len();
-                match page.next_page_token {
-                    Some(t) => token = Some(t),
-                    None => break,
-                }
-            }
-        }
+        KvCmd::List {
+            prefix,
+            limit,
+            values,
+            json,
+        } => list(&tool, &prefix, limit, values, json).await?,
         KvCmd::Exists { key } => {
             let exists = tool.exists(&key).await?;
             println!("{exists}");

@@ -12,7 +12,11 @@ use super::{CliError, Conn};
 #[derive(clap::Subcommand, Debug)]
 pub enum MemberCmd {
     /// List members.
-    List,
+    List {
+        /// Print JSON instead (fields: docs/operations.md, "JSON output").
+        #[arg(long)]
+        json: bool,
+    },
     /// Add a node as a learner (it receives the log, does not vote).
     Add {
         id: u64,
@@ -76,8 +80,12 @@ pub async fn run(conn: &Conn, cmd: MemberCmd) -> Result<(), CliError> {
     let mut admin = AdminClient::new(ch);
     let voters: BTreeSet<u64> = status.members.iter().filter(|m| m.voter).map(|m| m.id).collect();
     let resp = match cmd {
-        MemberCmd::List => {
-            print_members(&status.members);
+        MemberCmd::List { json } => {
+            if json {
+                super::json::print(&super::json::members(&status.members));
+            } else {
+                print_members(&status.members);
+            }
             return Ok(());
         }
         MemberCmd::TransferLeader { id } => {

@@ -6,6 +6,7 @@ pub(crate) mod certs;
 mod dev;
 mod handle;
 mod health;
+mod json;
 mod keyring;
 mod kv;
 mod mcp;
@@ -158,6 +159,9 @@ enum Command {
     Status {
         #[command(flatten)]
         conn: Conn,
+        /// Print one JSON document instead (fields: docs/operations.md, "JSON output").
+        #[arg(long)]
+        json: bool,
     },
     /// Ask one node's /healthz or /readyz (for container healthchecks).
     Health(health::HealthArgs),
@@ -307,7 +311,7 @@ pub fn main() -> ExitCode {
             Command::Node(args) => node::run(*args).await,
             Command::Dev(args) => dev::run(args).await,
             Command::Certs(args) => certs::run(args),
-            Command::Status { conn } => status::run(&conn).await,
+            Command::Status { conn, json } => status::run(&conn, json).await,
             Command::Health(args) => health::run(args).await,
             Command::Handle { conn, cmd } => handle::run(&conn, cmd).await,
             Command::Keyring { conn, cmd } => keyring::run(&conn, cmd).await,

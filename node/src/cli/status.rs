@@ -5,59 +5,60 @@ use pb::admin_client::AdminClient;
 
 use super::{CliError, Conn};
 
-pub async fn run(conn: &Conn) -> Result<(), CliError> {
+/// Every endpoint's answer to `Status`, or why it gave none.
+async fn ask_all(conn: &Conn) -> Result<Vec<(String, Result<pb::StatusResponse, String>)>, CliError> {
     let client = conn.client()?;
-    let mut rows = Vec::new();
-    let mut memory = Vec::new();
-    let mut clock_problems = Vec::new();
-    let mut peer_problems = Vec::new();
-    let mut any = None;
+    let mut answers = Vec::new();
     for (i, url) in client.endpoints().iter().enumerate() {
         let Some(ch) = client.channel(i) else { continue };
         let mut req = tonic::Request::new(pb::StatusRequest {});
         req.set_timeout(conn.timeout.min(std::time::Duration::from_secs(3)));
-        match AdminClient::new(ch).status(req).await {
-            Ok(r) => {
-                let s = r.into_inner();
-                rows.push(format!(
-                    "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10} {:>10} {:>12}",
-                    url,
-                    s.node_id,
-                    s.state,
-                    s.term,
-                    s.last_log_index,
-                    s.applied_index,
-                    s.forwarded_writes,
-                    clock_cell(s.clock.as_ref())
-                ));
-                if let Some(c) = s.clock.as_ref().filter(|c| !c.trusted) {
-                    clock_problems.push(format!("  node {}: {}", s.node_id, c.error));
-                }
-                peer_problems.extend(
-                    s.peer_protocols
-                        .iter()
-                        .filter(|p| !p.problem.is_empty())
-                        .map(|p| format!("  node {} about node {}: {}", s.node_id, p.id, p.problem)),
-                );
-                if let Some(m) = &s.memory {
-                    memory.push(memory_row(url, m));
-                }
-                if any
-                    .as_ref()
-                    .is_none_or(|a: &pb::StatusResponse| s.term > a.term || (s.state == "leader"))
-                {
-                    any = Some(s);
-                }
-            }
-            Err(e) => rows.push(format!("{url:<28} unreachable: {}", e.message())),
+        let answer = AdminClient::new(ch)
+            .status(req)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|e| format!("unreachable: {}", e.message()));
+        answers.push((url.to_string(), answer));
+    }
+    Ok(answers)
+}
+
+/// The best-informed answer: the leader's, else the highest term's.
+fn view(answers: &[(String, Result<pb::StatusResponse, String>)]) -> Option<&pb::StatusResponse> {
+    let mut best: Option<&pb::StatusResponse> = None;
+    for s in answers.iter().filter_map(|(_, a)| a.as_ref().ok()) {
+        if best.is_none_or(|b| s.term > b.term || s.state == "leader") {
+            best = Some(s);
         }
     }
-    let Some(view) = any else {
-        for r in &rows {
-            println!("{r}");
+    best
+}
+
+pub async fn run(conn: &Conn, json: bool) -> Result<(), CliError> {
+    let answers = ask_all(conn).await?;
+    let Some(view) = view(&answers) else {
+        if json {
+            super::json::print(
+                &serde_json::json!({ "nodes": answers.iter().map(|(u, a)| super::json::node(u, a)).collect::<Vec<_>>() }),
+            );
+        } else {
+            for (url, a) in &answers {
+                if let Err(e) = a {
+                    println!("{url:<28} {e}");
+                }
+            }
         }
         return Err(CliError::new(2, "no node answered"));
     };
+    if json {
+        super::json::print(&super::json::status(view, &answers));
+    } else {
+        print_table(view, &answers);
+    }
+    Ok(())
+}
+
+fn print_table(view: &pb::StatusResponse, answers: &[(String, Result<pb::StatusResponse, String>)]) {
     if view.leader_id == 0 {
         println!("leader: none (term {})", view.term);
     } else {
@@ -80,8 +81,40 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
         "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10} {:>10} {:>12}",
         "ENDPOINT", "ID", "STATE", "TERM", "LAST LOG", "APPLIED", "FORWARDED", "CLOCK OFFSET"
     );
-    for r in rows {
-        println!("{r}");
+    let mut memory = Vec::new();
+    let mut clock_problems = Vec::new();
+    let mut peer_problems = Vec::new();
+    for (url, answer) in answers {
+        let s = match answer {
+            Ok(s) => s,
+            Err(e) => {
+                println!("{url:<28} {e}");
+                continue;
+            }
+        };
+        println!(
+            "{:<28} {:>4} {:<10} {:>6} {:>10} {:>10} {:>10} {:>12}",
+            url,
+            s.node_id,
+            s.state,
+            s.term,
+            s.last_log_index,
+            s.applied_index,
+            s.forwarded_writes,
+            clock_cell(s.clock.as_ref())
+        );
+        if let Some(c) = s.clock.as_ref().filter(|c| !c.trusted) {
+            clock_problems.push(format!("  node {}: {}", s.node_id, c.error));
+        }
+        peer_problems.extend(
+            s.peer_protocols
+                .iter()
+                .filter(|p| !p.problem.is_empty())
+                .map(|p| format!("  node {} about node {}: {}", s.node_id, p.id, p.problem)),
+        );
+        if let Some(m) = &s.memory {
+            memory.push(memory_row(url, m));
+        }
     }
     print_problems(
         "clocks not trusted (these nodes do not lead or serve reads that depend on expiry):",
@@ -96,7 +129,6 @@ pub async fn run(conn: &Conn) -> Result<(), CliError> {
         println!();
         super::auth::print_usage(&view.namespaces);
     }
-    Ok(())
 }
 
 /// A titled list of problems (none: nothing printed).

@@ -3,6 +3,7 @@
 //! tests/README.md lists the tiers.
 
 mod bad_input;
+mod cli_json;
 mod contract;
 mod replication;
 mod state;
