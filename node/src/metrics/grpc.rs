@@ -7,9 +7,9 @@
 //! bounded: a path outside the known services, or a method the service
 //! does not have (answered `Unimplemented`), is counted as "unknown".
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, OnceLock, RwLock};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -19,6 +19,8 @@ use axum::middleware::Next;
 use axum::response::Response;
 use http::HeaderMap;
 use http_body::Frame;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::histogram::Histogram;
 use tonic::Code;
 
 use super::recorders::{GrpcCall, GrpcMethod, recorders};
@@ -38,12 +40,11 @@ pub async fn count_calls(State(services): State<Services>, req: Request, next: N
     if !grpc {
         return next.run(req).await;
     }
-    let (service, method) = split(req.uri().path(), &services);
+    let stats = stats_of(req.uri().path(), &services);
     let started = Instant::now();
     let resp = next.run(req).await;
     let call = Call {
-        service,
-        method,
+        stats,
         started,
         code: code_in(resp.headers()),
     };
@@ -57,13 +58,13 @@ pub async fn count_calls(State(services): State<Services>, req: Request, next: N
 
 /// `/pkg.Service/Method` as (service, method), or "unknown" for a
 /// service this port does not serve.
-fn split(path: &str, services: &BTreeSet<&'static str>) -> (&'static str, String) {
+fn split<'p>(path: &'p str, services: &BTreeSet<&'static str>) -> (&'static str, &'p str) {
     let mut parts = path.trim_start_matches('/').splitn(2, '/');
     let service = parts.next().unwrap_or_default();
     let method = parts.next().unwrap_or_default();
     match services.get(service) {
-        Some(s) if !method.is_empty() && !method.contains('/') => (s, method.to_string()),
-        _ => (UNKNOWN, UNKNOWN.to_string()),
+        Some(s) if !method.is_empty() && !method.contains('/') => (s, method),
+        _ => (UNKNOWN, UNKNOWN),
     }
 }
 
@@ -80,35 +81,88 @@ fn code_name(code: Code) -> String {
     }
 }
 
-/// One call in flight.
-struct Call {
+/// A method's recorders, taken from the families once and kept: a call
+/// then costs one lookup by its path, not label strings built and hashed
+/// twice (measured: a tenth of the linearizable gets at 64 clients).
+struct MethodStats {
     service: &'static str,
     method: String,
+    seconds: Histogram,
+    /// By gRPC code (0..=16).
+    handled: [OnceLock<Counter>; 17],
+}
+
+impl MethodStats {
+    fn new(service: &'static str, method: &str) -> Self {
+        let seconds = recorders().grpc_seconds.get_or_create_owned(&GrpcMethod {
+            grpc_service: service.into(),
+            grpc_method: method.into(),
+        });
+        Self {
+            service,
+            method: method.into(),
+            seconds,
+            handled: std::array::from_fn(|_| OnceLock::new()),
+        }
+    }
+
+    fn handled(&self, code: Code) -> &Counter {
+        self.handled[(code as usize).min(16)].get_or_init(|| {
+            recorders().grpc_handled.get_or_create_owned(&GrpcCall {
+                grpc_service: self.service.into(),
+                grpc_method: self.method.clone(),
+                grpc_code: code_name(code),
+            })
+        })
+    }
+}
+
+/// Recorders by "service/method" (bounded: only the methods served, and
+/// "unknown").
+type Methods = RwLock<HashMap<String, Arc<MethodStats>>>;
+
+static METHODS: LazyLock<Methods> = LazyLock::new(Methods::default);
+
+/// The recorders of `service`'s `method`, found under `key` (no
+/// allocation once they exist).
+fn stats(key: &str, service: &'static str, method: &str) -> Arc<MethodStats> {
+    if let Some(s) = METHODS.read().ok().and_then(|m| m.get(key).cloned()) {
+        return s;
+    }
+    let mut methods = METHODS.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    methods
+        .entry(key.to_string())
+        .or_insert_with(|| Arc::new(MethodStats::new(service, method)))
+        .clone()
+}
+
+/// The recorders of the call to `path`.
+fn stats_of(path: &str, services: &BTreeSet<&'static str>) -> Arc<MethodStats> {
+    match split(path, services) {
+        (UNKNOWN, _) => stats(UNKNOWN, UNKNOWN, UNKNOWN),
+        (service, method) => stats(path.trim_start_matches('/'), service, method),
+    }
+}
+
+/// One call in flight.
+struct Call {
+    stats: Arc<MethodStats>,
     started: Instant,
     code: Option<Code>,
 }
 
 impl Call {
     fn finish(self, code: Code) {
-        let method = if code == Code::Unimplemented {
-            UNKNOWN.to_string()
+        // A method the service does not have is "unknown", so a client
+        // cannot make up labels.
+        let stats = if code == Code::Unimplemented {
+            let service = self.stats.service;
+            stats(&format!("{service}/{UNKNOWN}"), service, UNKNOWN)
         } else {
-            self.method
+            self.stats
         };
-        let r = recorders();
-        r.grpc_seconds
-            .get_or_create(&GrpcMethod {
-                grpc_service: self.service.into(),
-                grpc_method: method.clone(),
-            })
-            .observe(self.started.elapsed().as_secs_f64());
-        r.grpc_handled
-            .get_or_create(&GrpcCall {
-                grpc_service: self.service.into(),
-                grpc_method: method,
-                grpc_code: code_name(code),
-            })
-            .inc();
+        stats.seconds.observe(self.started.elapsed().as_secs_f64());
+        stats.handled(code).inc();
     }
 }
 
@@ -169,7 +223,7 @@ mod tests {
         let services: BTreeSet<&'static str> = ["handlestore.v1.Handles"].into();
         assert_eq!(
             split("/handlestore.v1.Handles/Mint", &services),
-            ("handlestore.v1.Handles", "Mint".to_string())
+            ("handlestore.v1.Handles", "Mint")
         );
         for path in [
             "/x.Y/Mint",
@@ -178,7 +232,7 @@ mod tests {
             "/",
             "",
         ] {
-            assert_eq!(split(path, &services), (UNKNOWN, UNKNOWN.to_string()), "{path}");
+            assert_eq!(split(path, &services), (UNKNOWN, UNKNOWN), "{path}");
         }
     }
 
