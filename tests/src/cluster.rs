@@ -494,6 +494,16 @@ impl TestCluster {
         self.nodes.iter().map(TestNode::endpoint).collect()
     }
 
+    /// Runs `handlestore ARGS` (the operator CLI) against every node, as an
+    /// operator would with `HANDLESTORE_ENDPOINTS`; waits for its output.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        Command::new(handlestore_bin())
+            .args(args)
+            .env("HANDLESTORE_ENDPOINTS", self.endpoints().join(","))
+            .output()
+            .expect("running the CLI")
+    }
+
     /// A client over every node (with the cluster's TLS, if it has any).
     pub fn client(&self) -> Client {
         self.client_builder(self.endpoints()).build().expect("client")

@@ -2,20 +2,13 @@
 //! `namespace list` and `kv list` print one JSON document with the fields
 //! docs/operations.md ("JSON output") lists.
 
-use std::process::Command;
-
 use handlestore_client::auth::NamespacePolicy;
 use handlestore_client::{StateTool, StateValue, StoreOptions};
-use handlestore_tests::{TestCluster, handlestore_bin};
+use handlestore_tests::TestCluster;
 use serde_json::{Value, json};
 
 fn cli_json(cluster: &TestCluster, args: &[&str]) -> Value {
-    let out = Command::new(handlestore_bin())
-        .args(args)
-        .arg("--json")
-        .env("HANDLESTORE_ENDPOINTS", cluster.endpoints().join(","))
-        .output()
-        .expect("running the CLI");
+    let out = cluster.cli(&[args, &["--json"]].concat());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

@@ -1,12 +1,11 @@
 //! Replication across real nodes: reads on every node at every consistency,
 //! exactly-once retries, batching, and the operator CLI.
 
-use std::process::Command;
 use std::time::Duration;
 
 use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
 use handlestore_proto::v1 as pb;
-use handlestore_tests::{TestCluster, call, handlestore_bin};
+use handlestore_tests::{TestCluster, call};
 use pb::handles_client::HandlesClient;
 use serde_json::{Value, json};
 
@@ -313,62 +312,51 @@ async fn status_reports_where_memory_is() {
     );
 }
 
-fn cli(cluster: &TestCluster, args: &[&str]) -> std::process::Output {
-    Command::new(handlestore_bin())
-        .args(args)
-        .env("HANDLESTORE_ENDPOINTS", cluster.endpoints().join(","))
-        .output()
-        .expect("running the CLI")
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn operator_cli() {
     let cluster = TestCluster::start(3).await.expect("cluster");
-    let out = cli(
-        &cluster,
-        &[
-            "handle",
-            "mint",
-            "--store",
-            "cli",
-            "--value",
-            r#"{"a":1}"#,
-            "--ttl",
-            "1h",
-        ],
-    );
+    let out = cluster.cli(&[
+        "handle",
+        "mint",
+        "--store",
+        "cli",
+        "--value",
+        r#"{"a":1}"#,
+        "--ttl",
+        "1h",
+    ]);
     assert!(out.status.success(), "mint: {}", String::from_utf8_lossy(&out.stderr));
     let id = String::from_utf8(out.stdout).expect("utf8").trim().to_string();
     handlestore_client::id::validate_handle_id(&id).expect("mint prints an id");
 
-    let out = cli(&cluster, &["handle", "get", "--store", "cli", &id]);
+    let out = cluster.cli(&["handle", "get", "--store", "cli", &id]);
     assert!(out.status.success());
     assert_eq!(
         serde_json::from_slice::<Value>(&out.stdout).expect("json"),
         json!({"a": 1})
     );
 
-    let out = cli(&cluster, &["handle", "put", "--store", "cli", &id, "--value", "[1,2]"]);
+    let out = cluster.cli(&["handle", "put", "--store", "cli", &id, "--value", "[1,2]"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "replaced");
-    let out = cli(&cluster, &["handle", "len", "--store", "cli"]);
+    let out = cluster.cli(&["handle", "len", "--store", "cli"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
 
-    let out = cli(&cluster, &["handle", "delete", "--store", "cli", &id]);
+    let out = cluster.cli(&["handle", "delete", "--store", "cli", &id]);
     assert!(out.status.success());
-    let out = cli(&cluster, &["handle", "get", "--store", "cli", &id]);
+    let out = cluster.cli(&["handle", "get", "--store", "cli", &id]);
     assert_eq!(out.status.code(), Some(1), "absent handle: exit 1");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("not found"),
         "and a clear message"
     );
 
-    let out = cli(&cluster, &["handle", "get", "--store", "cli", "not-an-id"]);
+    let out = cluster.cli(&["handle", "get", "--store", "cli", "not-an-id"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("malformed"));
-    let out = cli(&cluster, &["handle", "mint", "--store", "cli", "--value", "{not json"]);
+    let out = cluster.cli(&["handle", "mint", "--store", "cli", "--value", "{not json"]);
     assert_eq!(out.status.code(), Some(2));
 
-    let out = cli(&cluster, &["status"]);
+    let out = cluster.cli(&["status"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "status: {}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("leader: node"), "{text}");

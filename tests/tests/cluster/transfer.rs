@@ -5,26 +5,22 @@
 //! before it stops (unless `--handover-on-stop false`), losing no
 //! acknowledged write.
 
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use handlestore_client::{HandleStore, Ttl};
 use handlestore_proto::v1 as pb;
-use handlestore_tests::{TestCluster, handlestore_bin};
+use handlestore_tests::TestCluster;
 use tonic::Code;
 
 const LEADER_WITHIN: Duration = Duration::from_secs(30);
 
 fn transfer_cli(cluster: &TestCluster, to: Option<u64>) -> std::process::Output {
-    let mut args = vec!["member".to_string(), "transfer-leader".to_string()];
-    args.extend(to.map(|id| id.to_string()));
-    Command::new(handlestore_bin())
-        .args(&args)
-        .env("HANDLESTORE_ENDPOINTS", cluster.endpoints().join(","))
-        .output()
-        .expect("running the CLI")
+    let to = to.map(|id| id.to_string());
+    let mut args = vec!["member", "transfer-leader"];
+    args.extend(to.as_deref());
+    cluster.cli(&args)
 }
 
 async fn term_of(cluster: &TestCluster, id: u64) -> u64 {

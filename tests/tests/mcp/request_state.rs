@@ -2,36 +2,27 @@
 //! real MCP replicas: a blob sealed through one replica opens on another,
 //! after restarts and across a rotation, until its key is retired.
 
-use std::process::Command;
 use std::time::Duration;
 
 use handlestore_client::request_state::Mode;
 use handlestore_client::{ClientStateStore, Error, RequestStateCodec, StateTool, StateValue};
+use handlestore_tests::TestCluster;
 use handlestore_tests::mcp::{CartServer, RoundRobin, call, connect_confirming, text_of};
-use handlestore_tests::{TestCluster, handlestore_bin};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ElicitResult, ElicitationAction};
 use serde_json::json;
-
-fn cli(cluster: &TestCluster, args: &[&str]) -> std::process::Output {
-    Command::new(handlestore_bin())
-        .args(args)
-        .env("HANDLESTORE_ENDPOINTS", cluster.endpoints().join(","))
-        .output()
-        .expect("cli")
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn keyring_lifecycle_and_codec_across_nodes() {
     let mut cluster = TestCluster::start(3).await.expect("cluster");
-    let out = cli(&cluster, &["keyring", "list"]);
+    let out = cluster.cli(&["keyring", "list"]);
     assert_eq!(out.status.code(), Some(1), "no ring yet");
-    let out = cli(&cluster, &["keyring", "create"]);
+    let out = cluster.cli(&["keyring", "create"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let first = String::from_utf8_lossy(&out.stdout)
         .trim()
         .trim_start_matches("created key ")
         .to_string();
-    let out = cli(&cluster, &["keyring", "create"]);
+    let out = cluster.cli(&["keyring", "create"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("already"),
@@ -80,9 +71,9 @@ async fn keyring_lifecycle_and_codec_across_nodes() {
     );
 
     // Rotate: new blobs use the new key; old ones still open.
-    let out = cli(&cluster, &["keyring", "rotate"]);
+    let out = cluster.cli(&["keyring", "rotate"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let list = String::from_utf8_lossy(&cli(&cluster, &["keyring", "list"]).stdout).to_string();
+    let list = String::from_utf8_lossy(&cluster.cli(&["keyring", "list"]).stdout).to_string();
     assert_eq!(list.lines().count(), 2, "{list}");
     assert!(
         list.lines().any(|l| l.starts_with(&first) && l.contains("active")),
@@ -108,12 +99,12 @@ async fn keyring_lifecycle_and_codec_across_nodes() {
         .find(|l| l.contains("primary"))
         .and_then(|l| l.split_whitespace().next())
         .expect("primary");
-    let out = cli(&cluster, &["keyring", "retire", primary]);
+    let out = cluster.cli(&["keyring", "retire", primary]);
     assert_eq!(out.status.code(), Some(2));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("is the primary; rotate first"), "{said}");
     assert!(!said.contains("revision mismatch"), "{said}");
-    assert!(cli(&cluster, &["keyring", "retire", &first]).status.success());
+    assert!(cluster.cli(&["keyring", "retire", &first]).status.success());
     open.refresh().await.expect("refresh");
     assert_eq!(
         open.decode(&old_blob, "alice", Some("checkout")).await,
@@ -279,7 +270,7 @@ async fn an_mcp_client_state_survives_its_restart() {
 async fn single_use_request_state_opens_once_across_nodes_and_failover() {
     use handlestore_client::SingleUse;
     let mut cluster = TestCluster::start(3).await.expect("cluster");
-    let out = cli(&cluster, &["keyring", "create"]);
+    let out = cluster.cli(&["keyring", "create"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let codec = |id: u64| {
         let client = cluster.client_for(id);
