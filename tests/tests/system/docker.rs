@@ -138,17 +138,8 @@ async fn metrics(c: &Compose) -> Result<()> {
 
 /// One number from a Prometheus instant query.
 async fn prometheus_query(api: &str, query: &str) -> Result<f64> {
-    let encoded: String = query
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    let text = reqwest::get(format!("{api}/query?query={encoded}"))
-        .await?
-        .text()
-        .await?;
+    let url = reqwest::Url::parse_with_params(&format!("{api}/query"), [("query", query)])?;
+    let text = reqwest::get(url).await?.text().await?;
     let body: Value = serde_json::from_str(&text).with_context(|| format!("{query}: {text}"))?;
     let value = body["data"]["result"][0]["value"][1]
         .as_str()
