@@ -75,27 +75,26 @@ fn raft_readings(raft: &RaftAdmin) -> RaftReadings {
     }
 }
 
-/// Every namespace's usage, with its quota where it has one (a scrape
-/// that cannot read them shows none, and the node logs why).
+/// Every namespace with data or a policy: usage and quota (the rows of
+/// `namespace list`; a scrape that cannot read them shows none, and the
+/// node logs why).
 fn namespaces(api: &Api) -> Vec<NamespaceReading> {
-    let usage = match api.state.usage() {
-        Ok(u) => u,
+    let rows = match crate::api::auth::service::namespaces(api, &api.state.auth()) {
+        Ok(rows) => rows,
         Err(e) => {
-            tracing::warn!("metrics: reading namespaces' usage: {e}");
+            tracing::warn!("metrics: reading namespaces' usage: {}", e.message());
             return Vec::new();
         }
     };
-    let auth = api.state.auth();
-    usage
-        .into_iter()
-        .map(|(name, u)| {
-            let policy = auth.state().namespaces.iter().find(|p| p.name == name);
+    rows.into_iter()
+        .map(|u| {
+            let policy = u.policy.unwrap_or_default();
             NamespaceReading {
-                entries: u.entries.max(0) as u64,
-                bytes: u.bytes.max(0) as u64,
-                max_entries: policy.map_or(0, |p| p.max_entries),
-                max_bytes: policy.map_or(0, |p| p.max_bytes),
-                name,
+                name: u.name,
+                entries: u.entries,
+                bytes: u.bytes,
+                max_entries: policy.max_entries,
+                max_bytes: policy.max_bytes,
             }
         })
         .collect()
