@@ -21,12 +21,13 @@
 use std::time::{Duration, Instant};
 
 use handlestore_proto::internal::v1 as ipb;
-use openraft::ServerState;
+use openraft::{RaftMetrics, ServerState};
 
 use super::batch::WriteGate;
 use super::error::ProposeError;
 use super::network::Peers;
 use super::{NodeId, Raft};
+use crate::config::Member;
 
 /// The leadership handed over.
 #[derive(Debug, Clone, Copy)]
@@ -117,12 +118,7 @@ fn plan(raft: &Raft, to: Option<NodeId>) -> Result<Plan, ProposeError> {
     }
     let membership = m.membership_config.membership();
     let voters: Vec<NodeId> = membership.voter_ids().collect();
-    let matched = |id: NodeId| {
-        m.replication
-            .as_ref()
-            .and_then(|r| r.get(&id).copied().flatten())
-            .map_or(0, |l| l.index)
-    };
+    let matched = |id: NodeId| flushed(&m, id).unwrap_or(0);
     let target = match to {
         Some(id) if id == m.id => return Err(ProposeError::Precondition(format!("node {id} leads already"))),
         Some(id) if !voters.contains(&id) => {
@@ -152,6 +148,12 @@ fn plan(raft: &Raft, to: Option<NodeId>) -> Result<Plan, ProposeError> {
     })
 }
 
+/// On the leader: the last log index `id` has on its disk, as far as the
+/// leader knows.
+fn flushed(m: &RaftMetrics<NodeId, Member>, id: NodeId) -> Option<u64> {
+    m.replication.as_ref()?.get(&id).copied().flatten().map(|l| l.index)
+}
+
 /// Waits until the target has the leader's last log index on its disk.
 async fn caught_up(raft: &Raft, plan: &Plan, deadline: Instant) -> Result<(), ProposeError> {
     let target = plan.target;
@@ -160,12 +162,7 @@ async fn caught_up(raft: &Raft, plan: &Plan, deadline: Instant) -> Result<(), Pr
     let _ = raft.trigger().heartbeat().await;
     raft.wait(Some(left))
         .metrics(
-            |m| {
-                m.replication
-                    .as_ref()
-                    .and_then(|r| r.get(&target).copied().flatten())
-                    .is_some_and(|l| l.index >= index)
-            },
+            |m| flushed(m, target).is_some_and(|i| i >= index),
             "the target caught up",
         )
         .await
