@@ -12,6 +12,10 @@ shift
 HANDLESTORE_TEST_PYTHON="$(./tests/ensure-python-env.sh)"
 export HANDLESTORE_TEST_PYTHON
 ./deploy/build.sh
+if [ "$tier" = system ]; then
+  HANDLESTORE_OLD_BIN="$(./tests/old-build.sh)"
+  export HANDLESTORE_OLD_BIN
+fi
 run() { cargo test --release --workspace --features handlestore-tests/system "$@"; }
 case "$tier" in
   unit) run --lib --test request_state "$@" ;;

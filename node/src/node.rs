@@ -110,9 +110,10 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     )
     .await?;
     let ports = Ports::bind(&cfg, gate).await?;
-    let raft_server = raft_server(&node, storage.snapshots);
+    let raft_server = raft_server(&node, storage.snapshots.clone());
     let watched = storage.state.clone();
-    let (mut client, node_metrics) = client_routes(&cfg, &node, storage.state, log_syncs, memory);
+    let (mut client, node_metrics) =
+        client_routes(&cfg, &node, storage.state, log_syncs, memory, storage.snapshots.clone());
     let metrics_port = bind_metrics_port(&cfg).await?;
     // With TLS, the client port never serves Raft (a one-node cluster
     // without a peer port has no one to talk to).
@@ -128,6 +129,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     let wire = Wire {
         raft: node.raft.clone(),
         durability: node.durability.clone(),
+        identity: node.identity.clone(),
     };
     // A leader hands leadership over first, while its ports still serve;
     // watches last: they are ended first, or the servers would wait for
@@ -209,6 +211,7 @@ fn client_routes(
     state: Arc<StateStore>,
     log_syncs: Arc<AtomicU64>,
     memory: MemoryProbe,
+    snapshots: Arc<SnapshotDir>,
 ) -> (tonic::service::Routes, Metrics) {
     let api = Arc::new(Api {
         limits: cfg.limits(),
@@ -238,6 +241,7 @@ fn client_routes(
         cfg.advertise.clone(),
         log_syncs,
         memory,
+        snapshots,
     );
     let services = client_services();
     let mut routes = tonic::service::RoutesBuilder::default();

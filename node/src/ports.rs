@@ -101,6 +101,7 @@ fn load_tls(
 pub(crate) struct Wire {
     pub(crate) raft: Raft,
     pub(crate) durability: Arc<Durability>,
+    pub(crate) identity: crate::raft::identity::Identity,
 }
 
 /// Serves the ports until `shutdown`: `client` routes on the client port;
@@ -298,8 +299,8 @@ impl Accepting {
 async fn serve_wire(stream: TcpStream, wire: Wire) {
     let hold = |answer| wire.durability.when_synced(answer);
     peer_wire::serve_tcp(stream, MAX_PEER_MESSAGE, hold, |req| {
-        let raft = wire.raft.clone();
-        async move { service::append_entries_unsynced(&raft, req).await }
+        let (raft, identity) = (wire.raft.clone(), wire.identity.clone());
+        async move { service::append_entries_unsynced(&raft, &identity, req).await }
     })
     .await;
 }
@@ -316,13 +317,13 @@ async fn serve_wire_tls(stream: tokio_rustls::server::TlsStream<Conn>, wire: Wir
     };
     let hold = |answer| wire.durability.when_synced(answer);
     peer_wire::serve_stream(stream, MAX_PEER_MESSAGE, hold, |req| {
-        let raft = wire.raft.clone();
+        let (raft, identity) = (wire.raft.clone(), wire.identity.clone());
         let admitted = admitted();
         async move {
             if !admitted {
                 return Err(Refusal::Unavailable(NOT_A_MEMBER.into()));
             }
-            service::append_entries_unsynced(&raft, req).await
+            service::append_entries_unsynced(&raft, &identity, req).await
         }
     })
     .await;

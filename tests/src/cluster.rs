@@ -89,6 +89,8 @@ pub struct TestNode {
     env: Vec<(String, String)>,
     /// Its `--metrics-listen` address, if it has one.
     pub metrics_addr: Option<String>,
+    /// The binary it runs, if not this build's (an earlier release).
+    bin: Option<PathBuf>,
 }
 
 impl TestNode {
@@ -116,6 +118,7 @@ impl TestNode {
             paused: false,
             env: Vec::new(),
             metrics_addr: None,
+            bin: None,
         })
     }
 
@@ -160,9 +163,29 @@ pub struct TestClusterBuilder {
     secure: bool,
     absent: Vec<u64>,
     metrics_ports: bool,
+    before_start: Option<BeforeStart>,
+    bin: Option<PathBuf>,
 }
 
+/// Runs on the nodes (addresses, data directories) and the cluster's
+/// `--initial-cluster` before any node starts.
+type BeforeStart = Box<dyn FnOnce(&[TestNode], &str) -> Result<()> + Send>;
+
 impl TestClusterBuilder {
+    /// Every node runs `bin` (another build's binary, an earlier release)
+    /// instead of this build's.
+    pub fn binary(mut self, bin: PathBuf) -> Self {
+        self.bin = Some(bin);
+        self
+    }
+
+    /// Runs `f` with the nodes and `--initial-cluster` before any node
+    /// starts: to make their data directories (a restored backup).
+    pub fn before_start(mut self, f: impl FnOnce(&[TestNode], &str) -> Result<()> + Send + 'static) -> Self {
+        self.before_start = Some(Box::new(f));
+        self
+    }
+
     /// Leaves node `id` out at the start (a member that is down, or not
     /// yet started, when the cluster is new); [`TestCluster::restart`]
     /// starts it later.
@@ -275,6 +298,7 @@ impl TestClusterBuilder {
             if self.tls.is_some() || self.secure {
                 node.scheme = "https";
             }
+            node.bin = self.bin.clone();
             let clock_env = match &self.faketime {
                 Some(lib) => {
                     let file = clock_file(dir.path(), id);
@@ -308,6 +332,9 @@ impl TestClusterBuilder {
             tls,
             token: None,
         };
+        if let Some(f) = self.before_start {
+            f(&cluster.nodes, &cluster.initial_cluster())?;
+        }
         for id in (1..=self.size as u64).filter(|id| !self.absent.contains(id)) {
             cluster.spawn(id)?;
         }
@@ -391,6 +418,8 @@ impl TestCluster {
             secure: false,
             absent: Vec::new(),
             metrics_ports: false,
+            before_start: None,
+            bin: None,
         }
     }
 
@@ -433,7 +462,7 @@ impl TestCluster {
                 c.args(["netns", "exec", &net.ns(id)]).arg(handlestore_bin());
                 c
             }
-            None => Command::new(handlestore_bin()),
+            None => Command::new(self.node(id).bin.clone().unwrap_or_else(handlestore_bin)),
         };
         let node = self.node_mut(id);
         let mut port_args: Vec<String> = match node.peer_addr.as_str() {
@@ -631,6 +660,12 @@ impl TestCluster {
         self.spawn(id)
     }
 
+    /// Which binary node `id` runs from its next start: `Some` another
+    /// build's (an earlier release), `None` this build's.
+    pub fn set_binary(&mut self, id: u64, bin: Option<PathBuf>) {
+        self.node_mut(id).bin = bin;
+    }
+
     /// Like [`restart`](Self::restart), with extra environment variables for
     /// this node from now on (e.g. a failpoint); an empty list clears them.
     pub fn restart_with_env(&mut self, id: u64, env: &[(&str, &str)]) -> Result<()> {
@@ -651,6 +686,29 @@ impl TestCluster {
     /// (from the membership the leader replicates; until then it refuses
     /// with a hint), which on a loaded machine can come a moment after it
     /// knows the leader's id.
+    /// Waits until every running node holds one cluster name (a leader
+    /// names a new cluster once every member speaks peer protocol 2);
+    /// returns it.
+    pub async fn wait_named(&self, timeout: Duration) -> Result<String> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let mut names = Vec::new();
+            for n in self.nodes.iter().filter(|n| n.is_running()) {
+                names.push(self.status(n.id).await.map(|s| s.cluster_id).unwrap_or_default());
+            }
+            if names
+                .first()
+                .is_some_and(|f| !f.is_empty() && names.iter().all(|n| n == f))
+            {
+                return Ok(names.swap_remove(0));
+            }
+            if std::time::Instant::now() >= deadline {
+                bail!("the cluster was not named within {timeout:?}: {names:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     pub async fn wait_leader(&self, timeout: Duration) -> Result<u64> {
         let deadline = Instant::now() + timeout;
         loop {

@@ -12,6 +12,7 @@ pub mod mcp_raw;
 pub mod netns;
 pub mod peer_attack;
 pub mod python;
+pub mod stored;
 pub mod tls;
 
 pub use cluster::{TestCluster, TestClusterBuilder, free_port, free_port_run, handlestore_bin};

@@ -68,6 +68,7 @@ pub async fn try_everything(who: &Identity<'_>, peer_addr: &str, from: u64) -> V
             }),
             index: 1 << 40,
         }),
+        ..Default::default()
     };
     let chunk = ipb::SnapshotChunk {
         vote: Some(made_up_vote(from)),
@@ -76,6 +77,7 @@ pub async fn try_everything(who: &Identity<'_>, peer_addr: &str, from: u64) -> V
             ..Default::default()
         }),
         data: vec![0; 16],
+        ..Default::default()
     };
     vec![
         ("AppendEntries", served(raft.append_entries(append).await.map(drop))),

@@ -14,6 +14,7 @@ use crate::config::Member;
 use crate::raft::NodeId;
 use crate::raft::admin::RaftAdmin;
 use crate::raft::error::ProposeError;
+use crate::state::snapshot::SnapshotDir;
 use crate::status;
 use pb::Access;
 
@@ -28,6 +29,8 @@ pub struct AdminService {
     addr: String,
     log_syncs: Arc<AtomicU64>,
     memory: MemoryProbe,
+    /// Where backups are built before they are streamed.
+    snapshots: Arc<SnapshotDir>,
 }
 
 impl AdminService {
@@ -38,6 +41,7 @@ impl AdminService {
         addr: String,
         log_syncs: Arc<AtomicU64>,
         memory: MemoryProbe,
+        snapshots: Arc<SnapshotDir>,
     ) -> Self {
         Self {
             api,
@@ -46,6 +50,7 @@ impl AdminService {
             addr,
             log_syncs,
             memory,
+            snapshots,
         }
     }
 
@@ -176,6 +181,7 @@ impl pb::admin_server::Admin for AdminService {
             namespaces,
             protocol_version: crate::raft::protocol::VERSION,
             peer_protocols: self.raft.peer_protocols(),
+            cluster_id: self.api.state.cluster_id().to_string(),
         }))
     }
 
@@ -319,6 +325,17 @@ impl pb::admin_server::Admin for AdminService {
             term: t.term,
             took_ms: t.took.as_millis() as u64,
         }))
+    }
+
+    type SnapshotSaveStream = super::backup::SaveStream;
+
+    async fn snapshot_save(
+        &self,
+        request: Request<pb::SnapshotSaveRequest>,
+    ) -> Result<Response<Self::SnapshotSaveStream>, Status> {
+        let creds = Credentials::of(&request);
+        let stream = super::backup::save(&self.api, self.snapshots.clone(), &creds).await?;
+        Ok(Response::new(stream))
     }
 
     async fn snapshot(&self, request: Request<pb::SnapshotRequest>) -> Result<Response<pb::SnapshotResponse>, Status> {

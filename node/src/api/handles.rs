@@ -155,6 +155,22 @@ impl pb::handles_server::Handles for HandlesService {
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
+    async fn list(&self, request: Request<pb::HandleListRequest>) -> Result<Response<pb::HandleListResponse>, Status> {
+        let creds = Credentials::of(&request);
+        super::handles_admin::list(&self.api, &creds, request.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn evict(&self, request: Request<pb::EvictRequest>) -> Result<Response<pb::EvictResponse>, Status> {
+        let creds = Credentials::of(&request);
+        super::handles_admin::evict(&self.api, &creds, request.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
     async fn len(&self, request: Request<pb::LenRequest>) -> Result<Response<pb::LenResponse>, Status> {
         let creds = Credentials::of(&request);
         let r = request.into_inner();

@@ -4,7 +4,9 @@
 
 pub mod admin;
 pub mod auth;
+pub mod backup;
 pub mod handles;
+pub mod handles_admin;
 pub mod read;
 pub mod state;
 pub mod validate;

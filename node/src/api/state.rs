@@ -268,6 +268,7 @@ impl pb::state_server::State for StateService {
                 limit,
                 with_values,
                 max_bytes: MAX_PAGE_BYTES,
+                held: crate::state::Held::Live,
             };
             state.list_state(&ns, &q, &time)
         })

@@ -48,6 +48,24 @@ pub fn handle_id(id: &str) -> Result<(), Status> {
     handlestore_proto::id::validate_handle_id(id).map_err(invalid)
 }
 
+/// The beginning of handle ids (`cart-`, `cart-AB`): no longer than an id,
+/// of the characters ids are made of.
+pub fn handle_id_prefix(prefix: &str) -> Result<(), Status> {
+    let max = handlestore_proto::id::MAX_PREFIX_LEN + 1 + handlestore_proto::id::ID_LEN;
+    let ok = prefix.len() <= max
+        && prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        let shown: String = prefix.chars().take(80).collect();
+        Err(invalid(format!(
+            "handle id prefix {shown:?} is not the beginning of an id (at most {max} of A-Z a-z 0-9 _ - .)"
+        )))
+    }
+}
+
 /// A state key (`a/b/c`).
 pub fn state_key(key: &str, limits: &Limits) -> Result<(), Status> {
     handlestore_proto::key::validate_key(key, limits.max_key_bytes).map_err(invalid)

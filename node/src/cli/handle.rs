@@ -1,4 +1,5 @@
-//! `handlestore handle`: mint, get, put, delete, len.
+//! `handlestore handle`: mint, get, put, delete, len; list and evict
+//! (admin, `handle_admin`).
 
 use std::time::Duration;
 
@@ -49,6 +50,37 @@ pub enum HandleCmd {
     Len {
         #[arg(long)]
         store: String,
+    },
+    /// List a store's handles in id order: id, created and modified
+    /// revisions, expiry, size; values only with --values (admin).
+    List {
+        #[arg(long)]
+        store: String,
+        /// Only ids that begin with this.
+        #[arg(long, default_value = "")]
+        prefix: String,
+        /// Most handles to print.
+        #[arg(long, default_value_t = 1000)]
+        limit: usize,
+        /// Print values too (after a tab; with --json, as JSON).
+        #[arg(long)]
+        values: bool,
+        /// Print one JSON array instead (fields: docs/operations.md, "JSON
+        /// output").
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete handles whoever owns them: one by id, every one whose id
+    /// begins with --prefix, or every --expired one not swept yet (admin).
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["id", "prefix", "expired"])))]
+    Evict {
+        #[arg(long)]
+        store: String,
+        id: Option<String>,
+        #[arg(long)]
+        prefix: Option<String>,
+        #[arg(long)]
+        expired: bool,
     },
 }
 
@@ -104,6 +136,36 @@ pub async fn run(conn: &Conn, cmd: HandleCmd) -> Result<(), CliError> {
             }
         }
         HandleCmd::Len { store: s } => println!("{}", store(conn, &s, "")?.len().await?),
+        HandleCmd::List {
+            store,
+            prefix,
+            limit,
+            values,
+            json,
+        } => {
+            let args = super::handle_admin::ListArgs {
+                store,
+                prefix,
+                limit,
+                values,
+                json,
+            };
+            super::handle_admin::list(conn, args).await?;
+        }
+        HandleCmd::Evict {
+            store,
+            id,
+            prefix,
+            expired,
+        } => {
+            use handlestore_proto::v1::evict_request::What;
+            let what = match (id, prefix) {
+                (Some(id), _) => What::Id(id),
+                (None, Some(p)) => What::Prefix(p),
+                (None, None) => What::Expired(expired),
+            };
+            super::handle_admin::evict(conn, &store, what).await?;
+        }
     }
     Ok(())
 }

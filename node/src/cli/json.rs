@@ -1,5 +1,5 @@
 //! `--json` renderings of the commands scripts read (`status`, `member
-//! list`, `namespace list`, `kv list`): one JSON document on stdout, with
+//! list`, `namespace list`, `kv list`; `handle list` in `handle_admin`): one JSON document on stdout, with
 //! the field names docs/operations.md lists ("JSON output"). Values are
 //! never shown unless asked for, as in the tables.
 
@@ -98,6 +98,7 @@ pub fn node(endpoint: &str, answer: &Result<pb::StatusResponse, String>) -> Valu
             "forwarded_writes": s.forwarded_writes,
             "version": s.version,
             "protocol_version": s.protocol_version,
+            "cluster_id": s.cluster_id,
             "clock": clock(s.clock.as_ref()),
             "memory": memory(s.memory.as_ref()),
             "peer_protocols": s.peer_protocols.iter().map(|p| json!({

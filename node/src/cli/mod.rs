@@ -5,6 +5,7 @@ mod auth;
 pub(crate) mod certs;
 mod dev;
 mod handle;
+mod handle_admin;
 mod health;
 mod json;
 mod keyring;
@@ -12,6 +13,7 @@ mod kv;
 mod mcp;
 mod member;
 mod node;
+mod snapshot;
 mod status;
 mod watch;
 
@@ -165,7 +167,7 @@ enum Command {
     },
     /// Ask one node's /healthz or /readyz (for container healthchecks).
     Health(health::HealthArgs),
-    /// Handles: mint, get, put, delete, len.
+    /// Handles: mint, get, put, delete, len; list and evict (admin).
     Handle {
         #[command(flatten)]
         conn: Conn,
@@ -235,6 +237,14 @@ enum Command {
         conn: Conn,
         #[command(subcommand)]
         cmd: member::MemberCmd,
+    },
+    /// Backups: save one from a live cluster, check one, restore one into a
+    /// new cluster.
+    Snapshot {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(subcommand)]
+        cmd: snapshot::SnapshotCmd,
     },
 }
 
@@ -318,6 +328,7 @@ pub fn main() -> ExitCode {
             Command::Kv { conn, cmd } => kv::run(&conn, cmd).await,
             Command::Mcp { conn, args } => mcp::run(&conn, args).await,
             Command::Member { conn, cmd } => member::run(&conn, cmd).await,
+            Command::Snapshot { conn, cmd } => snapshot::run(&conn, cmd).await,
             Command::Watch { conn, args } => watch::run(&conn, args).await,
             Command::Auth { conn, cmd } => auth::run_auth(&conn, cmd).await,
             Command::User { conn, cmd } => auth::run_user(&conn, cmd).await,

@@ -67,6 +67,9 @@ fn print_table(view: &pb::StatusResponse, answers: &[(String, Result<pb::StatusR
             view.leader_id, view.leader_addr, view.term
         );
     }
+    if !view.cluster_id.is_empty() {
+        println!("cluster: {}", view.cluster_id);
+    }
     println!("members:");
     for m in &view.members {
         println!(

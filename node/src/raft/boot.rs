@@ -13,6 +13,7 @@ use openraft::SnapshotPolicy;
 use super::admin::RaftAdmin;
 use super::durability::Durability;
 use super::founding::{Founding, Verdict};
+use super::identity::{self, Identity};
 use super::log_store::LogStore;
 use super::network::{Network, Peers};
 use super::proposer::{Proposer, ProposerConfig};
@@ -35,6 +36,8 @@ pub struct RaftNode {
     pub founding: Arc<Founding>,
     /// What each peer speaks.
     pub protocols: Arc<PeerProtocols>,
+    /// The cluster's name, which peers' requests must carry.
+    pub identity: Identity,
 }
 
 /// Starts Raft over the opened storage, and everything that drives it.
@@ -56,7 +59,8 @@ pub async fn start(
         None => None,
     };
     let raft_peers = Arc::new(Peers::new(peer_tls.clone()));
-    let network = Network::new(raft_peers.clone(), durability.clone());
+    let ident = Identity::new(state.clone());
+    let network = Network::new(raft_peers.clone(), durability.clone(), ident.clone());
     let raft = Raft::new(cfg.id, Arc::new(config(cfg)?), network, log_store, sm)
         .await
         .context("starting raft")?;
@@ -82,6 +86,7 @@ pub async fn start(
     // channels of its own, apart from replication's.
     let forward_peers = Arc::new(Peers::new(peer_tls));
     let proposer = Proposer::start(cfg.id, raft.clone(), forward_peers.clone(), clock, proposer_config(cfg));
+    identity::spawn_naming(raft.clone(), proposer.clone(), state.clone(), protocols.clone());
     sweeper::spawn(
         state,
         proposer.clone(),
@@ -103,6 +108,7 @@ pub async fn start(
         durability,
         founding,
         protocols,
+        identity: ident,
     })
 }
 

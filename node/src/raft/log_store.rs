@@ -221,6 +221,21 @@ impl LogStore {
 /// same leader id, which only this node uses) and sends the node through an
 /// election; the next term's entries have ids of their own, and the
 /// election picks a log holding every committed entry, as Raft requires.
+/// Makes the empty log of a restored node begin after `last` (see
+/// `raft::restore`): purged and committed up to it, and this node's vote at
+/// its term, so the new cluster's first election is for a later term than
+/// any entry it holds.
+pub fn begin_after(db: &DB, last: &LogId, id: NodeId) -> Result<(), rocksdb::Error> {
+    let at = log_id_to_pb(last).encode_to_vec();
+    put_meta_sync(db, KEY_PURGED, at.clone())?;
+    put_meta_sync(db, KEY_COMMITTED, at)?;
+    put_meta_sync(
+        db,
+        KEY_VOTE,
+        vote_to_pb(&Vote::new(last.leader_id.term, id)).encode_to_vec(),
+    )
+}
+
 fn step_down_at_start(db: &DB, id: NodeId) -> Result<(), StorageError> {
     let Some(vote) = read_vote(db)? else {
         return Ok(());

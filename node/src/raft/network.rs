@@ -31,6 +31,7 @@ use tonic::transport::{Channel, Endpoint};
 use super::codec;
 use super::commit_notice::{self, CommitNotices};
 use super::durability::Durability;
+use super::identity::Identity;
 use super::peer_wire::{CallError, ConnectSlot, Connected, Refusal, Taken, WireConn, WirePool};
 use super::{NodeId, TypeConfig, Vote};
 
@@ -98,14 +99,16 @@ pub struct Network {
     peers: Arc<Peers>,
     durability: Arc<Durability>,
     wire: Arc<WirePool>,
+    identity: Identity,
 }
 
 impl Network {
-    pub fn new(peers: Arc<Peers>, durability: Arc<Durability>) -> Self {
+    pub fn new(peers: Arc<Peers>, durability: Arc<Durability>, identity: Identity) -> Self {
         Self {
             peers,
             durability,
             wire: Arc::default(),
+            identity,
         }
     }
 }
@@ -122,6 +125,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             durability: self.durability.clone(),
             notices: CommitNotices::default(),
             wire: self.wire.clone(),
+            identity: self.identity.clone(),
         }
     }
 }
@@ -135,6 +139,7 @@ pub struct PeerConnection {
     notices: CommitNotices,
     /// Raft wire connections, shared by every client of this node.
     wire: Arc<WirePool>,
+    identity: Identity,
 }
 
 /// A peer that cannot be reached (connection refused or reset) means "back
@@ -281,6 +286,7 @@ impl PeerConnection {
     /// follower that did not take it is found by the next request.
     fn send_later(&self, notice: commit_notice::Notice, held: Arc<Mutex<Option<commit_notice::Notice>>>) {
         let (peers, addr, target) = (self.peers.clone(), self.addr.clone(), self.target);
+        let cluster_id = self.identity.ours();
         tokio::spawn(async move {
             tokio::time::sleep(commit_notice::DEFER).await;
             let Some(notice) = commit_notice::take_if_still_held(&held, notice.generation()) else {
@@ -289,7 +295,9 @@ impl PeerConnection {
             let Ok(mut client) = peers.raft_client(&addr) else {
                 return;
             };
-            let mut req = tonic::Request::new(codec::append_request_to_pb(&notice.request()));
+            let mut request = codec::append_request_to_pb(&notice.request());
+            request.cluster_id = cluster_id;
+            let mut req = tonic::Request::new(request);
             req.set_timeout(Duration::from_secs(1));
             if let Err(s) = client.append_entries(req).await {
                 tracing::debug!("commit notice to peer {target}: {}", s.message());
@@ -319,7 +327,8 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             .map(|e| e.log_id.index)
             .or(rpc.prev_log_id.map(|l| l.index))
             .unwrap_or(0);
-        let request = codec::append_request_to_pb(&rpc);
+        let mut request = codec::append_request_to_pb(&rpc);
+        request.cluster_id = self.identity.ours();
         let answer = match self.append_over_wire(&request, option.hard_ttl()).await {
             Some(answer) => answer,
             None => {
@@ -360,7 +369,9 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>> {
-        let mut req = tonic::Request::new(codec::vote_request_to_pb(&rpc));
+        let mut vote = codec::vote_request_to_pb(&rpc);
+        vote.cluster_id = self.identity.ours();
+        let mut req = tonic::Request::new(vote);
         req.set_timeout(option.hard_ttl());
         let resp = self.client()?.vote(req).await.map_err(|s| rpc_err(self.target, s))?;
         codec::vote_response_from_pb(resp.into_inner()).map_err(malformed)
@@ -399,6 +410,7 @@ impl PeerConnection {
             vote: Some(codec::vote_to_pb(&vote)),
             meta: Some(codec::snapshot_meta_to_pb(&snapshot.meta)),
             data: Vec::new(),
+            cluster_id: self.identity.ours(),
         };
         let mut file = *snapshot.snapshot;
         file.seek(io::SeekFrom::Start(0))
@@ -421,6 +433,7 @@ impl PeerConnection {
                         vote: None,
                         meta: None,
                         data: buf,
+                        cluster_id: String::new(),
                     })
                     .await
                     .is_err()

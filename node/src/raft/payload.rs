@@ -73,6 +73,7 @@ impl fmt::Debug for Payload {
             Some(Op::KeyringRotate(_)) => "keyring_rotate",
             Some(Op::KeyringRetire(_)) => "keyring_retire",
             Some(Op::AuthChange(_)) => "auth_change",
+            Some(Op::ClusterIdentity(_)) => "cluster_identity",
             None => "empty",
         });
         f.debug_struct("Proposal")

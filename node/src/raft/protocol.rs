@@ -7,7 +7,10 @@
 //! reason, instead of failing silently.
 //!
 //! Version 1 is the protocol of builds from 2026-11-27 on; builds between
-//! then and 2026-11-29 speak it without saying so (they send 0).
+//! then and 2026-11-29 speak it without saying so (they send 0). Version 2
+//! (2026-11-29) adds the cluster's name to Raft requests and the command
+//! that sets it (`raft::identity`); it speaks with 1, and a cluster is named
+//! once every member speaks 2.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -16,7 +19,7 @@ use std::time::{Duration, Instant};
 use super::NodeId;
 
 /// The version this build speaks.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// How often a problem that lasts is logged again.
 const WARN_EVERY: Duration = Duration::from_secs(300);
@@ -24,7 +27,7 @@ const WARN_EVERY: Duration = Duration::from_secs(300);
 /// Why this node cannot talk to a peer that says `theirs`, if it cannot.
 pub fn problem(peer: NodeId, theirs: u32) -> Option<String> {
     match theirs {
-        0 | VERSION => None,
+        0 | 1 | VERSION => None,
         v => Some(format!(
             "node {peer} speaks peer protocol {v}, this node {VERSION}: they cannot replicate to each \
              other; run builds that speak the same version"
@@ -104,10 +107,11 @@ mod tests {
         p.heard(2, VERSION);
         p.heard(3, 0);
         p.heard(4, VERSION + 1);
+        p.heard(6, 1);
         p.failed(5, tonic::Code::Unimplemented, "handlestore.internal.v1.Raft");
         p.failed(2, tonic::Code::Unavailable, "connection refused");
         let problems: Vec<(NodeId, bool)> = p.report().iter().map(|x| (x.id, x.problem.is_some())).collect();
-        assert_eq!(problems, vec![(2, false), (3, false), (4, true), (5, true)]);
+        assert_eq!(problems, vec![(2, false), (3, false), (4, true), (5, true), (6, false)]);
         p.heard(4, VERSION);
         assert!(p.report().iter().all(|x| x.id == 5 || x.problem.is_none()));
     }

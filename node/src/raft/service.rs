@@ -16,6 +16,7 @@ use super::codec;
 use super::durability::Durability;
 use super::error::ProposeError;
 use super::founding::Founding;
+use super::identity::Identity;
 use super::peer_wire::Refusal;
 use super::proposer::Proposer;
 use super::protocol::PeerProtocols;
@@ -30,6 +31,7 @@ pub struct RaftService {
     durability: Arc<Durability>,
     founding: Arc<Founding>,
     protocols: Arc<PeerProtocols>,
+    identity: Identity,
 }
 
 impl RaftService {
@@ -41,6 +43,7 @@ impl RaftService {
             durability: node.durability.clone(),
             founding: node.founding.clone(),
             protocols: node.protocols.clone(),
+            identity: node.identity.clone(),
         }
     }
 
@@ -62,6 +65,9 @@ impl RaftService {
             .next()
             .await
             .ok_or_else(|| status::invalid("empty snapshot stream"))??;
+        self.identity
+            .admit(&first.cluster_id, "a snapshot")
+            .map_err(|m| Reason::Precondition.status(m))?;
         let vote = codec::vote_from_pb(first.vote.as_ref()).map_err(malformed)?;
         let meta_pb = first
             .meta
@@ -103,10 +109,11 @@ impl RaftService {
 /// Takes one AppendEntries from the leader, over gRPC.
 pub async fn append_entries(
     raft: &Raft,
+    identity: &Identity,
     durability: &Durability,
     request: ipb::AppendEntriesRequest,
 ) -> Result<ipb::AppendEntriesResponse, Refusal> {
-    let resp = append_entries_unsynced(raft, request).await?;
+    let resp = append_entries_unsynced(raft, identity, request).await?;
     // The leader may count this answer towards a quorum, so it leaves only
     // when every append made so far is on disk.
     durability.wait_synced(durability.written()).await;
@@ -118,8 +125,14 @@ pub async fn append_entries(
 /// raft::durability): the caller holds the answer until they are.
 pub async fn append_entries_unsynced(
     raft: &Raft,
+    identity: &Identity,
     request: ipb::AppendEntriesRequest,
 ) -> Result<ipb::AppendEntriesResponse, Refusal> {
+    // Unavailable: the leader backs off from this node instead of retrying
+    // at once.
+    identity
+        .admit(&request.cluster_id, "an AppendEntries")
+        .map_err(Refusal::Unavailable)?;
     let req = codec::append_request_from_pb(request).map_err(|e| Refusal::Invalid(e.to_string()))?;
     let resp = raft
         .append_entries(req)
@@ -144,7 +157,7 @@ impl ipb::raft_server::Raft for RaftService {
     ) -> Result<Response<ipb::AppendEntriesResponse>, Status> {
         // Leaders send these over the Raft wire (`raft::peer_wire`); this is
         // for nodes of earlier versions, which speak only gRPC.
-        match append_entries(&self.raft, &self.durability, request.into_inner()).await {
+        match append_entries(&self.raft, &self.identity, &self.durability, request.into_inner()).await {
             Ok(resp) => Ok(Response::new(resp)),
             Err(Refusal::Invalid(m)) => Err(status::invalid(m)),
             Err(Refusal::Unavailable(m)) => Err(Reason::Shutdown.status(m)),
@@ -152,7 +165,11 @@ impl ipb::raft_server::Raft for RaftService {
     }
 
     async fn vote(&self, request: Request<ipb::VoteRequest>) -> Result<Response<ipb::VoteResponse>, Status> {
-        let req = codec::vote_request_from_pb(request.into_inner()).map_err(malformed)?;
+        let request = request.into_inner();
+        self.identity
+            .admit(&request.cluster_id, "a vote request")
+            .map_err(|m| Reason::Precondition.status(m))?;
+        let req = codec::vote_request_from_pb(request).map_err(malformed)?;
         let resp = self.raft.vote(req).await.map_err(fatal)?;
         Ok(Response::new(codec::vote_response_to_pb(&resp)))
     }

@@ -160,7 +160,7 @@ pub fn conflict_keys(cmd: &ipb::Command) -> Vec<Vec<u8>> {
         Some(Op::KeyringRetire(r)) => vec![keyring_prefix(&r.namespace)],
         // The auth state changes as a whole: one auth change per entry.
         Some(Op::AuthChange(_)) => vec![AUTH_CONFLICT_KEY.to_vec()],
-        Some(Op::StateDeletePrefix(_)) | Some(Op::Expire(_)) | None => Vec::new(),
+        Some(Op::StateDeletePrefix(_)) | Some(Op::Expire(_)) | Some(Op::ClusterIdentity(_)) | None => Vec::new(),
     }
 }
 

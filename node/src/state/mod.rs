@@ -8,6 +8,7 @@
 mod answers;
 mod apply;
 pub mod auth;
+pub mod backup;
 pub mod history;
 pub mod keys;
 pub mod recent;
@@ -42,6 +43,8 @@ pub(crate) mod meta {
     pub const AUTH: &[u8] = b"auth";
     /// The oldest revision whose changes the watch history holds (u64 BE).
     pub const HISTORY_FLOOR: &[u8] = b"history_floor";
+    /// The cluster's name (`raft::identity`), UTF-8; absent until named.
+    pub const CLUSTER_ID: &[u8] = b"cluster_id";
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +55,9 @@ pub enum StateError {
     Decode { what: &'static str, err: String },
     #[error("snapshot: {0}")]
     Snapshot(String),
+    /// A backup file that cannot be read (`backup`); says why in full.
+    #[error("{0}")]
+    Backup(String),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
     /// The read depends on expiry and this node may not judge it now.
@@ -133,6 +139,8 @@ pub struct StateStore {
     recent: recent::Recent,
     /// Set once the node is stopping: watchers end, whatever they wait on.
     stopping: watch::Sender<bool>,
+    /// The cluster's name as applied (`raft::identity`); empty until named.
+    cluster_id: RwLock<Arc<str>>,
 }
 
 impl StateStore {
@@ -144,6 +152,7 @@ impl StateStore {
         let clock = read_clock(&db)?;
         let auth = auth::AuthView::new(auth::load(&db)?);
         history::ensure_floor(&db, applied)?;
+        let cluster_id = read_cluster_id(&db)?;
         Ok(Arc::new(Self {
             db,
             applied_tx,
@@ -153,6 +162,7 @@ impl StateStore {
             apply_hints: Default::default(),
             auth: RwLock::new(Arc::new(auth)),
             stopping: watch::channel(false).0,
+            cluster_id: RwLock::new(cluster_id),
         }))
     }
 
@@ -196,9 +206,29 @@ impl StateStore {
         history::ensure_floor(&self.db, index)?;
         self.applied_clock.store(read_clock(&self.db)?, Ordering::Release);
         self.publish_auth(auth::load(&self.db)?);
+        *self.cluster_id.write().unwrap_or_else(|p| p.into_inner()) = read_cluster_id(&self.db)?;
         self.publish_applied(index);
         self.recent.replaced(index);
         Ok(())
+    }
+
+    /// Makes this state that of a member of a new cluster (a restored
+    /// backup, `raft::restore`): its membership and its name.
+    pub fn restart_as(&self, membership: &ipb::StoredMembership, cluster_id: &str) -> Result<()> {
+        let meta_cf = db::cf(&self.db, CF_SM_META);
+        let mut wb = rocksdb::WriteBatch::default();
+        wb.put_cf(meta_cf, meta::MEMBERSHIP, membership.encode_to_vec());
+        wb.put_cf(meta_cf, meta::CLUSTER_ID, cluster_id.as_bytes());
+        let mut sync = rocksdb::WriteOptions::default();
+        sync.set_sync(true);
+        self.db.write_opt(wb, &sync)?;
+        *self.cluster_id.write().unwrap_or_else(|p| p.into_inner()) = cluster_id.into();
+        Ok(())
+    }
+
+    /// The cluster's name as applied; empty until it is named.
+    pub fn cluster_id(&self) -> Arc<str> {
+        self.cluster_id.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The recent changes live watchers follow (`recent`).
@@ -281,11 +311,23 @@ impl StateStore {
     /// after `after` if given. Stops at `limit` keys or once the page holds
     /// `max_bytes` of values, so a page is bounded whatever the data.
     pub fn list_state(&self, ns: &str, page: &ListQuery<'_>, now: &ExpiryTime) -> Result<ListPage> {
-        let ns_prefix = keys::state_ns_prefix(ns);
-        let prefix = keys::state_key(ns, page.prefix);
+        self.list_under(keys::state_ns_prefix(ns), page, now)
+    }
+
+    /// One page of the handles of a store whose ids begin with
+    /// `page.prefix`, as `list_state` lists keys.
+    pub fn list_handles(&self, ns: &str, store: &str, page: &ListQuery<'_>, now: &ExpiryTime) -> Result<ListPage> {
+        self.list_under(keys::handle_store_prefix(ns, store), page, now)
+    }
+
+    /// One page of the entries under `base` (a namespace's state keys, a
+    /// store's handles) named `page.prefix...`, as `page.held` says.
+    fn list_under(&self, base: Vec<u8>, page: &ListQuery<'_>, now: &ExpiryTime) -> Result<ListPage> {
+        let under = |name: &str| [base.as_slice(), name.as_bytes()].concat();
+        let prefix = under(page.prefix);
         let start = match page.after {
-            Some(a) if keys::state_key(ns, a) >= prefix => {
-                let mut k = keys::state_key(ns, a);
+            Some(a) if under(a) >= prefix => {
+                let mut k = under(a);
                 k.push(0);
                 k
             }
@@ -306,14 +348,19 @@ impl StateStore {
         for item in iter {
             let (k, v) = item?;
             let rec = decode::<Record>(&v, "kv")?;
-            if !now.is_live(&rec)? {
+            let wanted = match page.held {
+                Held::Live => now.is_live(&rec)?,
+                Held::Expired => !now.is_live(&rec)?,
+                Held::Any => true,
+            };
+            if !wanted {
                 continue;
             }
             if entries.len() >= page.limit || bytes >= page.max_bytes {
                 more = true;
                 break;
             }
-            let key = String::from_utf8_lossy(&k[ns_prefix.len()..]).into_owned();
+            let key = String::from_utf8_lossy(&k[base.len()..]).into_owned();
             bytes += key.len() + if page.with_values { rec.value.len() } else { 0 };
             entries.push((key, rec));
         }
@@ -422,6 +469,9 @@ impl StateStore {
             // Before the index: a read gated on this index sees this auth.
             self.publish_auth(auth);
         }
+        if let Some(id) = applied.cluster_id {
+            *self.cluster_id.write().unwrap_or_else(|p| p.into_inner()) = id.into();
+        }
         // The index before the changes: a watcher that subscribed and then
         // read the index either reads these changes from the history or
         // receives them here.
@@ -476,6 +526,18 @@ pub struct ListQuery<'a> {
     pub limit: usize,
     pub with_values: bool,
     pub max_bytes: usize,
+    pub held: Held,
+}
+
+/// Which entries a listing shows, by their expiry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// Those not expired (what reads see).
+    Live,
+    /// Those expired and not swept yet.
+    Expired,
+    /// Both.
+    Any,
 }
 
 /// One page of a listing.
@@ -500,6 +562,14 @@ pub(crate) fn read_meta<M: Message + Default>(db: &DB, key: &[u8]) -> Result<Opt
 pub(crate) fn decode<M: Message + Default>(raw: &[u8], what: &'static str) -> Result<M> {
     M::decode(raw).map_err(|e| StateError::Decode {
         what,
+        err: e.to_string(),
+    })
+}
+
+fn read_cluster_id(db: &DB) -> Result<Arc<str>> {
+    let raw = db.get_cf(db::cf(db, CF_SM_META), meta::CLUSTER_ID)?.unwrap_or_default();
+    String::from_utf8(raw).map(Into::into).map_err(|e| StateError::Decode {
+        what: "cluster_id",
         err: e.to_string(),
     })
 }

@@ -82,6 +82,20 @@ impl SnapshotDir {
 
     /// Builds a snapshot of `state` and makes it current. Returns its meta.
     pub fn build(&self, state: &StateStore) -> Result<ipb::SnapshotMeta> {
+        let (tmp, meta) = self.write_new(state, "building")?;
+        self.make_current(&tmp, &meta)?;
+        Ok(meta)
+    }
+
+    /// Builds a snapshot of `state` into a file of its own, apart from the
+    /// current one (a backup being saved; see `state::backup`). The caller
+    /// removes it when done; a restart removes what is left.
+    pub fn export(&self, state: &StateStore) -> Result<(PathBuf, ipb::SnapshotMeta)> {
+        self.write_new(state, "export")
+    }
+
+    /// Writes a snapshot of `state` to a new file named `{prefix}-{id}.snap`.
+    fn write_new(&self, state: &StateStore, prefix: &str) -> Result<(PathBuf, ipb::SnapshotMeta)> {
         let db = state.db();
         let snap = db.snapshot();
         let meta_cf = db::cf(db, CF_SM_META);
@@ -103,7 +117,7 @@ impl SnapshotDir {
             snapshot_id: format!("{term}-{index}-{}", crate::clock::wall_ms()),
             format_version: crate::format::CURRENT,
         };
-        let tmp = self.dir.join(format!("building-{}.snap", meta.snapshot_id));
+        let tmp = self.dir.join(format!("{prefix}-{}.snap", meta.snapshot_id));
         let written = (|| -> Result<()> {
             let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
             write_header(&mut w, &meta)?;
@@ -131,8 +145,7 @@ impl SnapshotDir {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
-        self.make_current(&tmp, &meta)?;
-        Ok(meta)
+        Ok((tmp, meta))
     }
 
     /// Atomically makes `path` the current snapshot, unless the current one
@@ -169,7 +182,10 @@ impl SnapshotDir {
         for entry in fs::read_dir(&self.dir)? {
             let p = entry?.path();
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            if name.starts_with("building-") || name.starts_with("incoming-") {
+            if ["building-", "incoming-", "export-"]
+                .iter()
+                .any(|p| name.starts_with(p))
+            {
                 fs::remove_file(&p)?;
             }
         }
@@ -224,9 +240,18 @@ fn read_field(r: &mut impl Read) -> Result<Vec<u8>> {
 /// Reads every record of a snapshot file, calling `f(cf_index, key, value)`.
 /// Fails on any malformation, including a missing end marker or a wrong
 /// record count.
-fn for_each_record(path: &Path, mut f: impl FnMut(usize, Vec<u8>, Vec<u8>) -> Result<()>) -> Result<ipb::SnapshotMeta> {
+fn for_each_record(path: &Path, f: impl FnMut(usize, Vec<u8>, Vec<u8>) -> Result<()>) -> Result<ipb::SnapshotMeta> {
     let mut r = BufReader::with_capacity(1 << 20, File::open(path)?);
-    let meta = read_header(&mut r)?;
+    for_each_record_in(&mut r, f)
+}
+
+/// As [`for_each_record`], from a reader positioned at the snapshot's
+/// start; reads up to its end marker and record count, no further.
+pub fn for_each_record_in(
+    r: &mut impl Read,
+    mut f: impl FnMut(usize, Vec<u8>, Vec<u8>) -> Result<()>,
+) -> Result<ipb::SnapshotMeta> {
+    let meta = read_header(r)?;
     let mut records = 0u64;
     loop {
         let mut tag = [0u8; 1];
@@ -243,8 +268,8 @@ fn for_each_record(path: &Path, mut f: impl FnMut(usize, Vec<u8>, Vec<u8>) -> Re
         if cf >= STATE_CFS.len() {
             return Err(bad(format!("unknown column family tag {cf}")));
         }
-        let k = read_field(&mut r)?;
-        let v = read_field(&mut r)?;
+        let k = read_field(r)?;
+        let v = read_field(r)?;
         f(cf, k, v)?;
         records += 1;
     }

@@ -277,6 +277,7 @@ async fn the_raft_wire_refuses_what_is_malformed_and_changes_nothing() {
 
     // A well-formed AppendEntries from a leader of an older term: the
     // follower answers that it has seen a higher vote, and takes nothing.
+    let name = cluster.wait_named(Duration::from_secs(20)).await.expect("named");
     let stale = ipb::AppendEntriesRequest {
         vote: Some(ipb::Vote {
             leader_id: Some(ipb::LeaderId {
@@ -285,6 +286,7 @@ async fn the_raft_wire_refuses_what_is_malformed_and_changes_nothing() {
             }),
             committed: true,
         }),
+        cluster_id: name,
         ..Default::default()
     };
     let (kind, body, closed) = over_the_wire(&addr, &wire_frame(0, &prost::Message::encode_to_vec(&stale))).await;
@@ -300,7 +302,7 @@ async fn the_raft_wire_refuses_what_is_malformed_and_changes_nothing() {
         .await
         .expect("connect");
     let answer = grpc
-        .append_entries(stale)
+        .append_entries(stale.clone())
         .await
         .expect("gRPC AppendEntries")
         .into_inner();
@@ -308,6 +310,22 @@ async fn the_raft_wire_refuses_what_is_malformed_and_changes_nothing() {
         matches!(answer.result, Some(ipb::append_entries_response::Result::HigherVote(_))),
         "{answer:?}"
     );
+    // From a node of another cluster, or of none (raft::identity): refused
+    // as unavailable (the sender backs off), over the wire and gRPC.
+    for (other, says) in [
+        ("0123456789abcdef0123456789abcdef", "another cluster"),
+        ("", "no named cluster"),
+    ] {
+        let foreign = ipb::AppendEntriesRequest {
+            cluster_id: other.into(),
+            ..stale.clone()
+        };
+        let (kind, body, _) = over_the_wire(&addr, &wire_frame(0, &prost::Message::encode_to_vec(&foreign))).await;
+        let message = String::from_utf8_lossy(&body);
+        assert!(kind != 0 && message.contains(says), "{other:?}: kind {kind}: {message}");
+        let s = grpc.append_entries(foreign).await.expect_err("refused over gRPC");
+        assert!(s.message().contains(says), "{other:?}: {s:?}");
+    }
 
     for (what, bytes, says) in [
         (

@@ -13,14 +13,10 @@ use std::time::Duration;
 use handlestore_client::{Client, HandleStore, StateTool, StateValue};
 use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::v1 as pb;
+use handlestore_tests::stored::{stamp, stamped};
 use handlestore_tests::{free_port, handlestore_bin};
 use pb::admin_client::AdminClient;
 use serde_json::Value;
-
-/// Where the version is stamped (node/src/format.rs: `raft_meta`,
-/// `format_version`, u32 big-endian).
-const META_CF: &str = "raft_meta";
-const KEY: &[u8] = b"format_version";
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/formats")
@@ -55,23 +51,6 @@ fn data_of(version: u32, dir: &Path) -> PathBuf {
     let data = dir.join("data");
     copy_dir(&fixtures().join(version.to_string()).join("data"), &data);
     data
-}
-
-/// Runs `f` on the fixture copy's database (the node is not running).
-fn with_db<T>(data: &Path, f: impl FnOnce(&rocksdb::DB) -> T) -> T {
-    let path = data.join("db");
-    let cfs = rocksdb::DB::list_cf(&rocksdb::Options::default(), &path).expect("column families");
-    let db = rocksdb::DB::open_cf(&rocksdb::Options::default(), &path, cfs).expect("open");
-    let out = f(&db);
-    db.flush_wal(true).expect("flush");
-    out
-}
-
-fn stamped(data: &Path) -> Option<u32> {
-    with_db(data, |db| {
-        let v = db.get_cf(db.cf_handle(META_CF).expect("cf"), KEY).expect("get")?;
-        Some(u32::from_be_bytes(v.as_slice().try_into().expect("4 bytes")))
-    })
 }
 
 struct Node {
@@ -153,9 +132,7 @@ async fn an_unversioned_data_directory_is_migrated_and_stamped() {
     let newest = *versions().last().expect("a fixture");
     let dir = tempfile::tempdir().expect("tempdir");
     let data = data_of(newest, dir.path());
-    with_db(&data, |db| {
-        db.delete_cf(db.cf_handle(META_CF).expect("cf"), KEY).expect("unstamp")
-    });
+    stamp(&data, None);
     let log = dir.path().join("node.log");
     let node = spawn(&data, &log);
     serves(&node, newest).await;
@@ -189,10 +166,7 @@ async fn a_data_directory_of_a_newer_format_is_refused_naming_both_versions() {
     let newest = *versions().last().expect("a fixture");
     let dir = tempfile::tempdir().expect("tempdir");
     let data = data_of(newest, dir.path());
-    with_db(&data, |db| {
-        let cf = db.cf_handle(META_CF).expect("cf");
-        db.put_cf(cf, KEY, (newest + 1).to_be_bytes()).expect("stamp")
-    });
+    stamp(&data, Some(newest + 1));
     let before = contents(&data);
     let log = dir.path().join("node.log");
     let mut node = spawn(&data, &log);
@@ -288,7 +262,7 @@ async fn a_peer_that_speaks_another_protocol_is_named_in_status_with_the_reason(
             && let Ok(s) = admin.status(pb::StatusRequest {}).await
         {
             let s = s.into_inner();
-            assert_eq!(s.protocol_version, 1);
+            assert_eq!(s.protocol_version, 2, "this build speaks peer protocol 2");
             if let Some(p) = s.peer_protocols.iter().find(|p| p.id == 2 && !p.problem.is_empty()) {
                 assert_eq!(p.version, Some(99));
                 break p.problem.clone();

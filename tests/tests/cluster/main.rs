@@ -1,9 +1,10 @@
 //! Tier "cluster": a node's life in a cluster with real processes: crashes,
 //! founding, clocks, stored formats, snapshots, the peer port, slow disks,
-//! metrics, leader transfer.
+//! metrics, leader transfer, backup and restore.
 //! `tests/tier.sh cluster`; tests/README.md
 //! lists the tiers.
 
+mod backup;
 mod clock;
 mod failover;
 mod format;

@@ -54,6 +54,7 @@ async fn the_client_port_refuses_every_raft_rpc() {
     let vote = ipb::VoteRequest {
         vote: Some(made_up_vote(1000, follower)),
         last_log_id: None,
+        cluster_id: String::new(),
     };
     let s = raft.vote(vote).await.expect_err("no votes on a client port");
     assert_eq!(s.code(), tonic::Code::Unimplemented, "{s:?}");

@@ -80,6 +80,8 @@ enum Rpc {
     Get,
     Delete,
     Len,
+    HandleList,
+    HandleEvict,
     Store,
     Retrieve,
     StateDelete,
@@ -91,6 +93,7 @@ enum Rpc {
     AddLearner,
     ChangeMembership,
     Snapshot,
+    SnapshotSave,
     TransferLeader,
     KeyringIds,
     KeyringSecrets,
@@ -104,12 +107,14 @@ enum Rpc {
     WatchStore,
 }
 
-const RPCS: [Rpc; 27] = [
+const RPCS: [Rpc; 30] = [
     Rpc::Mint,
     Rpc::Put,
     Rpc::Get,
     Rpc::Delete,
     Rpc::Len,
+    Rpc::HandleList,
+    Rpc::HandleEvict,
     Rpc::Store,
     Rpc::Retrieve,
     Rpc::StateDelete,
@@ -121,6 +126,7 @@ const RPCS: [Rpc; 27] = [
     Rpc::AddLearner,
     Rpc::ChangeMembership,
     Rpc::Snapshot,
+    Rpc::SnapshotSave,
     Rpc::TransferLeader,
     Rpc::KeyringIds,
     Rpc::KeyringSecrets,
@@ -145,16 +151,16 @@ impl Rpc {
             }
             Status => &["writer", "reader", "other", "codec", "nsadmin"],
             KeyringSecrets => &["codec", "nsadmin"],
-            KeyringRotate | KeyringRetire => &["nsadmin"],
-            AddLearner | ChangeMembership | Snapshot | TransferLeader | UserList | UserRemove | RoleAdd | RoleList => {
-                &[]
-            }
+            KeyringRotate | KeyringRetire | HandleList | HandleEvict => &["nsadmin"],
+            AddLearner | ChangeMembership | Snapshot | SnapshotSave | TransferLeader | UserList | UserRemove
+            | RoleAdd | RoleList => &[],
         }
     }
 
     async fn call(self, ch: NodeChannel) -> Result<(), tonic::Status> {
         match self {
             Rpc::Mint | Rpc::Put | Rpc::Get | Rpc::Delete | Rpc::Len => self.handles(ch).await,
+            Rpc::HandleList | Rpc::HandleEvict => self.handle_admin(ch).await,
             Rpc::Store
             | Rpc::Retrieve
             | Rpc::StateDelete
@@ -239,6 +245,30 @@ impl Rpc {
                     namespace: ns,
                     store,
                     ..Default::default()
+                })
+                .await
+                .map(drop),
+        }
+    }
+
+    async fn handle_admin(self, ch: NodeChannel) -> Result<(), tonic::Status> {
+        let mut c = pb::handles_client::HandlesClient::new(ch);
+        let (namespace, store) = (NS.to_string(), "cart".to_string());
+        match self {
+            Rpc::HandleList => c
+                .list(pb::HandleListRequest {
+                    namespace,
+                    store,
+                    ..Default::default()
+                })
+                .await
+                .map(drop),
+            _ => c
+                .evict(pb::EvictRequest {
+                    namespace,
+                    store,
+                    what: Some(pb::evict_request::What::Id(handlestore_proto::id::new_handle_id(""))),
+                    limit: 0,
                 })
                 .await
                 .map(drop),
@@ -334,6 +364,7 @@ impl Rpc {
                 .await
                 .map(drop),
             Rpc::Snapshot => c.snapshot(pb::SnapshotRequest {}).await.map(drop),
+            Rpc::SnapshotSave => c.snapshot_save(pb::SnapshotSaveRequest {}).await.map(drop),
             // To a node that is no voter: refused, leadership stays.
             Rpc::TransferLeader => c.transfer_leader(pb::TransferLeaderRequest { to: 99 }).await.map(drop),
             Rpc::KeyringIds | Rpc::KeyringSecrets => {

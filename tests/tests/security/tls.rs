@@ -232,6 +232,7 @@ async fn peers_speak_mutual_tls_and_let_in_only_allowed_peers() {
             committed: false,
         }),
         last_log_id: None,
+        cluster_id: String::new(),
     };
     let peer_port = format!("https://{}", cluster.node(follower).peer_addr);
     // A client certificate of the cluster's CA is not a peer's.

@@ -1,9 +1,11 @@
-//! Tier "system": the chaos suite's short runs and the Docker Compose
-//! cluster, each sized for the whole machine. Built only with the `system`
+//! Tier "system": the chaos suite's short runs, the Docker Compose
+//! cluster and the rolling upgrade from the previous release, each sized
+//! for the whole machine. Built only with the `system`
 //! feature: `tests/tier.sh system`; tests/README.md lists the tiers.
 
 mod chaos;
 mod docker;
+mod upgrade;
 
 /// One of this tier's runs at a time: each is sized for the whole machine,
 /// and two at once would measure the machine's overload instead of the

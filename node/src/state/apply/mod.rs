@@ -51,6 +51,8 @@ pub(super) struct Applied {
     pub auth: Option<ipb::AuthState>,
     /// The changes to handles and state keys, in order.
     pub events: Vec<Event>,
+    /// The cluster's name, if the batch gave it one.
+    pub cluster_id: Option<String>,
 }
 
 /// Applies `batch`. The hints are taken for the batch and put back once it
@@ -80,6 +82,7 @@ pub(super) fn apply(
     let clock = tx.clock;
     let auth = tx.auth.changed.clone();
     let events = std::mem::take(&mut tx.events);
+    let cluster_id = tx.cluster_id.take();
     let kept = tx.commit(&batch.last_log_id, batch.membership.as_ref())?;
     *hints.lock().unwrap_or_else(|p| p.into_inner()) = kept;
     Ok(Applied {
@@ -87,6 +90,7 @@ pub(super) fn apply(
         clock,
         auth,
         events,
+        cluster_id,
     })
 }
 
@@ -134,6 +138,8 @@ struct Tx<'a> {
     seq: u32,
     /// The changes recorded in the history, in order.
     events: Vec<Event>,
+    /// The name this batch gave the cluster.
+    cluster_id: Option<String>,
 }
 
 fn ok() -> ipb::CommandResult {
@@ -193,6 +199,7 @@ impl<'a> Tx<'a> {
             index: 0,
             seq: 0,
             events: Vec::new(),
+            cluster_id: None,
         })
     }
 
@@ -229,6 +236,7 @@ impl<'a> Tx<'a> {
             Some(Op::KeyringRotate(r)) => self.keyring_rotate(index, r)?,
             Some(Op::KeyringRetire(r)) => self.keyring_retire(r)?,
             Some(Op::AuthChange(c)) => self.auth_change(index, c)?,
+            Some(Op::ClusterIdentity(c)) => self.name_cluster(c)?,
             None => fail(ipb::ResultCode::ResultInvalid, "empty command"),
         };
         result.revision = index;
@@ -236,6 +244,19 @@ impl<'a> Tx<'a> {
             self.answers.remember(&w, &result, self.clock)?;
         }
         Ok(result)
+    }
+
+    /// Names the cluster, unless it has a name: the first name committed
+    /// stays.
+    fn name_cluster(&mut self, c: ipb::ClusterIdentity) -> Result<ipb::CommandResult> {
+        let meta_cf = db::cf(self.db, CF_SM_META);
+        let named = self.cluster_id.is_some() || self.db.get_pinned_cf(meta_cf, meta::CLUSTER_ID)?.is_some();
+        if named || c.id.is_empty() {
+            return Ok(fail(ipb::ResultCode::ResultInvalid, "the cluster has a name already"));
+        }
+        self.wb.put_cf(meta_cf, meta::CLUSTER_ID, c.id.as_bytes());
+        self.cluster_id = Some(c.id);
+        Ok(ok())
     }
 
     fn handle_write(&mut self, index: u64, w: ipb::HandleWrite, caller: &policy::Caller) -> Result<ipb::CommandResult> {

@@ -27,51 +27,55 @@ from handlestore.v1 import auth_pb2 as handlestore_dot_v1_dot_auth__pb2
 from handlestore.v1 import common_pb2 as handlestore_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ahandlestore/v1/admin.proto\x12\x0ehandlestore.v1\x1a\x19handlestore/v1/auth.proto\x1a\x1bhandlestore/v1/common.proto\"#\n\x15TransferLeaderRequest\x12\n\n\x02to\x18\x01 \x01(\x04\"J\n\x16TransferLeaderResponse\x12\x11\n\tleader_id\x18\x01 \x01(\x04\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x0f\n\x07took_ms\x18\x03 \x01(\x04\"H\n\x07RingKey\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x12\n\ncreated_ms\x18\x03 \x01(\x04\x12\x0e\n\x06secret\x18\x04 \x01(\x0c\"k\n\x12KeyringListRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x17\n\x0finclude_secrets\x18\x02 \x01(\x08\x12)\n\x04read\x18\x03 \x01(\x0b\x32\x1b.handlestore.v1.ReadOptions\"d\n\x14KeyringRotateRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06\x63reate\x18\x02 \x01(\x08\x12)\n\x08write_id\x18\x03 \x01(\x0b\x32\x17.handlestore.v1.WriteId\"d\n\x14KeyringRetireRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12)\n\x08write_id\x18\x03 \x01(\x0b\x32\x17.handlestore.v1.WriteId\"Z\n\x0fKeyringResponse\x12%\n\x04keys\x18\x01 \x03(\x0b\x32\x17.handlestore.v1.RingKey\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12\x10\n\x08revision\x18\x03 \x01(\x04\"\x0f\n\rStatusRequest\"D\n\x06Member\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x61\x64\x64r\x18\x02 \x01(\t\x12\r\n\x05voter\x18\x03 \x01(\x08\x12\x11\n\tpeer_addr\x18\x04 \x01(\t\"\xd2\x04\n\x0eStatusResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\x04\x12\x0c\n\x04\x61\x64\x64r\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x11\n\tleader_id\x18\x04 \x01(\x04\x12\x13\n\x0bleader_addr\x18\x05 \x01(\t\x12\x0c\n\x04term\x18\x06 \x01(\x04\x12\x16\n\x0elast_log_index\x18\x07 \x01(\x04\x12\x15\n\rapplied_index\x18\x08 \x01(\x04\x12\x16\n\x0esnapshot_index\x18\t \x01(\x04\x12\x14\n\x0cpurged_index\x18\n \x01(\x04\x12\'\n\x07members\x18\x0b \x03(\x0b\x32\x16.handlestore.v1.Member\x12$\n\x17millis_since_quorum_ack\x18\x0c \x01(\x04H\x00\x88\x01\x01\x12\x0f\n\x07version\x18\r \x01(\t\x12\x11\n\tlog_syncs\x18\x0e \x01(\x04\x12&\n\x06memory\x18\x0f \x01(\x0b\x32\x16.handlestore.v1.Memory\x12\x18\n\x10\x66orwarded_writes\x18\x10 \x01(\x04\x12*\n\x05\x63lock\x18\x11 \x01(\x0b\x32\x1b.handlestore.v1.ClockStatus\x12\x32\n\nnamespaces\x18\x12 \x03(\x0b\x32\x1e.handlestore.v1.NamespaceUsage\x12\x18\n\x10protocol_version\x18\x13 \x01(\r\x12\x34\n\x0epeer_protocols\x18\x14 \x03(\x0b\x32\x1c.handlestore.v1.PeerProtocolB\x1a\n\x18_millis_since_quorum_ack\"M\n\x0cPeerProtocol\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x14\n\x07version\x18\x02 \x01(\rH\x00\x88\x01\x01\x12\x0f\n\x07problem\x18\x03 \x01(\tB\n\n\x08_version\"\x94\x01\n\x0b\x43lockStatus\x12\x16\n\toffset_ms\x18\x01 \x01(\x12H\x00\x88\x01\x01\x12\x15\n\rmax_offset_ms\x18\x02 \x01(\x04\x12\x0f\n\x07trusted\x18\x03 \x01(\x08\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12(\n\x05peers\x18\x05 \x03(\x0b\x32\x19.handlestore.v1.PeerClockB\x0c\n\n_offset_ms\"J\n\tPeerClock\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x11\n\toffset_ms\x18\x02 \x01(\x12\x12\x0e\n\x06rtt_ms\x18\x03 \x01(\x04\x12\x0e\n\x06\x61ge_ms\x18\x04 \x01(\x04\"\xd0\x01\n\x06Memory\x12\x0b\n\x03rss\x18\x01 \x01(\x04\x12\x11\n\tmemtables\x18\x02 \x01(\x04\x12\x13\n\x0b\x62lock_cache\x18\x03 \x01(\x04\x12\x1a\n\x12\x62lock_cache_pinned\x18\x04 \x01(\x04\x12\x15\n\rtable_readers\x18\x05 \x01(\x04\x12\x11\n\tlog_cache\x18\x06 \x01(\x04\x12\r\n\x05watch\x18\x07 \x01(\x04\x12\x14\n\x0cwatch_budget\x18\x08 \x01(\x04\x12\x10\n\x08watchers\x18\t \x01(\x04\x12\x14\n\x0cwatchers_cut\x18\n \x01(\x04\"R\n\x11\x41\x64\x64LearnerRequest\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x61\x64\x64r\x18\x02 \x01(\t\x12\x10\n\x08\x62locking\x18\x03 \x01(\x08\x12\x11\n\tpeer_addr\x18\x04 \x01(\t\"9\n\x17\x43hangeMembershipRequest\x12\x0e\n\x06voters\x18\x01 \x03(\x04\x12\x0e\n\x06retain\x18\x02 \x01(\x08\"P\n\x12MembershipResponse\x12\'\n\x07members\x18\x01 \x03(\x0b\x32\x16.handlestore.v1.Member\x12\x11\n\tlog_index\x18\x02 \x01(\x04\"\x11\n\x0fSnapshotRequest\"@\n\x10SnapshotResponse\x12\x16\n\x0esnapshot_index\x18\x01 \x01(\x04\x12\x14\n\x0cpurged_index\x18\x02 \x01(\x04\x32\xba\x05\n\x05\x41\x64min\x12G\n\x06Status\x12\x1d.handlestore.v1.StatusRequest\x1a\x1e.handlestore.v1.StatusResponse\x12S\n\nAddLearner\x12!.handlestore.v1.AddLearnerRequest\x1a\".handlestore.v1.MembershipResponse\x12_\n\x10\x43hangeMembership\x12\'.handlestore.v1.ChangeMembershipRequest\x1a\".handlestore.v1.MembershipResponse\x12M\n\x08Snapshot\x12\x1f.handlestore.v1.SnapshotRequest\x1a .handlestore.v1.SnapshotResponse\x12R\n\x0bKeyringList\x12\".handlestore.v1.KeyringListRequest\x1a\x1f.handlestore.v1.KeyringResponse\x12V\n\rKeyringRotate\x12$.handlestore.v1.KeyringRotateRequest\x1a\x1f.handlestore.v1.KeyringResponse\x12V\n\rKeyringRetire\x12$.handlestore.v1.KeyringRetireRequest\x1a\x1f.handlestore.v1.KeyringResponse\x12_\n\x0eTransferLeader\x12%.handlestore.v1.TransferLeaderRequest\x1a&.handlestore.v1.TransferLeaderResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ahandlestore/v1/admin.proto\x12\x0ehandlestore.v1\x1a\x19handlestore/v1/auth.proto\x1a\x1bhandlestore/v1/common.proto\"\x15\n\x13SnapshotSaveRequest\"l\n\x11SnapshotSaveChunk\x12\x13\n\x0btotal_bytes\x18\x01 \x01(\x04\x12\x10\n\x08revision\x18\x02 \x01(\x04\x12\x12\n\ncluster_id\x18\x03 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\x12\x0e\n\x06sha256\x18\x05 \x01(\x0c\"#\n\x15TransferLeaderRequest\x12\n\n\x02to\x18\x01 \x01(\x04\"J\n\x16TransferLeaderResponse\x12\x11\n\tleader_id\x18\x01 \x01(\x04\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x0f\n\x07took_ms\x18\x03 \x01(\x04\"H\n\x07RingKey\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x12\n\ncreated_ms\x18\x03 \x01(\x04\x12\x0e\n\x06secret\x18\x04 \x01(\x0c\"k\n\x12KeyringListRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x17\n\x0finclude_secrets\x18\x02 \x01(\x08\x12)\n\x04read\x18\x03 \x01(\x0b\x32\x1b.handlestore.v1.ReadOptions\"d\n\x14KeyringRotateRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06\x63reate\x18\x02 \x01(\x08\x12)\n\x08write_id\x18\x03 \x01(\x0b\x32\x17.handlestore.v1.WriteId\"d\n\x14KeyringRetireRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12)\n\x08write_id\x18\x03 \x01(\x0b\x32\x17.handlestore.v1.WriteId\"Z\n\x0fKeyringResponse\x12%\n\x04keys\x18\x01 \x03(\x0b\x32\x17.handlestore.v1.RingKey\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12\x10\n\x08revision\x18\x03 \x01(\x04\"\x0f\n\rStatusRequest\"D\n\x06Member\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x61\x64\x64r\x18\x02 \x01(\t\x12\r\n\x05voter\x18\x03 \x01(\x08\x12\x11\n\tpeer_addr\x18\x04 \x01(\t\"\xe6\x04\n\x0eStatusResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\x04\x12\x0c\n\x04\x61\x64\x64r\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x11\n\tleader_id\x18\x04 \x01(\x04\x12\x13\n\x0bleader_addr\x18\x05 \x01(\t\x12\x0c\n\x04term\x18\x06 \x01(\x04\x12\x16\n\x0elast_log_index\x18\x07 \x01(\x04\x12\x15\n\rapplied_index\x18\x08 \x01(\x04\x12\x16\n\x0esnapshot_index\x18\t \x01(\x04\x12\x14\n\x0cpurged_index\x18\n \x01(\x04\x12\'\n\x07members\x18\x0b \x03(\x0b\x32\x16.handlestore.v1.Member\x12$\n\x17millis_since_quorum_ack\x18\x0c \x01(\x04H\x00\x88\x01\x01\x12\x0f\n\x07version\x18\r \x01(\t\x12\x11\n\tlog_syncs\x18\x0e \x01(\x04\x12&\n\x06memory\x18\x0f \x01(\x0b\x32\x16.handlestore.v1.Memory\x12\x18\n\x10\x66orwarded_writes\x18\x10 \x01(\x04\x12*\n\x05\x63lock\x18\x11 \x01(\x0b\x32\x1b.handlestore.v1.ClockStatus\x12\x32\n\nnamespaces\x18\x12 \x03(\x0b\x32\x1e.handlestore.v1.NamespaceUsage\x12\x18\n\x10protocol_version\x18\x13 \x01(\r\x12\x34\n\x0epeer_protocols\x18\x14 \x03(\x0b\x32\x1c.handlestore.v1.PeerProtocol\x12\x12\n\ncluster_id\x18\x15 \x01(\tB\x1a\n\x18_millis_since_quorum_ack\"M\n\x0cPeerProtocol\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x14\n\x07version\x18\x02 \x01(\rH\x00\x88\x01\x01\x12\x0f\n\x07problem\x18\x03 \x01(\tB\n\n\x08_version\"\x94\x01\n\x0b\x43lockStatus\x12\x16\n\toffset_ms\x18\x01 \x01(\x12H\x00\x88\x01\x01\x12\x15\n\rmax_offset_ms\x18\x02 \x01(\x04\x12\x0f\n\x07trusted\x18\x03 \x01(\x08\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12(\n\x05peers\x18\x05 \x03(\x0b\x32\x19.handlestore.v1.PeerClockB\x0c\n\n_offset_ms\"J\n\tPeerClock\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x11\n\toffset_ms\x18\x02 \x01(\x12\x12\x0e\n\x06rtt_ms\x18\x03 \x01(\x04\x12\x0e\n\x06\x61ge_ms\x18\x04 \x01(\x04\"\xd0\x01\n\x06Memory\x12\x0b\n\x03rss\x18\x01 \x01(\x04\x12\x11\n\tmemtables\x18\x02 \x01(\x04\x12\x13\n\x0b\x62lock_cache\x18\x03 \x01(\x04\x12\x1a\n\x12\x62lock_cache_pinned\x18\x04 \x01(\x04\x12\x15\n\rtable_readers\x18\x05 \x01(\x04\x12\x11\n\tlog_cache\x18\x06 \x01(\x04\x12\r\n\x05watch\x18\x07 \x01(\x04\x12\x14\n\x0cwatch_budget\x18\x08 \x01(\x04\x12\x10\n\x08watchers\x18\t \x01(\x04\x12\x14\n\x0cwatchers_cut\x18\n \x01(\x04\"R\n\x11\x41\x64\x64LearnerRequest\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04\x61\x64\x64r\x18\x02 \x01(\t\x12\x10\n\x08\x62locking\x18\x03 \x01(\x08\x12\x11\n\tpeer_addr\x18\x04 \x01(\t\"9\n\x17\x43hangeMembershipRequest\x12\x0e\n\x06voters\x18\x01 \x03(\x04\x12\x0e\n\x06retain\x18\x02 \x01(\x08\"P\n\x12MembershipResponse\x12\'\n\x07members\x18\x01 \x03(\x0b\x32\x16.handlestore.v1.Member\x12\x11\n\tlog_index\x18\x02 \x01(\x04\"\x11\n\x0fSnapshotRequest\"@\n\x10SnapshotResponse\x12\x16\n\x0esnapshot_index\x18\x01 \x01(\x04\x12\x14\n\x0cpurged_index\x18\x02 \x01(\x04\x32\x94\x06\n\x05\x41\x64min\x12G\n\x06Status\x12\x1d.handlestore.v1.StatusRequest\x1a\x1e.handlestore.v1.StatusResponse\x12S\n\nAddLearner\x12!.handlestore.v1.AddLearnerRequest\x1a\".handlestore.v1.MembershipResponse\x12_\n\x10\x43hangeMembership\x12\'.handlestore.v1.ChangeMembershipRequest\x1a\".handlestore.v1.MembershipResponse\x12M\n\x08Snapshot\x12\x1f.handlestore.v1.SnapshotRequest\x1a .handlestore.v1.SnapshotResponse\x12R\n\x0bKeyringList\x12\".handlestore.v1.KeyringListRequest\x1a\x1f.handlestore.v1.KeyringResponse\x12V\n\rKeyringRotate\x12$.handlestore.v1.KeyringRotateRequest\x1a\x1f.handlestore.v1.KeyringResponse\x12V\n\rKeyringRetire\x12$.handlestore.v1.KeyringRetireRequest\x1a\x1f.handlestore.v1.KeyringResponse\x12_\n\x0eTransferLeader\x12%.handlestore.v1.TransferLeaderRequest\x1a&.handlestore.v1.TransferLeaderResponse\x12X\n\x0cSnapshotSave\x12#.handlestore.v1.SnapshotSaveRequest\x1a!.handlestore.v1.SnapshotSaveChunk0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'handlestore.v1.admin_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TRANSFERLEADERREQUEST']._serialized_start=102
-  _globals['_TRANSFERLEADERREQUEST']._serialized_end=137
-  _globals['_TRANSFERLEADERRESPONSE']._serialized_start=139
-  _globals['_TRANSFERLEADERRESPONSE']._serialized_end=213
-  _globals['_RINGKEY']._serialized_start=215
-  _globals['_RINGKEY']._serialized_end=287
-  _globals['_KEYRINGLISTREQUEST']._serialized_start=289
-  _globals['_KEYRINGLISTREQUEST']._serialized_end=396
-  _globals['_KEYRINGROTATEREQUEST']._serialized_start=398
-  _globals['_KEYRINGROTATEREQUEST']._serialized_end=498
-  _globals['_KEYRINGRETIREREQUEST']._serialized_start=500
-  _globals['_KEYRINGRETIREREQUEST']._serialized_end=600
-  _globals['_KEYRINGRESPONSE']._serialized_start=602
-  _globals['_KEYRINGRESPONSE']._serialized_end=692
-  _globals['_STATUSREQUEST']._serialized_start=694
-  _globals['_STATUSREQUEST']._serialized_end=709
-  _globals['_MEMBER']._serialized_start=711
-  _globals['_MEMBER']._serialized_end=779
-  _globals['_STATUSRESPONSE']._serialized_start=782
-  _globals['_STATUSRESPONSE']._serialized_end=1376
-  _globals['_PEERPROTOCOL']._serialized_start=1378
-  _globals['_PEERPROTOCOL']._serialized_end=1455
-  _globals['_CLOCKSTATUS']._serialized_start=1458
-  _globals['_CLOCKSTATUS']._serialized_end=1606
-  _globals['_PEERCLOCK']._serialized_start=1608
-  _globals['_PEERCLOCK']._serialized_end=1682
-  _globals['_MEMORY']._serialized_start=1685
-  _globals['_MEMORY']._serialized_end=1893
-  _globals['_ADDLEARNERREQUEST']._serialized_start=1895
-  _globals['_ADDLEARNERREQUEST']._serialized_end=1977
-  _globals['_CHANGEMEMBERSHIPREQUEST']._serialized_start=1979
-  _globals['_CHANGEMEMBERSHIPREQUEST']._serialized_end=2036
-  _globals['_MEMBERSHIPRESPONSE']._serialized_start=2038
-  _globals['_MEMBERSHIPRESPONSE']._serialized_end=2118
-  _globals['_SNAPSHOTREQUEST']._serialized_start=2120
-  _globals['_SNAPSHOTREQUEST']._serialized_end=2137
-  _globals['_SNAPSHOTRESPONSE']._serialized_start=2139
-  _globals['_SNAPSHOTRESPONSE']._serialized_end=2203
-  _globals['_ADMIN']._serialized_start=2206
-  _globals['_ADMIN']._serialized_end=2904
+  _globals['_SNAPSHOTSAVEREQUEST']._serialized_start=102
+  _globals['_SNAPSHOTSAVEREQUEST']._serialized_end=123
+  _globals['_SNAPSHOTSAVECHUNK']._serialized_start=125
+  _globals['_SNAPSHOTSAVECHUNK']._serialized_end=233
+  _globals['_TRANSFERLEADERREQUEST']._serialized_start=235
+  _globals['_TRANSFERLEADERREQUEST']._serialized_end=270
+  _globals['_TRANSFERLEADERRESPONSE']._serialized_start=272
+  _globals['_TRANSFERLEADERRESPONSE']._serialized_end=346
+  _globals['_RINGKEY']._serialized_start=348
+  _globals['_RINGKEY']._serialized_end=420
+  _globals['_KEYRINGLISTREQUEST']._serialized_start=422
+  _globals['_KEYRINGLISTREQUEST']._serialized_end=529
+  _globals['_KEYRINGROTATEREQUEST']._serialized_start=531
+  _globals['_KEYRINGROTATEREQUEST']._serialized_end=631
+  _globals['_KEYRINGRETIREREQUEST']._serialized_start=633
+  _globals['_KEYRINGRETIREREQUEST']._serialized_end=733
+  _globals['_KEYRINGRESPONSE']._serialized_start=735
+  _globals['_KEYRINGRESPONSE']._serialized_end=825
+  _globals['_STATUSREQUEST']._serialized_start=827
+  _globals['_STATUSREQUEST']._serialized_end=842
+  _globals['_MEMBER']._serialized_start=844
+  _globals['_MEMBER']._serialized_end=912
+  _globals['_STATUSRESPONSE']._serialized_start=915
+  _globals['_STATUSRESPONSE']._serialized_end=1529
+  _globals['_PEERPROTOCOL']._serialized_start=1531
+  _globals['_PEERPROTOCOL']._serialized_end=1608
+  _globals['_CLOCKSTATUS']._serialized_start=1611
+  _globals['_CLOCKSTATUS']._serialized_end=1759
+  _globals['_PEERCLOCK']._serialized_start=1761
+  _globals['_PEERCLOCK']._serialized_end=1835
+  _globals['_MEMORY']._serialized_start=1838
+  _globals['_MEMORY']._serialized_end=2046
+  _globals['_ADDLEARNERREQUEST']._serialized_start=2048
+  _globals['_ADDLEARNERREQUEST']._serialized_end=2130
+  _globals['_CHANGEMEMBERSHIPREQUEST']._serialized_start=2132
+  _globals['_CHANGEMEMBERSHIPREQUEST']._serialized_end=2189
+  _globals['_MEMBERSHIPRESPONSE']._serialized_start=2191
+  _globals['_MEMBERSHIPRESPONSE']._serialized_end=2271
+  _globals['_SNAPSHOTREQUEST']._serialized_start=2273
+  _globals['_SNAPSHOTREQUEST']._serialized_end=2290
+  _globals['_SNAPSHOTRESPONSE']._serialized_start=2292
+  _globals['_SNAPSHOTRESPONSE']._serialized_end=2356
+  _globals['_ADMIN']._serialized_start=2359
+  _globals['_ADMIN']._serialized_end=3147
 # @@protoc_insertion_point(module_scope)

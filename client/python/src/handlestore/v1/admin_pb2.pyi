@@ -9,6 +9,24 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class SnapshotSaveRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SnapshotSaveChunk(_message.Message):
+    __slots__ = ("total_bytes", "revision", "cluster_id", "data", "sha256")
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    total_bytes: int
+    revision: int
+    cluster_id: str
+    data: bytes
+    sha256: bytes
+    def __init__(self, total_bytes: _Optional[int] = ..., revision: _Optional[int] = ..., cluster_id: _Optional[str] = ..., data: _Optional[bytes] = ..., sha256: _Optional[bytes] = ...) -> None: ...
+
 class TransferLeaderRequest(_message.Message):
     __slots__ = ("to",)
     TO_FIELD_NUMBER: _ClassVar[int]
@@ -94,7 +112,7 @@ class Member(_message.Message):
     def __init__(self, id: _Optional[int] = ..., addr: _Optional[str] = ..., voter: _Optional[bool] = ..., peer_addr: _Optional[str] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("node_id", "addr", "state", "leader_id", "leader_addr", "term", "last_log_index", "applied_index", "snapshot_index", "purged_index", "members", "millis_since_quorum_ack", "version", "log_syncs", "memory", "forwarded_writes", "clock", "namespaces", "protocol_version", "peer_protocols")
+    __slots__ = ("node_id", "addr", "state", "leader_id", "leader_addr", "term", "last_log_index", "applied_index", "snapshot_index", "purged_index", "members", "millis_since_quorum_ack", "version", "log_syncs", "memory", "forwarded_writes", "clock", "namespaces", "protocol_version", "peer_protocols", "cluster_id")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ADDR_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +133,7 @@ class StatusResponse(_message.Message):
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     PEER_PROTOCOLS_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     addr: str
     state: str
@@ -135,7 +154,8 @@ class StatusResponse(_message.Message):
     namespaces: _containers.RepeatedCompositeFieldContainer[_auth_pb2.NamespaceUsage]
     protocol_version: int
     peer_protocols: _containers.RepeatedCompositeFieldContainer[PeerProtocol]
-    def __init__(self, node_id: _Optional[int] = ..., addr: _Optional[str] = ..., state: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_addr: _Optional[str] = ..., term: _Optional[int] = ..., last_log_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., snapshot_index: _Optional[int] = ..., purged_index: _Optional[int] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., millis_since_quorum_ack: _Optional[int] = ..., version: _Optional[str] = ..., log_syncs: _Optional[int] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., forwarded_writes: _Optional[int] = ..., clock: _Optional[_Union[ClockStatus, _Mapping]] = ..., namespaces: _Optional[_Iterable[_Union[_auth_pb2.NamespaceUsage, _Mapping]]] = ..., protocol_version: _Optional[int] = ..., peer_protocols: _Optional[_Iterable[_Union[PeerProtocol, _Mapping]]] = ...) -> None: ...
+    cluster_id: str
+    def __init__(self, node_id: _Optional[int] = ..., addr: _Optional[str] = ..., state: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_addr: _Optional[str] = ..., term: _Optional[int] = ..., last_log_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., snapshot_index: _Optional[int] = ..., purged_index: _Optional[int] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., millis_since_quorum_ack: _Optional[int] = ..., version: _Optional[str] = ..., log_syncs: _Optional[int] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., forwarded_writes: _Optional[int] = ..., clock: _Optional[_Union[ClockStatus, _Mapping]] = ..., namespaces: _Optional[_Iterable[_Union[_auth_pb2.NamespaceUsage, _Mapping]]] = ..., protocol_version: _Optional[int] = ..., peer_protocols: _Optional[_Iterable[_Union[PeerProtocol, _Mapping]]] = ..., cluster_id: _Optional[str] = ...) -> None: ...
 
 class PeerProtocol(_message.Message):
     __slots__ = ("id", "version", "problem")

@@ -76,6 +76,11 @@ class AdminStub:
                 request_serializer=handlestore_dot_v1_dot_admin__pb2.TransferLeaderRequest.SerializeToString,
                 response_deserializer=handlestore_dot_v1_dot_admin__pb2.TransferLeaderResponse.FromString,
                 _registered_method=True)
+        self.SnapshotSave = channel.unary_stream(
+                '/handlestore.v1.Admin/SnapshotSave',
+                request_serializer=handlestore_dot_v1_dot_admin__pb2.SnapshotSaveRequest.SerializeToString,
+                response_deserializer=handlestore_dot_v1_dot_admin__pb2.SnapshotSaveChunk.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -137,6 +142,17 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SnapshotSave(self, request, context):
+        """A backup of the cluster's state (root only): a snapshot this node
+        builds once it has applied everything committed when the call came in
+        (a read index), streamed as a backup file (node/src/state/backup.rs).
+        The first message gives the size and the revision; the last one the
+        file's SHA-256.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -179,6 +195,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.TransferLeader,
                     request_deserializer=handlestore_dot_v1_dot_admin__pb2.TransferLeaderRequest.FromString,
                     response_serializer=handlestore_dot_v1_dot_admin__pb2.TransferLeaderResponse.SerializeToString,
+            ),
+            'SnapshotSave': grpc.unary_stream_rpc_method_handler(
+                    servicer.SnapshotSave,
+                    request_deserializer=handlestore_dot_v1_dot_admin__pb2.SnapshotSaveRequest.FromString,
+                    response_serializer=handlestore_dot_v1_dot_admin__pb2.SnapshotSaveChunk.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -398,6 +419,33 @@ class Admin:
             '/handlestore.v1.Admin/TransferLeader',
             handlestore_dot_v1_dot_admin__pb2.TransferLeaderRequest.SerializeToString,
             handlestore_dot_v1_dot_admin__pb2.TransferLeaderResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SnapshotSave(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/handlestore.v1.Admin/SnapshotSave',
+            handlestore_dot_v1_dot_admin__pb2.SnapshotSaveRequest.SerializeToString,
+            handlestore_dot_v1_dot_admin__pb2.SnapshotSaveChunk.FromString,
             options,
             channel_credentials,
             insecure,

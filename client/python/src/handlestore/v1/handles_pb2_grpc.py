@@ -63,6 +63,16 @@ class HandlesStub:
                 request_serializer=handlestore_dot_v1_dot_handles__pb2.LenRequest.SerializeToString,
                 response_deserializer=handlestore_dot_v1_dot_handles__pb2.LenResponse.FromString,
                 _registered_method=True)
+        self.List = channel.unary_unary(
+                '/handlestore.v1.Handles/List',
+                request_serializer=handlestore_dot_v1_dot_handles__pb2.HandleListRequest.SerializeToString,
+                response_deserializer=handlestore_dot_v1_dot_handles__pb2.HandleListResponse.FromString,
+                _registered_method=True)
+        self.Evict = channel.unary_unary(
+                '/handlestore.v1.Handles/Evict',
+                request_serializer=handlestore_dot_v1_dot_handles__pb2.EvictRequest.SerializeToString,
+                response_deserializer=handlestore_dot_v1_dot_handles__pb2.EvictResponse.FromString,
+                _registered_method=True)
 
 
 class HandlesServicer:
@@ -105,6 +115,23 @@ class HandlesServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def List(self, request, context):
+        """What a store holds, a page at a time in id order: ids, revisions,
+        expiry and size, values only when asked (admin of the store).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Evict(self, request, context):
+        """Deletes handles of a store: one by id, those whose id begins with a
+        prefix, or every expired one the sweep has not removed yet; at most
+        `limit` per call (admin of the store).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_HandlesServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -132,6 +159,16 @@ def add_HandlesServicer_to_server(servicer, server):
                     servicer.Len,
                     request_deserializer=handlestore_dot_v1_dot_handles__pb2.LenRequest.FromString,
                     response_serializer=handlestore_dot_v1_dot_handles__pb2.LenResponse.SerializeToString,
+            ),
+            'List': grpc.unary_unary_rpc_method_handler(
+                    servicer.List,
+                    request_deserializer=handlestore_dot_v1_dot_handles__pb2.HandleListRequest.FromString,
+                    response_serializer=handlestore_dot_v1_dot_handles__pb2.HandleListResponse.SerializeToString,
+            ),
+            'Evict': grpc.unary_unary_rpc_method_handler(
+                    servicer.Evict,
+                    request_deserializer=handlestore_dot_v1_dot_handles__pb2.EvictRequest.FromString,
+                    response_serializer=handlestore_dot_v1_dot_handles__pb2.EvictResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -272,6 +309,60 @@ class Handles:
             '/handlestore.v1.Handles/Len',
             handlestore_dot_v1_dot_handles__pb2.LenRequest.SerializeToString,
             handlestore_dot_v1_dot_handles__pb2.LenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def List(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handlestore.v1.Handles/List',
+            handlestore_dot_v1_dot_handles__pb2.HandleListRequest.SerializeToString,
+            handlestore_dot_v1_dot_handles__pb2.HandleListResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Evict(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/handlestore.v1.Handles/Evict',
+            handlestore_dot_v1_dot_handles__pb2.EvictRequest.SerializeToString,
+            handlestore_dot_v1_dot_handles__pb2.EvictResponse.FromString,
             options,
             channel_credentials,
             insecure,
