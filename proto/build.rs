@@ -33,7 +33,50 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Shared, not copied, when an entry goes to several followers.
         .bytes(".handlestore.internal.v1.WireEntry")
         .compile_protos(&protos, &["."])?;
+    methods(&protos)?;
     reasons()
+}
+
+/// Writes `methods.rs`: every gRPC method the protos define, as its path
+/// without the leading slash ("handlestore.v1.Handles/Mint"), read from
+/// their `package`, `service` and `rpc` lines.
+fn methods(protos: &[&str]) -> Result<(), Box<dyn std::error::Error>> {
+    let mut paths = Vec::new();
+    for p in protos {
+        let (mut package, mut service) = (String::new(), String::new());
+        for line in std::fs::read_to_string(p)?.lines().map(str::trim) {
+            let word = |prefix: &str| {
+                line.strip_prefix(prefix)
+                    .map(|rest| {
+                        rest.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                            .next()
+                    })
+                    .and_then(|w| w.map(str::to_string))
+            };
+            if let Some(w) = word("package ") {
+                package = w;
+            } else if let Some(w) = word("service ") {
+                service = w;
+            } else if let Some(w) = word("rpc ") {
+                if package.is_empty() || service.is_empty() {
+                    return Err(format!("{p}: rpc {w} outside a package's service").into());
+                }
+                paths.push(format!("{package}.{service}/{w}"));
+            }
+        }
+    }
+    let mut out = String::from(
+        "/// Every gRPC method of both packages, as its path without the leading\n\
+         /// slash (`handlestore.v1.Handles/Mint`).\n",
+    );
+    writeln!(out, "pub const METHODS: [&str; {}] = [", paths.len())?;
+    for path in &paths {
+        writeln!(out, "    {path:?},")?;
+    }
+    out.push_str("];\n");
+    let path = std::path::Path::new(&std::env::var("OUT_DIR")?).join("methods.rs");
+    std::fs::write(path, out)?;
+    Ok(())
 }
 
 /// One row of `reasons.txt`.

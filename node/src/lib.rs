@@ -7,6 +7,7 @@
 //! node hands it what a scrape reads.
 
 pub(crate) mod api;
+pub(crate) mod calls;
 pub mod cli;
 pub(crate) mod clock;
 pub(crate) mod config;
@@ -14,6 +15,7 @@ pub(crate) mod db;
 pub mod failpoints;
 pub(crate) mod format;
 pub(crate) mod health;
+pub(crate) mod logs;
 pub(crate) mod memory;
 pub(crate) mod metrics;
 pub(crate) mod node;

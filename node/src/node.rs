@@ -243,7 +243,6 @@ fn client_routes(
         memory,
         snapshots,
     );
-    let services = client_services();
     let mut routes = tonic::service::RoutesBuilder::default();
     routes
         .add_service(
@@ -277,26 +276,13 @@ fn client_routes(
     let router = std::mem::take(routes.axum_router_mut());
     *routes.axum_router_mut() = router
         .layer(axum::middleware::from_fn(crate::status::leader_header))
-        .layer(axum::middleware::from_fn_with_state(services, metrics::count_calls));
+        .layer(axum::middleware::from_fn_with_state(
+            crate::calls::CallsConfig {
+                slow: cfg.tuning.slow_requests(),
+            },
+            crate::calls::watch_calls,
+        ));
     (routes, metrics)
-}
-
-/// The gRPC services of the client port, by name (the labels of their
-/// calls' metrics).
-fn client_services() -> metrics::Services {
-    use tonic::server::NamedService;
-    std::sync::Arc::new(
-        [
-            pb::handles_server::HandlesServer::<HandlesService>::NAME,
-            pb::state_server::StateServer::<StateService>::NAME,
-            pb::writes_server::WritesServer::<WritesService>::NAME,
-            pb::watch_server::WatchServer::<WatchService>::NAME,
-            pb::admin_server::AdminServer::<AdminService>::NAME,
-            pb::auth_server::AuthServer::<AuthService>::NAME,
-            ipb::raft_server::RaftServer::<RaftService>::NAME,
-        ]
-        .into(),
-    )
 }
 
 /// How this node talks to its peers, for the log.

@@ -16,6 +16,11 @@ pub mod id;
 pub mod key;
 pub mod limits;
 pub mod meta;
+
+/// Every gRPC method, generated from the protos (`build.rs`).
+pub mod methods {
+    include!(concat!(env!("OUT_DIR"), "/methods.rs"));
+}
 pub mod reason;
 
 /// `handlestore.v1`: the public API.

@@ -9,8 +9,7 @@
 
 use futures::StreamExt;
 use handlestore_proto::internal::v1 as ipb;
-use handlestore_proto::key::{page_token, parse_page_token};
-use handlestore_proto::limits::{DEFAULT_PAGE, DEFAULT_PREFIX_DELETE, MAX_PAGE, MAX_PAGE_BYTES, MAX_PREFIX_DELETE};
+use handlestore_proto::limits::{DEFAULT_PREFIX_DELETE, MAX_PAGE_BYTES, MAX_PREFIX_DELETE};
 use handlestore_proto::v1 as pb;
 use ipb::command::Op;
 use pb::Access;
@@ -32,17 +31,7 @@ pub async fn list(api: &Api, creds: &Credentials, r: pb::HandleListRequest) -> R
     if !r.prefix.is_empty() {
         validate::handle_id_prefix(&r.prefix)?;
     }
-    if r.limit > MAX_PAGE {
-        return Err(invalid(format!(
-            "limit {} exceeds {MAX_PAGE} handles per page",
-            r.limit
-        )));
-    }
-    let limit = if r.limit == 0 { DEFAULT_PAGE } else { r.limit } as usize;
-    let after = match r.page_token.as_str() {
-        "" => None,
-        t => Some(parse_page_token(t).map_err(invalid)?),
-    };
+    let (limit, after) = validate::page(r.limit, &r.page_token, "handles")?;
     let need = Need::store(&namespace, Access::Admin, &r.store);
     let (at, _) = api.read_as(creds, &need, r.read.as_ref()).await?;
     let (state, time, with_values) = (api.state.clone(), at.time, r.with_values);
@@ -58,10 +47,7 @@ pub async fn list(api: &Api, creds: &Credentials, r: pb::HandleListRequest) -> R
         state.list_handles(&namespace, &r.store, &q, &time)
     })
     .await?;
-    let next_page_token = match (page.more, page.entries.last()) {
-        (true, Some((id, _))) => page_token(id),
-        _ => String::new(),
-    };
+    let next_page_token = validate::next_page(page.more, page.entries.last().map(|(id, _)| id.as_str()));
     let handles = page
         .entries
         .into_iter()

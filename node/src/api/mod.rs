@@ -21,6 +21,7 @@ use handlestore_proto::v1 as pb;
 use tonic::Status;
 
 use crate::config::Limits;
+use crate::logs::request::{stage, stage_now};
 use crate::raft::proposer::Proposer;
 use crate::state::StateStore;
 use crate::status;
@@ -77,7 +78,9 @@ impl Api {
                 all_owners: d.sees_all_owners(need),
             };
             let keys = crate::state::keys::conflict_keys(&cmd);
-            let res = self.proposer.write(cmd, keys, false).await.map_err(Status::from)?;
+            let res = stage("commit", self.proposer.write(cmd, keys, false))
+                .await
+                .map_err(Status::from)?;
             if res.code == ipb::ResultCode::ResultAuthStale as i32 {
                 self.reads.wait_applied(res.current_revision).await?;
                 continue;
@@ -126,14 +129,14 @@ pub fn result_status(r: ipb::CommandResult) -> Result<ipb::CommandResult, Status
 /// the blocking pool and back, which measured 10-40% of linearizable get
 /// throughput. Scans (listing, counting, many keys) use `blocking`.
 pub fn point_read<T>(f: impl FnOnce() -> crate::state::Result<T>) -> Result<T, Status> {
-    f().map_err(read_error)
+    stage_now("read", f).map_err(read_error)
 }
 
 /// Runs blocking state reads (scans) off the async runtime.
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> crate::state::Result<T> + Send + 'static,
 ) -> Result<T, Status> {
-    tokio::task::spawn_blocking(f)
+    stage("read", tokio::task::spawn_blocking(f))
         .await
         .map_err(|e| status::internal(format!("read task failed: {e}")))?
         .map_err(read_error)

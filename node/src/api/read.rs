@@ -25,6 +25,7 @@ use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
 use tonic::Status;
 
+use crate::logs::request::stage;
 use crate::raft::proposer::Proposer;
 use crate::state::{ExpiryTime, StateStore};
 use crate::status;
@@ -58,7 +59,9 @@ impl ReadGate {
             }
             Ok(pb::Consistency::AtLeast) => (self.wait_applied(opts.min_revision).await?, 0),
             Ok(pb::Consistency::Linearizable) => {
-                let point = self.proposer.read_point().await.map_err(Status::from)?;
+                let point = stage("read_index", self.proposer.read_point())
+                    .await
+                    .map_err(Status::from)?;
                 (self.wait_applied(point.index).await?, point.time_ms)
             }
             Err(_) => return Err(status::invalid(format!("unknown consistency {}", opts.consistency))),
@@ -73,7 +76,8 @@ impl ReadGate {
     /// Waits until this node has applied `index`.
     pub async fn wait_applied(&self, index: u64) -> Result<u64, Status> {
         let mut rx = self.state.subscribe_applied();
-        let applied = tokio::time::timeout(self.timeout, rx.wait_for(|a| *a >= index))
+        let waited = tokio::time::timeout(self.timeout, rx.wait_for(|a| *a >= index));
+        let applied = stage("apply_wait", waited)
             .await
             .map_err(|_| {
                 status::unavailable(

@@ -5,8 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use handlestore_proto::internal::v1 as ipb;
-use handlestore_proto::key::{page_token, parse_page_token};
-use handlestore_proto::limits::{DEFAULT_PAGE, DEFAULT_PREFIX_DELETE, MAX_PAGE, MAX_PAGE_BYTES, MAX_PREFIX_DELETE};
+use handlestore_proto::limits::{DEFAULT_PREFIX_DELETE, MAX_PAGE_BYTES, MAX_PREFIX_DELETE};
 use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
 use ipb::command::Op;
@@ -248,15 +247,7 @@ impl pb::state_server::State for StateService {
         let l = &self.api.limits;
         let namespace = validate::namespace(&r.namespace, l)?;
         validate::state_prefix(&r.prefix, l)?;
-        if r.limit > MAX_PAGE {
-            return Err(invalid(format!("limit {} exceeds {MAX_PAGE} keys per page", r.limit)));
-        }
-        let limit = if r.limit == 0 { DEFAULT_PAGE } else { r.limit } as usize;
-        let after = if r.page_token.is_empty() {
-            None
-        } else {
-            Some(parse_page_token(&r.page_token).map_err(invalid)?)
-        };
+        let (limit, after) = validate::page(r.limit, &r.page_token, "keys")?;
         let need = Need::prefix(&namespace, Access::Read, &r.prefix);
         let (at, d) = self.list_gate(&creds, &need, r.read.as_ref()).await?;
         let (state, time, ns) = (self.api.state.clone(), at.time, namespace.clone());
@@ -274,10 +265,7 @@ impl pb::state_server::State for StateService {
         })
         .await?;
         // The token follows the last key read, shown or not.
-        let next_page_token = match (page.more, page.entries.last()) {
-            (true, Some((k, _))) => page_token(k),
-            _ => String::new(),
-        };
+        let next_page_token = validate::next_page(page.more, page.entries.last().map(|(k, _)| k.as_str()));
         let entries = page
             .entries
             .into_iter()

@@ -3,13 +3,37 @@
 //! are defined once, in the wire contract (`handlestore_proto::{id, key}`).
 
 use handlestore_proto::id::is_name;
-use handlestore_proto::limits::DEFAULT_NAMESPACE;
+use handlestore_proto::key::{page_token, parse_page_token};
+use handlestore_proto::limits::{DEFAULT_NAMESPACE, DEFAULT_PAGE, MAX_PAGE};
 use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
 use tonic::Status;
 
 use crate::config::Limits;
 use crate::status::invalid;
+
+/// A page asked for: how many `items` it holds (`limit`; 0: the
+/// default) and the key it starts after (from `token`; empty: the first).
+pub fn page(limit: u32, token: &str, items: &str) -> Result<(usize, Option<String>), Status> {
+    if limit > MAX_PAGE {
+        return Err(invalid(format!("limit {limit} exceeds {MAX_PAGE} {items} per page")));
+    }
+    let limit = if limit == 0 { DEFAULT_PAGE } else { limit } as usize;
+    let after = match token {
+        "" => None,
+        t => Some(parse_page_token(t).map_err(invalid)?),
+    };
+    Ok((limit, after))
+}
+
+/// The token of the page after one whose last key read was `last` (shown
+/// to the caller or not), when there is more.
+pub fn next_page(more: bool, last: Option<&str>) -> String {
+    match (more, last) {
+        (true, Some(key)) => page_token(key),
+        _ => String::new(),
+    }
+}
 
 /// A namespace; empty means "default".
 pub fn namespace(ns: &str, limits: &Limits) -> Result<String, Status> {

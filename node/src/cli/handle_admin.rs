@@ -19,24 +19,14 @@ pub struct ListArgs {
     pub json: bool,
 }
 
-/// The calls go to the first node that answers; any node serves them (a
-/// linearizable read; evictions are forwarded to the leader).
+/// Calls the Handles service on the first node that answers.
 async fn call<T, F, Fut>(conn: &Conn, f: F) -> Result<T, CliError>
 where
     F: Fn(HandlesClient<NodeChannel>) -> Fut,
     Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
 {
-    let client = conn.client()?;
-    let mut last = String::from("no endpoints");
-    for i in 0..client.endpoints().len() {
-        let Some(ch) = client.channel(i) else { continue };
-        match f(HandlesClient::new(ch)).await {
-            Ok(r) => return Ok(r.into_inner()),
-            Err(s) if s.code() == tonic::Code::Unavailable => last = s.message().to_string(),
-            Err(s) => return Err(CliError::new(2, s.message().to_string())),
-        }
-    }
-    Err(CliError::new(2, format!("no node answered: {last}")))
+    let answer = conn.first_answer(|ch| f(HandlesClient::new(ch))).await?;
+    Ok(answer.into_inner())
 }
 
 pub async fn list(conn: &Conn, a: ListArgs) -> Result<(), CliError> {

@@ -38,29 +38,28 @@ pub enum MemberCmd {
 
 /// The status of the first node that answers, and a channel to the leader.
 async fn leader(conn: &Conn) -> Result<(pb::StatusResponse, Channel), CliError> {
-    let client = conn.client()?;
-    let mut last_err = String::from("no endpoints");
-    for i in 0..client.endpoints().len() {
-        let Some(ch) = client.channel(i) else { continue };
-        match AdminClient::new(ch.clone()).status(pb::StatusRequest {}).await {
-            Ok(r) => {
-                let s = r.into_inner();
-                if s.state == "leader" {
-                    return Ok((s, ch));
-                }
-                if s.leader_id != 0 && !s.leader_addr.is_empty() {
-                    let leader = conn.client_for([s.leader_addr.clone()])?;
-                    let ch = leader
-                        .channel(0)
-                        .ok_or_else(|| CliError::new(2, "no channel to the leader"))?;
-                    return Ok((s, ch));
-                }
-                last_err = "no leader elected".into();
+    // A node that knows no leader passes the question to the next.
+    let (s, ch) = conn
+        .first_answer(|ch| async move {
+            let s = AdminClient::new(ch.clone())
+                .status(pb::StatusRequest {})
+                .await?
+                .into_inner();
+            if s.state != "leader" && (s.leader_id == 0 || s.leader_addr.is_empty()) {
+                return Err(tonic::Status::unavailable("no leader elected"));
             }
-            Err(e) => last_err = e.message().to_string(),
-        }
+            Ok((s, ch))
+        })
+        .await
+        .map_err(|e| CliError::new(e.code, format!("cannot reach the leader: {}", e.message)))?;
+    if s.state == "leader" {
+        return Ok((s, ch));
     }
-    Err(CliError::new(2, format!("cannot reach the leader: {last_err}")))
+    let leader = conn.client_for([s.leader_addr.clone()])?;
+    let ch = leader
+        .channel(0)
+        .ok_or_else(|| CliError::new(2, "no channel to the leader"))?;
+    Ok((s, ch))
 }
 
 fn print_members(members: &[pb::Member]) {

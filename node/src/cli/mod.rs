@@ -37,6 +37,10 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("
     about = "Raft-replicated store for the state of stateless MCP servers"
 )]
 pub struct Cli {
+    /// How log lines are written to stderr: text, or one JSON object per
+    /// line (`timestamp`, `level`, `message`, fields, `span`).
+    #[arg(long, global = true, value_enum, default_value_t, env = "HANDLESTORE_LOG_FORMAT")]
+    log_format: crate::logs::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -108,6 +112,27 @@ impl Conn {
             builder = builder.token(token);
         }
         builder.build().map_err(CliError::from)
+    }
+
+    /// Calls `f` on each endpoint in turn until one answers. A node that is
+    /// down or cannot serve the call now (UNAVAILABLE, a deadline, a
+    /// broken connection) passes it to the next; any other answer is final.
+    pub async fn first_answer<T, F, Fut>(&self, f: F) -> Result<T, CliError>
+    where
+        F: Fn(handlestore_client::NodeChannel) -> Fut,
+        Fut: std::future::Future<Output = Result<T, tonic::Status>>,
+    {
+        let client = self.client()?;
+        let mut last = String::from("no endpoints");
+        for (i, endpoint) in client.endpoints().iter().enumerate() {
+            let Some(ch) = client.channel(i) else { continue };
+            match f(ch).await {
+                Ok(v) => return Ok(v),
+                Err(s) if another_node_may_answer(s.code()) => last = format!("{endpoint}: {}", s.message()),
+                Err(s) => return Err(CliError::new(2, s.message().to_string())),
+            }
+        }
+        Err(CliError::new(2, format!("no node answered: {last}")))
     }
 
     /// The token of --token or --token-file.
@@ -248,6 +273,15 @@ enum Command {
     },
 }
 
+/// Whether a call refused with `code` may succeed on another node.
+fn another_node_may_answer(code: tonic::Code) -> bool {
+    use tonic::Code;
+    matches!(
+        code,
+        Code::Unavailable | Code::DeadlineExceeded | Code::Unknown | Code::Cancelled
+    )
+}
+
 /// A command's failure: what to print and the exit code.
 #[derive(Debug)]
 pub struct CliError {
@@ -276,25 +310,13 @@ impl From<anyhow::Error> for CliError {
     }
 }
 
-fn init_tracing(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let server = matches!(cli.command, Command::Node(_) | Command::Dev(_) | Command::Mcp { .. });
     // The Raft library's own info lines are internal detail; ours say what
     // matters.
     let node_logs = format!("info,{}", crate::raft::LIBRARY_LOG_FILTER);
-    init_tracing(if server { &node_logs } else { "warn" });
+    crate::logs::init(if server { &node_logs } else { "warn" }, cli.log_format);
     // A node's runtime is its own choice (--worker-threads); the other
     // commands take tokio's default.
     let built = match &cli.command {

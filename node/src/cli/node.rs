@@ -241,7 +241,9 @@ mod tests {
     #[test]
     fn operations_md_lists_every_flag_of_the_node_command_with_its_default() {
         let documented = documented_flags();
-        let command = Cli::command();
+        let mut command = Cli::command();
+        // Global flags (--log-format) reach the subcommands when built.
+        command.build();
         let node = command.find_subcommand("node").expect("node");
         let mut flags = BTreeSet::new();
         for arg in node.get_arguments() {

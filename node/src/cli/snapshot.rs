@@ -180,19 +180,10 @@ async fn receive(conn: &Conn, part: &Path, progress: bool) -> Result<pb::Snapsho
 
 /// The stream of the first node that agrees to send a backup.
 async fn open_stream(conn: &Conn) -> Result<tonic::Streaming<pb::SnapshotSaveChunk>, CliError> {
-    let client = conn.client()?;
-    let mut last_err = String::from("no endpoints");
-    for i in 0..client.endpoints().len() {
-        let Some(ch) = client.channel(i) else { continue };
-        match AdminClient::new(ch).snapshot_save(pb::SnapshotSaveRequest {}).await {
-            Ok(r) => return Ok(r.into_inner()),
-            Err(s) if matches!(s.code(), tonic::Code::PermissionDenied | tonic::Code::Unauthenticated) => {
-                return Err(CliError::new(2, s.message().to_string()));
-            }
-            Err(s) => last_err = format!("{}: {}", client.endpoints()[i], s.message()),
-        }
-    }
-    Err(CliError::new(2, format!("no node could send a backup: {last_err}")))
+    let answer = conn
+        .first_answer(|ch| async move { AdminClient::new(ch).snapshot_save(pb::SnapshotSaveRequest {}).await })
+        .await?;
+    Ok(answer.into_inner())
 }
 
 fn progress_bar(total: u64) -> indicatif::ProgressBar {

@@ -34,6 +34,7 @@ pub mod defaults {
     pub const WORKER_THREADS: u16 = 0;
     pub const MAX_CLOCK_OFFSET: Duration = Duration::from_millis(500);
     pub const HANDOVER_ON_STOP: bool = true;
+    pub const SLOW_REQUEST_THRESHOLD: Duration = Duration::from_secs(1);
 }
 
 /// A duration as a flag's default shows it ("5s", "800ms").
@@ -120,6 +121,11 @@ pub struct Tuning {
     /// instead of an election timeout. false: it stops at once.
     #[arg(long, default_value_t = defaults::HANDOVER_ON_STOP, action = clap::ArgAction::Set)]
     pub handover_on_stop: bool,
+    /// A client call whose answer takes this long is logged at warn with
+    /// the time each stage took (auth, read index, apply wait, commit,
+    /// read); 0s never. Every call is logged at debug.
+    #[arg(long, default_value = shown(defaults::SLOW_REQUEST_THRESHOLD), value_parser = humantime::parse_duration)]
+    pub slow_request_threshold: Duration,
 }
 
 impl Default for Tuning {
@@ -145,6 +151,7 @@ impl Default for Tuning {
             worker_threads: d::WORKER_THREADS,
             max_clock_offset: d::MAX_CLOCK_OFFSET,
             handover_on_stop: d::HANDOVER_ON_STOP,
+            slow_request_threshold: d::SLOW_REQUEST_THRESHOLD,
         }
     }
 }
@@ -199,6 +206,11 @@ impl Tuning {
         Ok(())
     }
 
+    /// The threshold of the slow-call log (None: off).
+    pub fn slow_requests(&self) -> Option<Duration> {
+        (!self.slow_request_threshold.is_zero()).then_some(self.slow_request_threshold)
+    }
+
     /// The upper bound of the randomized election timeout.
     pub fn election_max(&self) -> Duration {
         self.election_timeout * 2
@@ -228,6 +240,14 @@ impl Tuning {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zero_slow_request_threshold_turns_the_slow_log_off() {
+        let mut t = Tuning::default();
+        assert_eq!(t.slow_requests(), Some(Duration::from_secs(1)));
+        t.slow_request_threshold = Duration::ZERO;
+        assert_eq!(t.slow_requests(), None);
+    }
 
     #[test]
     fn the_defaults_are_valid_and_every_out_of_range_value_is_refused_by_name() {

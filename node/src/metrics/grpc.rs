@@ -1,219 +1,117 @@
 //! gRPC calls on the client port, counted as they finish by service,
 //! method and code (`grpc_server_handled_total`, grpc-prometheus' names)
-//! and timed from start to end (a stream's whole life): a middleware
-//! around the port's routes. The code is the `grpc-status` of the answer's
-//! headers (an error answered at once) or trailers (everything else); a
-//! call whose client left before its end counts as `Canceled`. Labels are
-//! bounded: a path outside the known services, or a method the service
-//! does not have (answered `Unimplemented`), is counted as "unknown".
+//! and timed from start to end (a stream's whole life). `crate::calls`
+//! watches each call and reports it here. Labels are bounded: a path that
+//! is not a method of the protos (`handlestore_proto::methods`) is counted
+//! as "unknown", so a client cannot make up labels.
 
-use std::collections::{BTreeSet, HashMap};
-use std::pin::Pin;
-use std::sync::{Arc, LazyLock, OnceLock, RwLock};
-use std::task::{Context, Poll};
-use std::time::Instant;
+use std::collections::HashMap;
+use std::sync::{LazyLock, OnceLock};
+use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::Response;
-use http::HeaderMap;
-use http_body::Frame;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::Histogram;
 use tonic::Code;
 
 use super::recorders::{GrpcCall, GrpcMethod, recorders};
 
-/// The gRPC services a port serves, by full name ("handlestore.v1.Handles").
-pub type Services = Arc<BTreeSet<&'static str>>;
-
 const UNKNOWN: &str = "unknown";
 
-/// The middleware: counts and times every gRPC call; anything else
-/// (the health endpoints, `/metrics`) passes untouched.
-pub async fn count_calls(State(services): State<Services>, req: Request, next: Next) -> Response {
-    let grpc = req
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
-    if !grpc {
-        return next.run(req).await;
-    }
-    let stats = stats_of(req.uri().path(), &services);
-    let started = Instant::now();
-    let resp = next.run(req).await;
-    let call = Call {
-        stats,
-        started,
-        code: code_in(resp.headers()),
-    };
-    resp.map(|inner| {
-        Body::new(Observed {
-            inner,
-            call: Some(call),
-        })
-    })
-}
-
-/// `/pkg.Service/Method` as (service, method), or "unknown" for a
-/// service this port does not serve.
-fn split<'p>(path: &'p str, services: &BTreeSet<&'static str>) -> (&'static str, &'p str) {
-    let mut parts = path.trim_start_matches('/').splitn(2, '/');
-    let service = parts.next().unwrap_or_default();
-    let method = parts.next().unwrap_or_default();
-    match services.get(service) {
-        Some(s) if !method.is_empty() && !method.contains('/') => (s, method),
-        _ => (UNKNOWN, UNKNOWN),
-    }
-}
-
-fn code_in(headers: &HeaderMap) -> Option<Code> {
-    headers.get("grpc-status").map(|v| Code::from_bytes(v.as_bytes()))
-}
-
-/// A code as grpc-prometheus (and so etcd's dashboards) names it.
-fn code_name(code: Code) -> String {
-    match code {
-        Code::Ok => "OK".into(),
-        Code::Cancelled => "Canceled".into(),
-        other => format!("{other:?}"),
-    }
-}
-
-/// A method's recorders, taken from the families once and kept: a call
-/// then costs one lookup by its path, not label strings built and hashed
-/// twice (the metrics cost linearizable gets at 64 clients 9.5% that way,
-/// 6.5% this way: docs/dev/performance-notes.md, "What the metrics cost on
-/// the read and write paths").
-struct MethodStats {
+/// A method's recorders, made when first used and kept: a call then
+/// costs one lookup by its path, not label strings built and hashed
+/// (the metrics cost linearizable gets at 64 clients 9.5% that way, 6.5%
+/// this way: docs/dev/performance-notes.md, "What the metrics cost on the
+/// read and write paths").
+pub struct MethodStats {
     service: &'static str,
-    method: String,
-    seconds: Histogram,
+    method: &'static str,
+    /// "service/method", or "unknown".
+    path: &'static str,
+    seconds: OnceLock<Histogram>,
     /// By gRPC code (0..=16).
     handled: [OnceLock<Counter>; 17],
 }
 
 impl MethodStats {
-    fn new(service: &'static str, method: &str) -> Self {
-        let seconds = recorders().grpc_seconds.get_or_create_owned(&GrpcMethod {
-            grpc_service: service.into(),
-            grpc_method: method.into(),
-        });
+    fn new(path: &'static str) -> Self {
+        let (service, method) = path.split_once('/').unwrap_or((UNKNOWN, UNKNOWN));
         Self {
             service,
-            method: method.into(),
-            seconds,
+            method,
+            path,
+            seconds: OnceLock::new(),
             handled: std::array::from_fn(|_| OnceLock::new()),
         }
+    }
+
+    /// The method's path ("handlestore.v1.Handles/Mint"), or "unknown".
+    pub fn path(&self) -> &'static str {
+        self.path
+    }
+
+    /// Counts a call that ended with `code` after `took`.
+    pub fn finish(&self, code: Code, took: Duration) {
+        self.seconds().observe(took.as_secs_f64());
+        self.handled(code).inc();
+    }
+
+    fn seconds(&self) -> &Histogram {
+        self.seconds.get_or_init(|| {
+            recorders().grpc_seconds.get_or_create_owned(&GrpcMethod {
+                grpc_service: self.service.into(),
+                grpc_method: self.method.into(),
+            })
+        })
     }
 
     fn handled(&self, code: Code) -> &Counter {
         self.handled[(code as usize).min(16)].get_or_init(|| {
             recorders().grpc_handled.get_or_create_owned(&GrpcCall {
                 grpc_service: self.service.into(),
-                grpc_method: self.method.clone(),
-                grpc_code: code_name(code),
+                grpc_method: self.method.into(),
+                grpc_code: code_name(code).into(),
             })
         })
     }
 }
 
-/// Recorders by "service/method" (bounded: only the methods served, and
-/// "unknown").
-type Methods = RwLock<HashMap<String, Arc<MethodStats>>>;
+/// The recorders of every method, by path; and of "unknown".
+static METHODS: LazyLock<(HashMap<&'static str, MethodStats>, MethodStats)> = LazyLock::new(|| {
+    let known = handlestore_proto::methods::METHODS
+        .iter()
+        .map(|p| (*p, MethodStats::new(p)))
+        .collect();
+    (known, MethodStats::new(UNKNOWN))
+});
 
-static METHODS: LazyLock<Methods> = LazyLock::new(Methods::default);
-
-/// The recorders of `service`'s `method`, found under `key` (no
-/// allocation once they exist).
-fn stats(key: &str, service: &'static str, method: &str) -> Arc<MethodStats> {
-    if let Some(s) = METHODS.read().ok().and_then(|m| m.get(key).cloned()) {
-        return s;
-    }
-    let mut methods = METHODS.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-    methods
-        .entry(key.to_string())
-        .or_insert_with(|| Arc::new(MethodStats::new(service, method)))
-        .clone()
+/// The recorders of the call to `path` ("/pkg.Service/Method").
+pub fn method_stats(path: &str) -> &'static MethodStats {
+    let (known, unknown) = &*METHODS;
+    known.get(path.strip_prefix('/').unwrap_or(path)).unwrap_or(unknown)
 }
 
-/// The recorders of the call to `path`.
-fn stats_of(path: &str, services: &BTreeSet<&'static str>) -> Arc<MethodStats> {
-    match split(path, services) {
-        (UNKNOWN, _) => stats(UNKNOWN, UNKNOWN, UNKNOWN),
-        (service, method) => stats(path.trim_start_matches('/'), service, method),
-    }
-}
-
-/// One call in flight.
-struct Call {
-    stats: Arc<MethodStats>,
-    started: Instant,
-    code: Option<Code>,
-}
-
-impl Call {
-    fn finish(self, code: Code) {
-        // A method the service does not have is "unknown", so a client
-        // cannot make up labels.
-        let stats = if code == Code::Unimplemented {
-            let service = self.stats.service;
-            stats(&format!("{service}/{UNKNOWN}"), service, UNKNOWN)
-        } else {
-            self.stats
-        };
-        stats.seconds.observe(self.started.elapsed().as_secs_f64());
-        stats.handled(code).inc();
-    }
-}
-
-/// The answer's body, watched for its end.
-struct Observed {
-    inner: Body,
-    call: Option<Call>,
-}
-
-impl Observed {
-    fn finish(&mut self, trailers: Option<&HeaderMap>, fallback: Code) {
-        if let Some(call) = self.call.take() {
-            let code = trailers.and_then(code_in).or(call.code).unwrap_or(fallback);
-            call.finish(code);
-        }
-    }
-}
-
-impl http_body::Body for Observed {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        let this = self.get_mut();
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        match &polled {
-            Poll::Ready(Some(Ok(frame))) if frame.is_trailers() => this.finish(frame.trailers_ref(), Code::Ok),
-            Poll::Ready(Some(Err(_))) => this.finish(None, Code::Unknown),
-            Poll::Ready(None) => this.finish(None, Code::Ok),
-            _ => {}
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-impl Drop for Observed {
-    fn drop(&mut self) {
-        // Dropped before its end: the client went away (or the node is
-        // stopping).
-        self.finish(None, Code::Cancelled);
-    }
+/// A code as grpc-prometheus (and so etcd's dashboards) names it.
+pub fn code_name(code: Code) -> &'static str {
+    const NAMES: [&str; 17] = [
+        "OK",
+        "Canceled",
+        "Unknown",
+        "InvalidArgument",
+        "DeadlineExceeded",
+        "NotFound",
+        "AlreadyExists",
+        "PermissionDenied",
+        "ResourceExhausted",
+        "FailedPrecondition",
+        "Aborted",
+        "OutOfRange",
+        "Unimplemented",
+        "Internal",
+        "Unavailable",
+        "DataLoss",
+        "Unauthenticated",
+    ];
+    NAMES.get(code as usize).copied().unwrap_or("Unknown")
 }
 
 #[cfg(test)]
@@ -221,20 +119,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_outside_the_known_services_are_unknown() {
-        let services: BTreeSet<&'static str> = ["handlestore.v1.Handles"].into();
+    fn paths_that_are_no_method_are_unknown() {
         assert_eq!(
-            split("/handlestore.v1.Handles/Mint", &services),
-            ("handlestore.v1.Handles", "Mint")
+            method_stats("/handlestore.v1.Handles/Mint").path(),
+            "handlestore.v1.Handles/Mint"
         );
         for path in [
             "/x.Y/Mint",
+            "/handlestore.v1.Handles/MadeUp",
             "/handlestore.v1.Handles",
-            "/handlestore.v1.Handles/a/b",
+            "/handlestore.v1.Handles/Mint/b",
             "/",
             "",
         ] {
-            assert_eq!(split(path, &services), (UNKNOWN, UNKNOWN), "{path}");
+            assert_eq!(method_stats(path).path(), UNKNOWN, "{path}");
         }
     }
 
@@ -243,5 +141,12 @@ mod tests {
         assert_eq!(code_name(Code::Ok), "OK");
         assert_eq!(code_name(Code::Cancelled), "Canceled");
         assert_eq!(code_name(Code::FailedPrecondition), "FailedPrecondition");
+        assert_eq!(code_name(Code::Unauthenticated), "Unauthenticated");
+        for c in 1..17 {
+            assert_eq!(
+                code_name(Code::from(c)),
+                format!("{:?}", Code::from(c)).replace("Cancelled", "Canceled")
+            );
+        }
     }
 }

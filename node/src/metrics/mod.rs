@@ -16,7 +16,7 @@ use axum::response::IntoResponse;
 use prometheus_client::encoding::prometheus_text;
 use prometheus_client::registry::Registry;
 
-pub use grpc::{Services, count_calls};
+pub use grpc::{MethodStats, code_name, method_stats};
 pub use recorders::{FailedBecause, Recorders, recorders};
 pub use scrape::{CertificateReading, NamespaceReading, PeerClockReading, RaftReadings, Readings, ReadingsFn};
 

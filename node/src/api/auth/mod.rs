@@ -25,6 +25,7 @@ use tonic::{Request, Status};
 
 pub use rules::{Need, On};
 
+use crate::logs::request::stage_now;
 use crate::state::StateStore;
 use crate::state::auth::AuthView;
 
@@ -149,29 +150,42 @@ impl Guard {
 
     /// Authenticates the caller and checks it may do `need`.
     pub fn check(&self, creds: &Credentials, need: &Need<'_>) -> Result<Decision, Status> {
-        let d = self.authenticate(creds)?;
-        if d.allows(need) {
-            Ok(d)
-        } else {
-            Err(denied(d.user().unwrap_or_default(), need))
-        }
+        stage_now("auth", || {
+            let d = self.named(creds, need)?;
+            if d.allows(need) {
+                Ok(d)
+            } else {
+                Err(denied(d.user().unwrap_or_default(), need))
+            }
+        })
     }
 
     /// As `check`, but a read of a prefix is allowed where some key under
     /// it is readable: listings and watches leave out the rest.
     pub fn check_some(&self, creds: &Credentials, need: &Need<'_>) -> Result<Decision, Status> {
-        let d = self.authenticate(creds)?;
-        let allowed = match need {
-            Need::In {
-                ns, on: On::Prefix(p), ..
-            } => d.reads_some_under(ns, p),
-            _ => d.allows(need),
-        };
-        if allowed {
-            Ok(d)
-        } else {
-            Err(denied(d.user().unwrap_or_default(), need))
-        }
+        stage_now("auth", || {
+            let d = self.named(creds, need)?;
+            let allowed = match need {
+                Need::In {
+                    ns, on: On::Prefix(p), ..
+                } => d.reads_some_under(ns, p),
+                _ => d.allows(need),
+            };
+            if allowed {
+                Ok(d)
+            } else {
+                Err(denied(d.user().unwrap_or_default(), need))
+            }
+        })
+    }
+
+    /// Authenticates the caller, and names the call's namespace and caller
+    /// in its log record.
+    fn named(&self, creds: &Credentials, need: &Need<'_>) -> Result<Decision, Status> {
+        let d = self.authenticate(creds);
+        let user = d.as_ref().ok().and_then(Decision::user);
+        crate::logs::request::caller(need.reaches(), user);
+        d
     }
 }
 

@@ -31,6 +31,14 @@ pub enum On<'a> {
 }
 
 impl<'a> Need<'a> {
+    /// The namespace the call reaches into, if one.
+    pub fn reaches(&self) -> Option<&'a str> {
+        match self {
+            Need::In { ns, .. } => Some(*ns),
+            _ => None,
+        }
+    }
+
     pub fn store(ns: &'a str, access: Access, store: &'a str) -> Self {
         Need::In {
             ns,
