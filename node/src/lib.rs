@@ -14,6 +14,8 @@ pub(crate) mod config;
 pub(crate) mod db;
 pub mod failpoints;
 pub(crate) mod format;
+#[cfg(test)]
+mod fuzz;
 pub(crate) mod health;
 pub(crate) mod logs;
 pub(crate) mod memory;

@@ -336,7 +336,7 @@ fn index_key(index: u64) -> [u8; 8] {
     index.to_be_bytes()
 }
 
-fn decode_entry(raw: &[u8]) -> Result<Entry, StorageError> {
+pub(crate) fn decode_entry(raw: &[u8]) -> Result<Entry, StorageError> {
     let pb = ipb::WireEntry::decode(raw).map_err(|e| StorageIOError::read_logs(&e))?;
     entry_from_wire(pb).map_err(|e| StorageIOError::read_logs(&e).into())
 }

@@ -232,8 +232,12 @@ fn read_field(r: &mut impl Read) -> Result<Vec<u8>> {
     if len > MAX_FIELD {
         return Err(bad(format!("record of {len} bytes is implausible")));
     }
-    let mut buf = vec![0u8; len as usize];
-    r.read_exact(&mut buf).map_err(|_| bad("truncated record"))?;
+    // Grows as the bytes arrive: a length alone does not allocate.
+    let mut buf = Vec::new();
+    let got = r.by_ref().take(u64::from(len)).read_to_end(&mut buf);
+    if got.map_err(|_| bad("truncated record"))? != len as usize {
+        return Err(bad("truncated record"));
+    }
     Ok(buf)
 }
 

@@ -5,6 +5,7 @@
 mod bad_input;
 mod cli_json;
 mod contract;
+mod fuzz;
 mod handle_admin;
 mod replication;
 mod state;

@@ -5,7 +5,7 @@ use std::io;
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncReadExt};
 
 /// One frame: a 4-byte length, the kind byte, the body.
-pub(super) fn frame(kind: u8, body: &[u8]) -> io::Result<Vec<u8>> {
+pub(crate) fn frame(kind: u8, body: &[u8]) -> io::Result<Vec<u8>> {
     let len = u32::try_from(body.len() + 1).map_err(|_| io::Error::other("frame too large"))?;
     let mut frame = Vec::with_capacity(4 + 1 + body.len());
     frame.extend_from_slice(&len.to_be_bytes());
@@ -16,7 +16,7 @@ pub(super) fn frame(kind: u8, body: &[u8]) -> io::Result<Vec<u8>> {
 
 /// Reads one frame of at most `max` bytes. `Ok(None)`: the peer closed the
 /// connection between frames.
-pub(super) async fn read_frame(r: &mut (impl AsyncBufRead + Unpin), max: usize) -> io::Result<Option<(u8, Vec<u8>)>> {
+pub(crate) async fn read_frame(r: &mut (impl AsyncBufRead + Unpin), max: usize) -> io::Result<Option<(u8, Vec<u8>)>> {
     let mut len = [0u8; 4];
     match r.read_exact(&mut len).await {
         Ok(_) => {}

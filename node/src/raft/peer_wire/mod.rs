@@ -37,7 +37,7 @@
 //! answers' way out), `conn` (a leader's connection), `pool` (a leader's
 //! connections by peer).
 
-mod codec;
+pub(crate) mod codec;
 mod conn;
 mod pool;
 mod server;
