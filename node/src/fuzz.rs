@@ -13,6 +13,7 @@
 use std::sync::Arc;
 
 use handlestore_proto::internal::v1 as ipb;
+use handlestore_proto::testkit::damaged;
 use openraft::raft::{AppendEntriesRequest, VoteRequest};
 use openraft::{EntryPayload, LeaderId};
 use proptest::prelude::*;
@@ -38,33 +39,6 @@ fn config() -> ProptestConfig {
         failure_persistence: None,
         ..ProptestConfig::default()
     }
-}
-
-/// Arbitrary bytes, or `seed` damaged: cut short, some bytes flipped, or
-/// bytes inserted.
-fn hostile(seed: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
-    let seed: Arc<[u8]> = seed.into();
-    let len = seed.len();
-    let (cut, flip, insert) = (seed.clone(), seed.clone(), seed);
-    prop_oneof![
-        proptest::collection::vec(any::<u8>(), 0..256),
-        (0..=len).prop_map(move |at| cut[..at].to_vec()),
-        proptest::collection::vec((0..len.max(1), 1..=255u8), 1..6).prop_map(move |flips| {
-            let mut b = flip.to_vec();
-            for (at, x) in flips {
-                if let Some(byte) = b.get_mut(at) {
-                    *byte ^= x;
-                }
-            }
-            b
-        }),
-        (0..=len, proptest::collection::vec(any::<u8>(), 1..16)).prop_map(move |(at, extra)| {
-            let mut b = insert[..at].to_vec();
-            b.extend_from_slice(&extra);
-            b.extend_from_slice(&insert[at..]);
-            b
-        }),
-    ]
 }
 
 fn proposal() -> ipb::Proposal {
@@ -173,20 +147,20 @@ proptest! {
 
     /// The Raft wire: frames, then AppendEntries inside them.
     #[test]
-    fn raft_wire_frames(bytes in hostile(wire_seed())) {
+    fn raft_wire_frames(bytes in damaged(wire_seed())) {
         let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
         read_wire(&rt, &bytes);
     }
 
     /// Log entries as stored, read back from disk.
     #[test]
-    fn stored_log_entries(bytes in hostile(codec::entry_to_wire(&entry(3)).encode_to_vec())) {
+    fn stored_log_entries(bytes in damaged(codec::entry_to_wire(&entry(3)).encode_to_vec())) {
         let _ = crate::raft::log_store::decode_entry(&bytes);
     }
 
     /// Votes, and snapshot metas as a peer sends them with a snapshot.
     #[test]
-    fn votes_and_snapshot_metas(bytes in hostile(codec::vote_request_to_pb(&VoteRequest {
+    fn votes_and_snapshot_metas(bytes in damaged(codec::vote_request_to_pb(&VoteRequest {
         vote: Vote::new(3, 2),
         last_log_id: Some(LogId::new(LeaderId::new(2, 1), 9)),
     }).encode_to_vec())) {
@@ -207,7 +181,7 @@ proptest! {
 
     /// Client certificates' DER (their common name names the user).
     #[test]
-    fn certificates(bytes in hostile(rcgen_seed())) {
+    fn certificates(bytes in damaged(rcgen_seed())) {
         let der = rustls::pki_types::CertificateDer::from(bytes);
         let _ = crate::tls::peer::common_name(&der);
     }
@@ -261,7 +235,7 @@ fn commands_from_the_log_apply_or_are_refused() {
     let mut runner = proptest::test_runner::TestRunner::new(config());
     let seed = every_command().encode_to_vec();
     runner
-        .run(&hostile(seed), |bytes| {
+        .run(&damaged(seed), |bytes| {
             if let Ok(p) = Payload::decode(bytes::Bytes::from(bytes)) {
                 store.apply(Some(p.into_proposal()));
             }
@@ -279,13 +253,13 @@ fn snapshots_and_backups_are_checked_or_refused() {
     let file = dir.path().join("b.hsbak");
     let mut runner = proptest::test_runner::TestRunner::new(config());
     runner
-        .run(&hostile(store.snapshot_bytes()), |bytes| {
+        .run(&damaged(store.snapshot_bytes()), |bytes| {
             let _ = crate::state::snapshot::for_each_record_in(&mut bytes.as_slice(), |_, _, _| Ok(()));
             Ok(())
         })
         .expect("no failure");
     runner
-        .run(&hostile(store.backup_bytes()), |bytes| {
+        .run(&damaged(store.backup_bytes()), |bytes| {
             std::fs::write(&file, &bytes).expect("write");
             let _ = crate::state::backup::verify(&file);
             Ok(())

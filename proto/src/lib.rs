@@ -22,6 +22,8 @@ pub mod methods {
     include!(concat!(env!("OUT_DIR"), "/methods.rs"));
 }
 pub mod reason;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 
 /// `handlestore.v1`: the public API.
 #[allow(clippy::all, clippy::pedantic)]

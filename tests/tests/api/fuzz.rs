@@ -12,9 +12,9 @@ use std::time::Duration;
 use bytes::{Buf, BufMut};
 use handlestore_client::NodeChannel;
 use handlestore_proto::methods::METHODS;
+use handlestore_proto::testkit::damaged;
 use handlestore_proto::v1 as pb;
 use handlestore_tests::TestCluster;
-use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use prost::Message;
 use tonic::Code;
@@ -120,32 +120,6 @@ fn seed(method: &str) -> Vec<u8> {
     }
 }
 
-/// Arbitrary bytes, or `seed` cut short, with bytes flipped, or with
-/// bytes inserted.
-fn hostile(seed: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
-    let len = seed.len();
-    let (cut, flip, insert) = (seed.clone(), seed.clone(), seed);
-    prop_oneof![
-        proptest::collection::vec(any::<u8>(), 0..128),
-        (0..=len).prop_map(move |at| cut[..at].to_vec()),
-        proptest::collection::vec((0..len.max(1), 1..=255u8), 1..6).prop_map(move |flips| {
-            let mut b = flip.clone();
-            for (at, x) in flips {
-                if let Some(byte) = b.get_mut(at) {
-                    *byte ^= x;
-                }
-            }
-            b
-        }),
-        (0..=len, proptest::collection::vec(any::<u8>(), 1..16)).prop_map(move |(at, extra)| {
-            let mut b = insert[..at].to_vec();
-            b.extend_from_slice(&extra);
-            b.extend_from_slice(&insert[at..]);
-            b
-        }),
-    ]
-}
-
 /// Last: the methods whose success changes who may call or who is a
 /// member.
 fn last(method: &str) -> bool {
@@ -163,12 +137,12 @@ fn last(method: &str) -> bool {
 /// Sends `body` to `method`, as a stream where the method takes or gives
 /// one, and returns the code it ended with (the first message of an
 /// answer that streams is enough).
-async fn call(ch: NodeChannel, method: &'static str, body: Vec<u8>) -> Code {
+async fn call(ch: NodeChannel, method: &str, body: Vec<u8>) -> Code {
     let mut grpc = tonic::client::Grpc::new(ch);
     if grpc.ready().await.is_err() {
         return Code::Unavailable;
     }
-    let path = tonic::codegen::http::uri::PathAndQuery::from_static(method);
+    let path = tonic::codegen::http::uri::PathAndQuery::try_from(format!("/{method}")).expect("a method's path");
     let mut req = tonic::Request::new(body);
     req.set_timeout(Duration::from_secs(5));
     let streams_back = method.ends_with("/Watch") || method.ends_with("/SnapshotSave");
@@ -215,12 +189,11 @@ async fn every_method_answers_hostile_requests_with_a_status_and_the_node_goes_o
     };
     let rt = tokio::runtime::Handle::current();
     for method in methods {
-        let path: &'static str = Box::leak(format!("/{method}").into_boxed_str());
         let ch = cluster.client().channel(0).expect("channel");
         let mut runner = TestRunner::new(config.clone());
         let ran = tokio::task::block_in_place(|| {
-            runner.run(&hostile(seed(method)), |body| {
-                let answered = rt.block_on(tokio::time::timeout(HANG, call(ch.clone(), path, body)));
+            runner.run(&damaged(seed(method)), |body| {
+                let answered = rt.block_on(tokio::time::timeout(HANG, call(ch.clone(), method, body)));
                 assert!(answered.is_ok(), "{method}: no answer within {HANG:?}");
                 Ok(())
             })
