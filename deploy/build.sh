@@ -3,7 +3,7 @@
 # every binary and example of the workspace, release profile, with the test
 # tiers' features, so whichever command runs second finds everything built
 # and compiles nothing again. (The node binary it makes carries the crash
-# tests' fault hooks, inert unless a HANDLESTORE_FAILPOINT_* variable is set; the
+# tests' fault hooks, inert unless HANDLESTORE_FAILPOINTS is set; the
 # image deploy/build-image.sh and deploy/Dockerfile build has none.)
 set -euo pipefail
 cd "$(dirname "$0")/.."

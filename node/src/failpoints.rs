@@ -1,30 +1,117 @@
-//! Fault hooks for crash tests, compiled only with the `failpoints` cargo
-//! feature (the workspace build of `deploy/build.sh`, which `deploy/dev.sh`
-//! and `tests/run.sh` share, enables it; the Docker image builds without
-//! it): each reads its environment variable once, at start, and does
-//! nothing when it is unset.
+//! Fault hooks for crash tests (fail-rs failpoints), compiled only with the
+//! `failpoints` cargo feature (the workspace build of `deploy/build.sh`,
+//! which `deploy/dev.sh` and `tests/run.sh` share, enables it; the Docker
+//! image builds without it, and there every point is an empty function).
+//!
+//! A node reads [`ENV`] once, at start: `;`-separated `point=actions`, in
+//! fail-rs's syntax (`sleep(100)`, `3*off->crash`, `pause`, `panic`), with
+//! one action of ours: `crash`, which ends the process at that point at
+//! once (abort: no clean-up, nothing flushed; what a kill -9 or a machine
+//! losing power at that instant leaves). Unset, every point does nothing.
+//! [`POINTS`] lists them all; the crash tests
+//! (`tests/tests/cluster/crash_points.rs`) crash a node at each.
 
-use std::time::Duration;
+/// The environment variable a node reads its failpoints from.
+pub const ENV: &str = "HANDLESTORE_FAILPOINTS";
 
-/// Makes every log sync this many milliseconds slower (before the WAL is
-/// written out), as a slow disk would.
-pub const LOG_SYNC_DELAY_MS: &str = "HANDLESTORE_FAILPOINT_LOG_SYNC_DELAY_MS";
+/// Every point, in the order a write meets them.
+pub const POINTS: &[&str] = &[
+    // The Raft log (raft/log_store.rs): entries appended to RocksDB's
+    // memtable, then the WAL synced by the sync thread.
+    LOG_APPEND_BEFORE_WRITE,
+    LOG_APPEND_AFTER_WRITE,
+    LOG_SYNC_BEFORE,
+    LOG_SYNC_AFTER,
+    // The state machine (state/apply): a batch of committed entries applied
+    // in one RocksDB write, then answered.
+    APPLY_MID_BATCH,
+    APPLY_AFTER_COMMIT,
+    // Snapshots (state/snapshot.rs, raft/network.rs, raft/service.rs).
+    SNAPSHOT_BUILD_MID,
+    SNAPSHOT_SEND_MID,
+    SNAPSHOT_RECEIVE_MID,
+    SNAPSHOT_INSTALL_MID,
+    // Log compaction, after the purge point is recorded.
+    LOG_PURGE_MID,
+];
 
-/// The delay [`LOG_SYNC_DELAY_MS`] asks for.
+pub const LOG_APPEND_BEFORE_WRITE: &str = "log-append-before-write";
+pub const LOG_APPEND_AFTER_WRITE: &str = "log-append-after-write";
+/// Before each WAL sync: `sleep(ms)` here is a slow disk.
+pub const LOG_SYNC_BEFORE: &str = "log-sync-before";
+pub const LOG_SYNC_AFTER: &str = "log-sync-after";
+/// After the first entry of a batch of two or more is applied, before
+/// the batch is written.
+pub const APPLY_MID_BATCH: &str = "apply-mid-batch";
+pub const APPLY_AFTER_COMMIT: &str = "apply-after-commit";
+/// After the first column family is written to a snapshot file.
+pub const SNAPSHOT_BUILD_MID: &str = "snapshot-build-mid";
+/// After the first chunk of a snapshot is sent; `corrupt` there flips a
+/// byte of each chunk instead (what the receiver's checksum must catch).
+pub const SNAPSHOT_SEND_MID: &str = "snapshot-send-mid";
+/// After the first chunk of a snapshot is written to the incoming file.
+pub const SNAPSHOT_RECEIVE_MID: &str = "snapshot-receive-mid";
+/// After the state is cleared and the first records written.
+pub const SNAPSHOT_INSTALL_MID: &str = "snapshot-install-mid";
+/// After the purge point is stored, before the entries are deleted.
+pub const LOG_PURGE_MID: &str = "log-purge-mid";
+
+/// Configures the points [`ENV`] names; call once, at start.
 #[cfg(feature = "failpoints")]
-pub(crate) fn log_sync_delay() -> Option<Duration> {
-    let delay = std::env::var(LOG_SYNC_DELAY_MS)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(Duration::from_millis);
-    if let Some(d) = delay {
-        tracing::warn!("failpoint {LOG_SYNC_DELAY_MS}: every log sync is {d:?} slower");
+pub fn init() -> anyhow::Result<()> {
+    let Ok(spec) = std::env::var(ENV) else {
+        return Ok(());
+    };
+    for item in spec.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, actions) = item
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("{ENV}: `{item}` is not point=actions"))?;
+        if !POINTS.contains(&name) {
+            anyhow::bail!("{ENV}: no failpoint `{name}` (there are: {})", POINTS.join(", "));
+        }
+        // Ours are fail-rs's `return`, given a meaning at the point.
+        let actions = actions
+            .replace("crash", "return(crash)")
+            .replace("corrupt", "return(corrupt)");
+        fail::cfg(name, &actions).map_err(|e| anyhow::anyhow!("{ENV}: {name}: {e}"))?;
+        tracing::warn!("failpoint {name}={actions}");
     }
-    delay
+    Ok(())
 }
 
-/// Without failpoints: none.
+/// Without the feature, [`ENV`] set is an error: the build cannot obey it.
 #[cfg(not(feature = "failpoints"))]
-pub(crate) fn log_sync_delay() -> Option<Duration> {
-    None
+pub fn init() -> anyhow::Result<()> {
+    match std::env::var_os(ENV) {
+        None => Ok(()),
+        Some(_) => anyhow::bail!("{ENV} is set, and this build has no failpoints (the `failpoints` feature)"),
+    }
+}
+
+/// Ends the process at failpoint `name`, as a crash would.
+pub fn crash(name: &str) -> ! {
+    eprintln!("handlestore: failpoint {name}: crashing");
+    std::process::abort()
+}
+
+/// Passes failpoint `name`: `crash` ends the process here; fail-rs's
+/// `sleep`, `pause` and `panic` act as documented.
+pub(crate) fn hit(name: &str) {
+    let _ = corrupt_here(name);
+}
+
+/// As [`hit`], and tells whether the point asks for `corrupt` on this pass.
+#[cfg(feature = "failpoints")]
+pub(crate) fn corrupt_here(name: &str) -> bool {
+    match fail::eval(name, |arg| arg).flatten().as_deref() {
+        Some("crash") => crash(name),
+        Some("corrupt") => true,
+        _ => false,
+    }
+}
+
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub(crate) fn corrupt_here(_name: &str) -> bool {
+    false
 }

@@ -16,7 +16,7 @@ use rocksdb::DB;
 use crate::db::{self, CF_LOG_META};
 
 /// The version this build writes, and the newest it reads.
-pub const CURRENT: u32 = 1;
+pub const CURRENT: u32 = 2;
 
 /// Where the version is kept (`raft_meta`, which no snapshot replaces).
 pub const KEY: &[u8] = b"format_version";
@@ -33,6 +33,10 @@ pub const VERSIONS: &[(u32, &str)] = &[
         1,
         "column families raft_log, raft_meta, kv, expiry, answers, answers_age, sm_meta, history; \
          snapshots HSSNAP02 carrying kv, expiry, answers, answers_age, sm_meta, history",
+    ),
+    (
+        2,
+        "as 1; snapshots HSSNAP03: HSSNAP02 closed by a CRC32C of the whole file (HSSNAP02 is still read)",
     ),
 ];
 

@@ -90,6 +90,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     if !cfg.initial_cluster.is_empty() && !cfg.initial_cluster.contains_key(&cfg.id) {
         anyhow::bail!("node id {} is not in --initial-cluster", cfg.id);
     }
+    crate::failpoints::init()?;
     let gate = Arc::new(PeerGate::new(
         cfg.peer_allowed_names.clone(),
         cfg.initial_cluster.keys().copied(),

@@ -652,6 +652,24 @@ impl TestCluster {
         Ok(())
     }
 
+    /// Waits up to `within` for node `id`'s process to end by itself (a
+    /// crash at a failpoint), and returns how it ended.
+    pub async fn wait_exit(&mut self, id: u64, within: Duration) -> Result<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            let node = self.node_mut(id);
+            let child = node.child.as_mut().ok_or_else(|| anyhow!("node {id} is not running"))?;
+            if let Some(status) = child.try_wait()? {
+                node.child = None;
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                bail!("node {id} still runs after {within:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Starts a stopped or killed node again from its data directory.
     pub fn restart(&mut self, id: u64) -> Result<()> {
         if self.node(id).is_running() {

@@ -39,6 +39,7 @@ use super::codec::{entry_from_wire, entry_to_wire, log_id_from_pb, log_id_to_pb,
 use super::durability::Durability;
 use super::{Entry, LogId, NodeId, StorageError, TypeConfig, Vote};
 use crate::db::{self, CF_LOG, CF_LOG_META};
+use crate::failpoints;
 
 const KEY_VOTE: &[u8] = b"vote";
 const KEY_COMMITTED: &[u8] = b"committed";
@@ -151,10 +152,9 @@ impl LogStore {
         let (sync_tx, sync_rx) = std_mpsc::channel::<u64>();
         let syncs = Arc::new(AtomicU64::new(0));
         let (sync_db, counter, sync_durability) = (db.clone(), syncs.clone(), durability.clone());
-        let delay = crate::failpoints::log_sync_delay();
         std::thread::Builder::new()
             .name("raft-log-sync".into())
-            .spawn(move || sync_loop(&sync_db, &sync_rx, &counter, &sync_durability, delay))
+            .spawn(move || sync_loop(&sync_db, &sync_rx, &counter, &sync_durability))
             .map_err(|e| StorageIOError::write_logs(&e))?;
         Ok(Self {
             db,
@@ -298,18 +298,10 @@ fn last_entry_id(db: &DB) -> Result<Option<LogId>, StorageError> {
     }
 }
 
-fn sync_loop(
-    db: &DB,
-    rx: &std_mpsc::Receiver<u64>,
-    syncs: &AtomicU64,
-    durability: &Durability,
-    delay: Option<std::time::Duration>,
-) {
+fn sync_loop(db: &DB, rx: &std_mpsc::Receiver<u64>, syncs: &AtomicU64, durability: &Durability) {
     // Ends when every LogStore clone is dropped.
     while let Ok(first) = rx.recv() {
-        if let Some(d) = delay {
-            std::thread::sleep(d);
-        }
+        failpoints::hit(failpoints::LOG_SYNC_BEFORE);
         let seq = rx.try_iter().fold(first, u64::max);
         let started = std::time::Instant::now();
         let flushed = db.flush_wal(true);
@@ -327,6 +319,7 @@ fn sync_loop(
             eprintln!("handlestore: syncing the Raft log failed, stopping the node: {e}");
             std::process::abort();
         }
+        failpoints::hit(failpoints::LOG_SYNC_AFTER);
         syncs.fetch_add(1, Ordering::Relaxed);
         durability.synced(seq);
     }
@@ -437,7 +430,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // Readable as soon as this returns; durable once the sync thread has
         // synced the WAL. openraft is told now (see the module comment).
         let started = std::time::Instant::now();
+        failpoints::hit(failpoints::LOG_APPEND_BEFORE_WRITE);
         self.db.write(batch).map_err(|e| StorageIOError::write_logs(&e))?;
+        failpoints::hit(failpoints::LOG_APPEND_AFTER_WRITE);
         super::warn_if_slow(
             "appending to the Raft log",
             started,
@@ -480,6 +475,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // the two must not see a log that starts after an unknown gap.
         self.put_meta_sync(KEY_PURGED, log_id_to_pb(&log_id).encode_to_vec())
             .map_err(|e| StorageIOError::write_logs(&e))?;
+        failpoints::hit(failpoints::LOG_PURGE_MID);
         self.recent
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -428,6 +428,9 @@ impl PeerConnection {
                     return Ok::<(), io::Error>(());
                 }
                 buf.truncate(n);
+                if crate::failpoints::corrupt_here(crate::failpoints::SNAPSHOT_SEND_MID) {
+                    buf[n / 2] ^= 0x5A;
+                }
                 if tx
                     .send(ipb::SnapshotChunk {
                         vote: None,

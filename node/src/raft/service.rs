@@ -80,14 +80,20 @@ impl RaftService {
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk.map_err(std::io::Error::other)?;
                 file.write_all(&chunk.data).await?;
+                crate::failpoints::hit(crate::failpoints::SNAPSHOT_RECEIVE_MID);
             }
             file.sync_all().await?;
             Ok::<(), std::io::Error>(())
         }
         .await;
+        let received = match received {
+            Ok(()) => verified(path.clone()).await,
+            Err(e) => Err(format!("receiving snapshot: {e}")),
+        };
         if let Err(e) = received {
             let _ = tokio::fs::remove_file(&path).await;
-            return Err(Reason::SnapshotStream.status(format!("receiving snapshot: {e}")));
+            tracing::warn!(snapshot_id = %meta.snapshot_id, "refused a snapshot: {e}");
+            return Err(Reason::SnapshotStream.status(e));
         }
         let file = tokio::fs::File::open(&path)
             .await
@@ -103,6 +109,17 @@ impl RaftService {
         Ok(Response::new(ipb::InstallSnapshotResponse {
             vote: Some(codec::vote_to_pb(&resp?.vote)),
         }))
+    }
+}
+
+/// Reads a received snapshot file whole: one that is cut or damaged is
+/// refused (the leader sends it again), never handed to Raft to install.
+async fn verified(path: std::path::PathBuf) -> Result<(), String> {
+    let checked = tokio::task::spawn_blocking(move || crate::state::snapshot::verify(&path)).await;
+    match checked {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("received snapshot is damaged: {e}")),
+        Err(e) => Err(format!("checking the received snapshot: {e}")),
     }
 }
 

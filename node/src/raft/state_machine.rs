@@ -246,8 +246,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
-        let snapshots = self.snapshots.clone();
-        let meta = blocking(move || snapshots.current_meta()).await?.map_err(sm_read)?;
+        let (state, snapshots) = (self.state.clone(), self.snapshots.clone());
+        let meta = blocking(move || snapshots.current_verified(&state))
+            .await?
+            .map_err(sm_read)?;
         match meta {
             None => Ok(None),
             Some(meta) => Ok(Some(open_snapshot(self.snapshots.current_path(), &meta).await?)),

@@ -22,8 +22,9 @@ use super::{Result, StateError, meta};
 use crate::db::{CF_SM_META, STATE_CFS};
 
 pub const MAGIC: &[u8; 8] = b"HSBACKUP";
-/// The version this build writes, and the newest it reads.
-pub const VERSION: u32 = 1;
+/// The version this build writes, and the newest it reads. 2: the snapshot
+/// inside is `HSSNAP03` (with its own checksum); 1 held `HSSNAP02`.
+pub const VERSION: u32 = 2;
 const SUM_TAG: &[u8; 8] = b"HSSHA256";
 const HEADER_LEN: u64 = 12;
 const TRAILER_LEN: u64 = 40;

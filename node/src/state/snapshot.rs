@@ -5,7 +5,10 @@
 //!
 //! File format (all integers big-endian):
 //! `MAGIC | u32 meta_len | meta (prost SnapshotMeta) |`
-//! `{ u8 cf | u32 key_len | key | u32 value_len | value }* | u8 END | u64 records`
+//! `{ u8 cf | u32 key_len | key | u32 value_len | value }* | u8 END | u64 records |`
+//! `u32 crc32c` (the CRC32C of every byte before it). A file that fails any
+//! check (a cut, a flipped bit) is never installed or sent: a received one
+//! is refused, so the leader sends it again, and a node's own is rebuilt.
 
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -17,10 +20,16 @@ use rocksdb::{DB, IteratorMode, WriteBatch};
 
 use super::{Result, StateError, StateStore, decode, meta};
 use crate::db::{self, CF_SM_META, STATE_CFS};
+use crate::failpoints;
 
+/// 03: 02 closed by a CRC32C of the whole file.
+const MAGIC: &[u8; 8] = b"HSSNAP03";
 /// 02: exactly-once answers kept per client (`answers`, `answers_age` in the
-/// places of 01's per-answer `dedup`, `dedup_age`); 01 files are refused.
-const MAGIC: &[u8; 8] = b"HSSNAP02";
+/// places of 01's per-answer `dedup`, `dedup_age`), and no checksum: still
+/// read (a leader of the previous build sends them during a rolling
+/// upgrade, and backups of it hold them).
+const UNSUMMED_MAGIC: &[u8; 8] = b"HSSNAP02";
+/// 01 files are refused.
 const LEGACY_MAGIC: &[u8; 8] = b"HSSNAP01";
 const END: u8 = 0xFF;
 /// Flush the install write batch at this size.
@@ -77,7 +86,28 @@ impl SnapshotDir {
             return Ok(None);
         }
         let mut r = BufReader::new(File::open(&path)?);
-        Ok(Some(read_header(&mut r)?))
+        Ok(Some(read_header(&mut r)?.0))
+    }
+
+    /// The current snapshot's metadata, once the file has been read whole
+    /// and found intact: a damaged one (bit rot, a cut) is never sent, but
+    /// removed and built again from `state`.
+    pub fn current_verified(&self, state: &StateStore) -> Result<Option<ipb::SnapshotMeta>> {
+        let path = self.current_path();
+        if !path.exists() {
+            return Ok(None);
+        }
+        match verify(&path) {
+            Ok(meta) => Ok(Some(meta)),
+            Err(e) => {
+                tracing::error!(
+                    "the current snapshot {} is damaged ({e}): building it again",
+                    path.display()
+                );
+                fs::remove_file(&path)?;
+                self.build(state).map(Some)
+            }
+        }
     }
 
     /// Builds a snapshot of `state` and makes it current. Returns its meta.
@@ -119,7 +149,7 @@ impl SnapshotDir {
         };
         let tmp = self.dir.join(format!("{prefix}-{}.snap", meta.snapshot_id));
         let written = (|| -> Result<()> {
-            let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+            let mut w = Summed::new(BufWriter::with_capacity(1 << 20, File::create(&tmp)?));
             write_header(&mut w, &meta)?;
             let mut records = 0u64;
             for (i, name) in STATE_CFS.iter().enumerate() {
@@ -134,9 +164,14 @@ impl SnapshotDir {
                     write_field(&mut w, &v)?;
                     records += 1;
                 }
+                if i == 0 {
+                    failpoints::hit(failpoints::SNAPSHOT_BUILD_MID);
+                }
             }
             w.write_all(&[END])?;
             w.write_all(&records.to_be_bytes())?;
+            let (mut w, sum) = (w.inner, w.crc);
+            w.write_all(&sum.to_be_bytes())?;
             let f = w.into_inner().map_err(|e| e.into_error())?;
             f.sync_all()?;
             Ok(())
@@ -207,22 +242,57 @@ fn bad(msg: impl Into<String>) -> StateError {
     StateError::Snapshot(msg.into())
 }
 
-/// Reads and checks the header of a snapshot file.
-pub fn read_header(r: &mut impl Read) -> Result<ipb::SnapshotMeta> {
+/// A reader or writer that keeps the CRC32C of the bytes through it.
+struct Summed<T> {
+    inner: T,
+    crc: u32,
+}
+
+impl<T> Summed<T> {
+    fn new(inner: T) -> Self {
+        Self { inner, crc: 0 }
+    }
+}
+
+impl<W: Write> Write for Summed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<R: Read> Read for Summed<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Reads and checks the header of a snapshot file; tells whether the file
+/// ends in a checksum.
+fn read_header(r: &mut impl Read) -> Result<(ipb::SnapshotMeta, bool)> {
     let mut magic = [0u8; 8];
     r.read_exact(&mut magic).map_err(|_| bad("file too short"))?;
     if &magic == LEGACY_MAGIC {
         return Err(bad(
-            "a snapshot of an earlier format (HSSNAP01, per-answer exactly-once table); this version reads HSSNAP02",
+            "a snapshot of an earlier format (HSSNAP01, per-answer exactly-once table); this version reads HSSNAP02 and 03",
         ));
     }
-    if &magic != MAGIC {
-        return Err(bad("not a handlestore snapshot (bad magic)"));
-    }
+    let summed = match &magic {
+        MAGIC => true,
+        UNSUMMED_MAGIC => false,
+        _ => return Err(bad("not a handlestore snapshot (bad magic)")),
+    };
     let raw = read_field(r)?;
     let meta: ipb::SnapshotMeta = decode(&raw, "snapshot meta")?;
     crate::format::check(meta.format_version, "a snapshot").map_err(|e| bad(e.to_string()))?;
-    Ok(meta)
+    Ok((meta, summed))
 }
 
 fn read_field(r: &mut impl Read) -> Result<Vec<u8>> {
@@ -250,12 +320,15 @@ fn for_each_record(path: &Path, f: impl FnMut(usize, Vec<u8>, Vec<u8>) -> Result
 }
 
 /// As [`for_each_record`], from a reader positioned at the snapshot's
-/// start; reads up to its end marker and record count, no further.
+/// start; reads up to its end marker, record count and checksum, no
+/// further. `f` may be called before a later check fails: only a file that
+/// [`verify`] passed is installed.
 pub fn for_each_record_in(
     r: &mut impl Read,
     mut f: impl FnMut(usize, Vec<u8>, Vec<u8>) -> Result<()>,
 ) -> Result<ipb::SnapshotMeta> {
-    let meta = read_header(r)?;
+    let mut r = Summed::new(r);
+    let (meta, summed) = read_header(&mut r)?;
     let mut records = 0u64;
     loop {
         let mut tag = [0u8; 1];
@@ -266,20 +339,33 @@ pub fn for_each_record_in(
             if u64::from_be_bytes(n) != records {
                 return Err(bad("record count mismatch"));
             }
+            if summed {
+                check_sum(&mut r)?;
+            }
             return Ok(meta);
         }
         let cf = tag[0] as usize;
         if cf >= STATE_CFS.len() {
             return Err(bad(format!("unknown column family tag {cf}")));
         }
-        let k = read_field(r)?;
-        let v = read_field(r)?;
+        let k = read_field(&mut r)?;
+        let v = read_field(&mut r)?;
         f(cf, k, v)?;
         records += 1;
     }
 }
 
-/// Checks that a snapshot file is complete and well-formed.
+/// Reads the checksum after the bytes `r` has summed, and compares.
+fn check_sum(r: &mut Summed<impl Read>) -> Result<()> {
+    let mut sum = [0u8; 4];
+    r.inner.read_exact(&mut sum).map_err(|_| bad("missing checksum"))?;
+    if u32::from_be_bytes(sum) != r.crc {
+        return Err(bad("checksum mismatch: the snapshot is damaged"));
+    }
+    Ok(())
+}
+
+/// Checks that a snapshot file is complete, well-formed and unchanged.
 pub fn verify(path: &Path) -> Result<ipb::SnapshotMeta> {
     for_each_record(path, |_, _, _| Ok(()))
 }
@@ -296,6 +382,7 @@ pub fn install(state: &StateStore, path: &Path) -> Result<ipb::SnapshotMeta> {
     db.put_cf_opt(meta_cf, meta::INSTALLING, [1], &sync)?;
     state.reset_apply_hints();
     clear_state(db)?;
+    failpoints::hit(failpoints::SNAPSHOT_INSTALL_MID);
     let mut wb = WriteBatch::default();
     for_each_record(path, |cf, k, v| {
         let name = STATE_CFS[cf];
@@ -353,6 +440,40 @@ fn clear_state(db: &DB) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file of format 1 (`HSSNAP02`: no checksum) as the previous build
+    /// wrote it, from one of this build's.
+    fn unsummed(summed: &[u8]) -> Vec<u8> {
+        let mut old = UNSUMMED_MAGIC.to_vec();
+        old.extend_from_slice(&summed[MAGIC.len()..summed.len() - 4]);
+        old
+    }
+
+    #[test]
+    fn a_snapshot_of_the_previous_format_is_read_and_one_damaged_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = crate::db::open(&dir.path().join("db"), Default::default()).expect("db");
+        let state = StateStore::open(db, Default::default()).expect("state");
+        let snaps = SnapshotDir::new(dir.path().join("snaps")).expect("snaps");
+        let (path, _) = snaps.export(&state).expect("export");
+        let summed = fs::read(&path).expect("read");
+        assert_eq!(&summed[..8], MAGIC);
+        verify(&path).expect("intact");
+        fs::write(&path, unsummed(&summed)).expect("write");
+        verify(&path).expect("the previous format is read");
+        // The last byte before the end marker (a record's), and the sum.
+        for back in [14, 1] {
+            let mut damaged = summed.clone();
+            let at = damaged.len() - back;
+            damaged[at] ^= 1;
+            fs::write(&path, &damaged).expect("write");
+            let e = verify(&path).expect_err("refused").to_string();
+            assert!(e.contains("checksum mismatch"), "{e}");
+        }
+        fs::write(&path, &summed[..summed.len() - 2]).expect("write");
+        let e = verify(&path).expect_err("refused").to_string();
+        assert!(e.contains("missing checksum"), "{e}");
+    }
 
     #[test]
     fn a_current_snapshot_of_the_earlier_format_is_dropped_at_open() {

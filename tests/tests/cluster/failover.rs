@@ -2,116 +2,15 @@
 //! lost, and the killed node comes back from its data dir and catches up.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
+use handlestore_client::{ClusterHandleStore, Consistency, HandleStore};
+use handlestore_node::failpoints::ENV as FAILPOINTS;
 use handlestore_tests::TestCluster;
+use serde_json::Value;
 
-use handlestore_node::failpoints::LOG_SYNC_DELAY_MS as FAILPOINT_SYNC_DELAY_MS;
-use serde_json::{Value, json};
-
-/// Clients minting handles in a loop until stopped, remembering every
-/// acknowledged one. An error means "unknown outcome": the write may or may
-/// not be applied, so it is counted as failed, never as acknowledged.
-struct Minters {
-    acked: Arc<Mutex<HashMap<String, Value>>>,
-    stop: Arc<AtomicBool>,
-    writers: Vec<tokio::task::JoinHandle<u64>>,
-}
-
-impl Minters {
-    fn start(store: &Arc<ClusterHandleStore<Value>>, clients: usize) -> Self {
-        let acked: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
-        let stop = Arc::new(AtomicBool::new(false));
-        let writers = (0..clients)
-            .map(|w| {
-                let (store, acked, stop) = (store.clone(), acked.clone(), stop.clone());
-                tokio::spawn(async move {
-                    let (mut n, mut failed) = (0u64, 0u64);
-                    while !stop.load(Ordering::Relaxed) {
-                        let value = json!({"writer": w, "n": n});
-                        match store.mint(value.clone(), Ttl::Default).await {
-                            Ok(id) => {
-                                acked.lock().expect("lock").insert(id, value);
-                            }
-                            Err(_) => failed += 1,
-                        }
-                        n += 1;
-                    }
-                    failed
-                })
-            })
-            .collect();
-        Self { acked, stop, writers }
-    }
-
-    /// Stops every client at once, dropping the writes in flight (their
-    /// outcome stays unknown and they are not retried); returns the
-    /// acknowledged writes.
-    fn abort(self) -> HashMap<String, Value> {
-        self.stop.store(true, Ordering::Relaxed);
-        for w in &self.writers {
-            w.abort();
-        }
-        self.acked.lock().expect("lock").clone()
-    }
-
-    fn acked_so_far(&self) -> usize {
-        self.acked.lock().expect("lock").len()
-    }
-
-    /// Stops every client; returns the acknowledged writes and the number
-    /// of writes with an unknown outcome.
-    async fn stop(self) -> (HashMap<String, Value>, u64) {
-        self.stop.store(true, Ordering::Relaxed);
-        let mut failed = 0;
-        for w in self.writers {
-            failed += w.await.expect("writer");
-        }
-        let acked = self.acked.lock().expect("lock").clone();
-        (acked, failed)
-    }
-}
-
-/// Fails naming the acknowledged writes that `store` (`whose` data, for
-/// the message) does not return as written, read at `consistency`.
-async fn assert_read_back(
-    store: &ClusterHandleStore<Value>,
-    acked: &HashMap<String, Value>,
-    consistency: Consistency,
-    whose: &str,
-) {
-    let mut missing = Vec::new();
-    for (id, value) in acked {
-        let got = store.get_with(id, consistency).await.expect("read");
-        if got.as_ref() != Some(value) {
-            missing.push(id.clone());
-        }
-    }
-    assert!(
-        missing.is_empty(),
-        "{whose} lacks {} of {} acknowledged writes, e.g. {:?}",
-        missing.len(),
-        acked.len(),
-        &missing[..missing.len().min(5)]
-    );
-}
-
-/// Waits until every node has applied what `leader` has, then reads
-/// `acked` back from each node's own copy (namespace `ns`).
-async fn assert_on_every_node(cluster: &TestCluster, leader: u64, ns: &str, acked: &HashMap<String, Value>) {
-    let applied = cluster.status(leader).await.expect("status").applied_index;
-    for node in [1, 2, 3] {
-        cluster
-            .wait_applied(node, applied, Duration::from_secs(30))
-            .await
-            .expect("caught up");
-        let on = cluster.client_for(node).handle_store::<Value>(ns).build();
-        assert_read_back(&on, acked, Consistency::Stale, &format!("node {node}")).await;
-    }
-}
+use crate::acked::{Minters, assert_held, assert_on_every_node, assert_read_back};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_leader_loses_no_acknowledged_write() {
@@ -232,7 +131,7 @@ async fn a_quorum_without_the_old_leader_keeps_every_write_acknowledged_before_a
     for &id in &followers {
         cluster.stop(id).expect("stop");
         cluster
-            .restart_with_env(id, &[(FAILPOINT_SYNC_DELAY_MS, "100")])
+            .restart_with_env(id, &[(FAILPOINTS, "log-sync-before=sleep(100)")])
             .expect("restart with a slow disk");
     }
     assert_eq!(
@@ -280,7 +179,7 @@ async fn a_leader_killed_with_unsynced_entries_does_not_lead_again_in_the_same_t
     // (within a heartbeat), and the others wait long before an election.
     let mut cluster = TestCluster::builder(3)
         .args(["--heartbeat", "1s", "--election-timeout", "5s"])
-        .node_env(1, FAILPOINT_SYNC_DELAY_MS, "500")
+        .node_env(1, FAILPOINTS, "log-sync-before=sleep(500)")
         .start()
         .await
         .expect("cluster");
@@ -371,16 +270,7 @@ async fn a_power_cut_inside_a_reused_wal_file_keeps_every_acknowledged_write() {
     let sample: HashMap<String, Value> = acked.iter().take(2_000).map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_on_every_node(&cluster, leader, "reused", &sample).await;
     for node in [1, 2, 3] {
-        // Writes with an unknown outcome may or may not be there; nothing
-        // else may be.
-        let on = cluster.client_for(node).handle_store::<Value>("reused").build();
-        let len = on.len_with(Consistency::Stale).await.expect("len");
-        assert!(
-            len >= acked.len() as u64 && len <= acked.len() as u64 + failed,
-            "node {node} holds {len} handles, outside [{}, {}]",
-            acked.len(),
-            acked.len() as u64 + failed
-        );
+        assert_held(&cluster, node, "reused", &acked, failed).await;
     }
     eprintln!(
         "all {} acknowledged writes survived a power cut inside reused WAL files",

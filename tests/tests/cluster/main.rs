@@ -1,11 +1,14 @@
-//! Tier "cluster": a node's life in a cluster with real processes: crashes,
+//! Tier "cluster": a node's life in a cluster with real processes: crashes
+//! (kills, power cuts, and a crash at every failpoint of the write path),
 //! founding, clocks, stored formats, snapshots, the peer port, slow disks,
 //! metrics, leader transfer, backup and restore.
 //! `tests/tier.sh cluster`; tests/README.md
 //! lists the tiers.
 
+mod acked;
 mod backup;
 mod clock;
+mod crash_points;
 mod failover;
 mod format;
 mod founding;

@@ -20,6 +20,7 @@ use super::auth::AuthView;
 use super::history::{self, Event};
 use super::{Record, Result, StateLimits, Usage, decode, decode_opt_u64, is_live, keys, meta};
 use crate::db::{self, CF_EXPIRY, CF_HISTORY, CF_KV, CF_SM_META};
+use crate::failpoints;
 use handlestore_proto::v1::EventKind;
 
 mod auth;
@@ -67,7 +68,11 @@ pub(super) fn apply(
     let taken = std::mem::take(&mut *hints.lock().unwrap_or_else(|p| p.into_inner()));
     let mut tx = Tx::new(db, limits, taken, auth)?;
     let mut out = Vec::with_capacity(batch.entries.len());
+    let several = batch.entries.len() > 1;
     for entry in batch.entries {
+        if several && !out.is_empty() {
+            failpoints::hit(failpoints::APPLY_MID_BATCH);
+        }
         let Some(proposal) = entry.proposal else {
             out.push(None);
             continue;
@@ -84,6 +89,7 @@ pub(super) fn apply(
     let events = std::mem::take(&mut tx.events);
     let cluster_id = tx.cluster_id.take();
     let kept = tx.commit(&batch.last_log_id, batch.membership.as_ref())?;
+    failpoints::hit(failpoints::APPLY_AFTER_COMMIT);
     *hints.lock().unwrap_or_else(|p| p.into_inner()) = kept;
     Ok(Applied {
         results: out,
