@@ -50,7 +50,7 @@ TABLE: dict[str, Row] = {
     LEADER_UNREACHABLE: Row("UNAVAILABLE", "yes", "This follower could not reach the leader to forward a write or read."),
     SHUTDOWN: Row("UNAVAILABLE", "yes", "This node is stopping, or its Raft is not running."),
     CLOCK_OFFSET: Row("UNAVAILABLE", "yes", "This node's clock is out of --max-clock-offset for a read that depends on expiry, or the leader's for a write."),
-    SNAPSHOT_STREAM: Row("UNAVAILABLE", "yes", "A snapshot sent between nodes broke off (nodes only; the sender sends it again)."),
+    SNAPSHOT_STREAM: Row("UNAVAILABLE", "yes", "A snapshot sent between nodes broke off or arrived damaged (nodes only; the sender sends it again)."),
     AUTH_CHANGING: Row("UNAVAILABLE", "yes", "Users or roles changed while the call was being authorized."),
     COMPACTED: Row("OUT_OF_RANGE", "no", "A watch from a revision older than the history the node keeps (detail: compact_revision): read, then watch from the read's revision + 1."),
     SLOW_WATCHER: Row("RESOURCE_EXHAUSTED", "resume", "A watcher did not take its events while its share of --watch-memory-mb was full, or fell behind the history kept while it was served."),
