@@ -4,8 +4,9 @@
 //! A call is tried on the leader (or the last node that answered); on
 //! UNAVAILABLE, a transport error or a per-attempt timeout it moves on, to
 //! the leader named in the error if there is one, else to the next node,
-//! after an exponential backoff with full jitter, until the call's overall
-//! deadline. Writes carry a `(client_id, seq)` that every retry reuses, so a
+//! after an exponential backoff with full jitter (and at least what a node
+//! that refused the call for load asked for, `grpc-retry-pushback-ms`),
+//! until the call's overall deadline. Writes carry a `(client_id, seq)` that every retry reuses, so a
 //! write retried after a leader crash is applied exactly once.
 
 use std::collections::BTreeSet;
@@ -428,7 +429,7 @@ impl Client {
                 .or_else(|| self.index_of(&detail(&status).leader_addr))
                 .unwrap_or((idx + 1) % n);
             inner.preferred.store(idx, Ordering::Relaxed);
-            let sleep = self.backoff(tries);
+            let sleep = self.backoff(tries).max(pushback(&status));
             tries += 1;
             if Instant::now() + sleep >= deadline {
                 return Err(Error::Deadline {
@@ -469,6 +470,19 @@ impl Client {
         }
         self.inner.nodes.iter().position(|n| n.authority == addr)
     }
+}
+
+/// gRPC's header for how long a node asks clients to wait before trying
+/// again (a node sends it when it refuses a call for load: `overloaded`).
+const PUSHBACK_HEADER: &str = "grpc-retry-pushback-ms";
+
+/// The wait a refusal asked for (none if it named none; 5 s at most).
+fn pushback(s: &tonic::Status) -> Duration {
+    s.metadata()
+        .get(PUSHBACK_HEADER)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .map_or(Duration::ZERO, Duration::from_millis)
+        .min(Duration::from_secs(5))
 }
 
 /// Worth trying again (elsewhere): the node could not serve it now.

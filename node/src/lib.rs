@@ -6,6 +6,7 @@
 //! touches RocksDB. `metrics` is written to by all and reads none: the
 //! node hands it what a scrape reads.
 
+pub(crate) mod admission;
 pub(crate) mod api;
 pub(crate) mod calls;
 pub mod cli;

@@ -276,6 +276,10 @@ fn client_routes(
     crate::health::add_routes(routes.axum_router_mut(), api, cfg.id);
     let router = std::mem::take(routes.axum_router_mut());
     *routes.axum_router_mut() = router
+        .layer(axum::middleware::from_fn_with_state(
+            crate::admission::Admission::new(cfg.tuning.max_concurrent_calls),
+            crate::admission::admit,
+        ))
         .layer(axum::middleware::from_fn(crate::status::leader_header))
         .layer(axum::middleware::from_fn_with_state(
             crate::calls::CallsConfig {

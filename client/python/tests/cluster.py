@@ -184,9 +184,9 @@ class Cluster:
 
 
 @contextlib.asynccontextmanager
-async def running(size: int = 3, tls: bool = False):
+async def running(size: int = 3, tls: bool = False, extra_args: tuple[str, ...] = ()):
     """A started cluster with a leader, stopped (and its files removed) after."""
-    c = Cluster(size, tls=tls).start()
+    c = Cluster(size, tls=tls, extra_args=extra_args).start()
     try:
         await c.wait_leader()
         yield c

@@ -35,6 +35,7 @@ pub mod defaults {
     pub const MAX_CLOCK_OFFSET: Duration = Duration::from_millis(500);
     pub const HANDOVER_ON_STOP: bool = true;
     pub const SLOW_REQUEST_THRESHOLD: Duration = Duration::from_secs(1);
+    pub const MAX_CONCURRENT_CALLS: usize = 1024;
 }
 
 /// A duration as a flag's default shows it ("5s", "800ms").
@@ -126,6 +127,13 @@ pub struct Tuning {
     /// read); 0s never. Every call is logged at debug.
     #[arg(long, default_value = shown(defaults::SLOW_REQUEST_THRESHOLD), value_parser = humantime::parse_duration)]
     pub slow_request_threshold: Duration,
+    /// Client calls this node serves at once (watches and `status` aside);
+    /// one more is refused at once with UNAVAILABLE (`overloaded`)
+    /// and a retry hint, before its request is read. Bounds what requests
+    /// in progress hold: at most this many times the largest request
+    /// (--max-value-bytes and framing). 1 to 1,000,000.
+    #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CALLS)]
+    pub max_concurrent_calls: usize,
 }
 
 impl Default for Tuning {
@@ -152,6 +160,7 @@ impl Default for Tuning {
             max_clock_offset: d::MAX_CLOCK_OFFSET,
             handover_on_stop: d::HANDOVER_ON_STOP,
             slow_request_threshold: d::SLOW_REQUEST_THRESHOLD,
+            max_concurrent_calls: d::MAX_CONCURRENT_CALLS,
         }
     }
 }
@@ -203,6 +212,7 @@ impl Tuning {
         within("write-buffer-mb", self.write_buffer_mb, 2, MIB_MAX, " MiB")?;
         within("worker-threads", self.worker_threads, 0, 1024, "")?;
         at_least("max-clock-offset", self.max_clock_offset, 10 * MS)?;
+        within("max-concurrent-calls", self.max_concurrent_calls, 1, 1_000_000, "")?;
         Ok(())
     }
 
@@ -261,6 +271,7 @@ mod tests {
         refused(|t| t.max_value_bytes = 0, "--max-value-bytes");
         refused(|t| t.heartbeat = t.election_timeout, "--heartbeat");
         refused(|t| t.snapshot_entries = 0, "--snapshot-entries");
+        refused(|t| t.max_concurrent_calls = 0, "--max-concurrent-calls");
         refused(|t| t.sweep_interval = MS, "--sweep-interval");
         refused(|t| t.dedup_window = Duration::ZERO, "--dedup-window");
         refused(|t| t.max_batch_commands = 0, "--max-batch-commands");

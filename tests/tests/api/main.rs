@@ -7,6 +7,7 @@ mod cli_json;
 mod contract;
 mod fuzz;
 mod handle_admin;
+mod overload;
 mod replication;
 mod state;
 mod ttl;

@@ -5,7 +5,9 @@ to lead, and the retry loop every call goes through (as the Rust client's
 A call is tried on the leader (or the last node that answered). On
 UNAVAILABLE, a transport error or a per-attempt timeout it moves on: to the
 leader the error names if there is one, else to the next node, after an
-exponential backoff with full jitter, until the call's overall deadline.
+exponential backoff with full jitter (and at least what a node that refused
+the call for load asked for, `grpc-retry-pushback-ms`), until the call's
+overall deadline.
 Writes carry a `(client_id, seq)` write id that every retry reuses, so a
 write retried after a leader crash is applied exactly once.
 """
@@ -372,12 +374,13 @@ class Client:
                 if not _retryable(err):
                     raise errors.from_rpc_error(err) from None
                 last = f"{shared.nodes[index].target}: {err.details()}"
+                asked = _pushback(err.trailing_metadata())
                 hint = self._leader_index(err.trailing_metadata())
                 if hint is None:
                     hint = self._index_of(errors.detail_of(err).leader_addr)
                 index = hint if hint is not None else (index + 1) % n
             shared.preferred = index
-            sleep = self.backoff(tries)
+            sleep = max(self.backoff(tries), asked)
             tries += 1
             if time.monotonic() + sleep >= end:
                 raise errors.DeadlineExceeded(self.deadline, last)
@@ -417,6 +420,22 @@ class Client:
             if node.target == addr:
                 return i
         return None
+
+
+PUSHBACK_HEADER = "grpc-retry-pushback-ms"
+
+
+def _pushback(metadata: Any) -> float:
+    """Seconds a node that refused a call for load (`overloaded`) asked
+    clients to wait before trying again (gRPC's `grpc-retry-pushback-ms`;
+    none if it named none, 5 s at most)."""
+    for key, value in metadata or ():
+        if key == PUSHBACK_HEADER:
+            try:
+                return min(int(value if isinstance(value, str) else value.decode()), 5_000) / 1000
+            except ValueError:
+                return 0.0
+    return 0.0
 
 
 def _tls_refused(err: grpc.aio.AioRpcError) -> bool:
