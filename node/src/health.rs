@@ -5,8 +5,9 @@
 //! - `GET /readyz`: this node can serve a linearizable read now: a leader is
 //!   known, it confirmed its leadership with a quorum, and this node has
 //!   applied up to the leader's commit index, and its clock is trusted
-//!   (`crate::clock`). 503 with the reason otherwise (no leader, no quorum,
-//!   partitioned away, still catching up, clock off).
+//!   (`crate::clock`), and its disk has room (`crate::disk`). 503 with the
+//!   reason otherwise (no leader, no quorum, partitioned away, still
+//!   catching up, clock off, disk full).
 //!
 //! Both answer in text; the gRPC services share the port (the server accepts
 //! HTTP/1.1 for these and HTTP/2 for gRPC).
@@ -45,6 +46,12 @@ async fn readyz(api: &Api, id: u64) -> (StatusCode, String) {
         consistency: pb::Consistency::Linearizable as i32,
         ..Default::default()
     };
+    if let Some(problem) = api.proposer.disk().report().problem() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: node {id}: {problem}\n"),
+        );
+    }
     let leader = api.proposer.leader_view().leader.map(|l| l.id);
     match tokio::time::timeout(READY_TIMEOUT, api.reads.ready(Some(&opts))).await {
         Ok(Ok(ReadAt {

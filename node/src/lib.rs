@@ -13,6 +13,7 @@ pub mod cli;
 pub(crate) mod clock;
 pub(crate) mod config;
 pub(crate) mod db;
+pub(crate) mod disk;
 pub mod failpoints;
 pub(crate) mod format;
 #[cfg(test)]

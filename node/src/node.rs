@@ -131,6 +131,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         raft: node.raft.clone(),
         durability: node.durability.clone(),
         identity: node.identity.clone(),
+        disk: node.disk.clone(),
     };
     // A leader hands leadership over first, while its ports still serve;
     // watches last: they are ended first, or the servers would wait for

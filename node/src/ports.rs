@@ -102,6 +102,7 @@ pub(crate) struct Wire {
     pub(crate) raft: Raft,
     pub(crate) durability: Arc<Durability>,
     pub(crate) identity: crate::raft::identity::Identity,
+    pub(crate) disk: Arc<crate::disk::Disk>,
 }
 
 /// Serves the ports until `shutdown`: `client` routes on the client port;
@@ -299,8 +300,8 @@ impl Accepting {
 async fn serve_wire(stream: TcpStream, wire: Wire) {
     let hold = |answer| wire.durability.when_synced(answer);
     peer_wire::serve_tcp(stream, MAX_PEER_MESSAGE, hold, |req| {
-        let (raft, identity) = (wire.raft.clone(), wire.identity.clone());
-        async move { service::append_entries_unsynced(&raft, &identity, req).await }
+        let (raft, identity, disk) = (wire.raft.clone(), wire.identity.clone(), wire.disk.clone());
+        async move { service::append_entries_unsynced(&raft, &identity, &disk, req).await }
     })
     .await;
 }
@@ -317,13 +318,13 @@ async fn serve_wire_tls(stream: tokio_rustls::server::TlsStream<Conn>, wire: Wir
     };
     let hold = |answer| wire.durability.when_synced(answer);
     peer_wire::serve_stream(stream, MAX_PEER_MESSAGE, hold, |req| {
-        let (raft, identity) = (wire.raft.clone(), wire.identity.clone());
+        let (raft, identity, disk) = (wire.raft.clone(), wire.identity.clone(), wire.disk.clone());
         let admitted = admitted();
         async move {
             if !admitted {
                 return Err(Refusal::Unavailable(NOT_A_MEMBER.into()));
             }
-            service::append_entries_unsynced(&raft, &identity, req).await
+            service::append_entries_unsynced(&raft, &identity, &disk, req).await
         }
     })
     .await;

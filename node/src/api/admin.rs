@@ -11,6 +11,7 @@ use tonic::{Request, Response, Status};
 use super::{Api, Credentials, Need};
 use crate::clock::ClockReport;
 use crate::config::Member;
+use crate::disk::DiskReport;
 use crate::raft::NodeId;
 use crate::raft::admin::RaftAdmin;
 use crate::raft::error::ProposeError;
@@ -145,6 +146,25 @@ fn clock_status(r: &ClockReport) -> pb::ClockStatus {
     }
 }
 
+fn disk_status(r: &DiskReport) -> pb::DiskStatus {
+    let problem = match (r.problem(), r.slow()) {
+        (Some(p), _) => p,
+        (None, true) => format!(
+            "slow disk: a log sync takes {} ms lately; every write this node is counted in waits for it",
+            r.sync_time.as_millis()
+        ),
+        (None, false) => String::new(),
+    };
+    pb::DiskStatus {
+        free_bytes: r.free_bytes,
+        min_free_bytes: r.min_free_bytes,
+        full: r.full,
+        sync_ms: r.sync_time.as_secs_f64() * 1000.0,
+        slow: r.slow(),
+        problem,
+    }
+}
+
 #[tonic::async_trait]
 impl pb::admin_server::Admin for AdminService {
     async fn status(&self, request: Request<pb::StatusRequest>) -> Result<Response<pb::StatusResponse>, Status> {
@@ -182,6 +202,7 @@ impl pb::admin_server::Admin for AdminService {
             protocol_version: crate::raft::protocol::VERSION,
             peer_protocols: self.raft.peer_protocols(),
             cluster_id: self.api.state.cluster_id().to_string(),
+            disk: Some(disk_status(&self.api.proposer.disk().report())),
         }))
     }
 

@@ -86,6 +86,7 @@ fn print_table(view: &pb::StatusResponse, answers: &[(String, Result<pb::StatusR
     );
     let mut memory = Vec::new();
     let mut clock_problems = Vec::new();
+    let mut disk_problems = Vec::new();
     let mut peer_problems = Vec::new();
     for (url, answer) in answers {
         let s = match answer {
@@ -109,6 +110,9 @@ fn print_table(view: &pb::StatusResponse, answers: &[(String, Result<pb::StatusR
         if let Some(c) = s.clock.as_ref().filter(|c| !c.trusted) {
             clock_problems.push(format!("  node {}: {}", s.node_id, c.error));
         }
+        if let Some(d) = s.disk.as_ref().filter(|d| !d.problem.is_empty()) {
+            disk_problems.push(format!("  node {}: {}", s.node_id, d.problem));
+        }
         peer_problems.extend(
             s.peer_protocols
                 .iter()
@@ -123,6 +127,7 @@ fn print_table(view: &pb::StatusResponse, answers: &[(String, Result<pb::StatusR
         "clocks not trusted (these nodes do not lead or serve reads that depend on expiry):",
         &clock_problems,
     );
+    print_problems("disks full or slow:", &disk_problems);
     print_problems(
         "peers that cannot talk to each other (different peer protocols):",
         &peer_problems,

@@ -36,6 +36,9 @@ pub mod defaults {
     pub const HANDOVER_ON_STOP: bool = true;
     pub const SLOW_REQUEST_THRESHOLD: Duration = Duration::from_secs(1);
     pub const MAX_CONCURRENT_CALLS: usize = 1024;
+    /// Room for a memtable flush (--write-buffer-mb) and a snapshot's
+    /// first chunks past the moment the node stops taking entries.
+    pub const MIN_FREE_DISK_MB: u64 = 256;
 }
 
 /// A duration as a flag's default shows it ("5s", "800ms").
@@ -134,6 +137,14 @@ pub struct Tuning {
     /// (--max-value-bytes and framing). 1 to 1,000,000.
     #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CALLS)]
     pub max_concurrent_calls: usize,
+    /// Free space this node keeps on its data directory's file system.
+    /// Below it the node stops taking new entries before a write could
+    /// fail half-way: as leader it refuses writes (UNAVAILABLE,
+    /// `disk_full`) and hands leadership over, as follower it falls
+    /// behind; reads go on, and it catches up once space is freed. 0: no
+    /// reserve (a full disk then stops the node).
+    #[arg(long, default_value_t = defaults::MIN_FREE_DISK_MB)]
+    pub min_free_disk_mb: u64,
 }
 
 impl Default for Tuning {
@@ -161,6 +172,7 @@ impl Default for Tuning {
             handover_on_stop: d::HANDOVER_ON_STOP,
             slow_request_threshold: d::SLOW_REQUEST_THRESHOLD,
             max_concurrent_calls: d::MAX_CONCURRENT_CALLS,
+            min_free_disk_mb: d::MIN_FREE_DISK_MB,
         }
     }
 }
@@ -213,6 +225,7 @@ impl Tuning {
         within("worker-threads", self.worker_threads, 0, 1024, "")?;
         at_least("max-clock-offset", self.max_clock_offset, 10 * MS)?;
         within("max-concurrent-calls", self.max_concurrent_calls, 1, 1_000_000, "")?;
+        within("min-free-disk-mb", self.min_free_disk_mb, 0, MIB_MAX, " MiB")?;
         Ok(())
     }
 
@@ -272,6 +285,7 @@ mod tests {
         refused(|t| t.heartbeat = t.election_timeout, "--heartbeat");
         refused(|t| t.snapshot_entries = 0, "--snapshot-entries");
         refused(|t| t.max_concurrent_calls = 0, "--max-concurrent-calls");
+        refused(|t| t.min_free_disk_mb = MIB_MAX + 1, "--min-free-disk-mb");
         refused(|t| t.sweep_interval = MS, "--sweep-interval");
         refused(|t| t.dedup_window = Duration::ZERO, "--dedup-window");
         refused(|t| t.max_batch_commands = 0, "--max-batch-commands");

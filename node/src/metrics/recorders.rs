@@ -56,6 +56,8 @@ pub struct Recorders {
     pub proposals_pending: Gauge,
     pub apply_seconds: Histogram,
     pub log_fsync_seconds: Histogram,
+    pub disk_free_bytes: Gauge,
+    pub disk_full: Gauge,
     pub read_index_seconds: Histogram,
     pub read_index_failures: Counter,
     pub watch_events_sent: Counter,
@@ -145,6 +147,8 @@ impl Recorders {
             proposals_pending: Gauge::default(),
             apply_seconds: fast_buckets(),
             log_fsync_seconds: disk_buckets(),
+            disk_free_bytes: Gauge::default(),
+            disk_full: Gauge::default(),
             read_index_seconds: fast_buckets(),
             read_index_failures: Counter::default(),
             watch_events_sent: Counter::default(),
@@ -188,6 +192,16 @@ impl Recorders {
             "handlestore_disk_log_fsync_duration_seconds",
             "Time of one Raft log sync (WAL write and fdatasync)",
             self.log_fsync_seconds.clone(),
+        );
+        r.register(
+            "handlestore_disk_free_bytes",
+            "Bytes free on the data directory's file system",
+            self.disk_free_bytes.clone(),
+        );
+        r.register(
+            "handlestore_disk_full",
+            "1 while free space is under --min-free-disk-mb: the node takes no new entries",
+            self.disk_full.clone(),
         );
         r.register(
             "handlestore_server_read_index_duration_seconds",

@@ -19,9 +19,10 @@ use super::network::{Network, Peers};
 use super::proposer::{Proposer, ProposerConfig};
 use super::protocol::PeerProtocols;
 use super::state_machine::StateMachine;
-use super::{Raft, clock_probe, sweeper};
+use super::{Raft, clock_probe, disk_guard, sweeper};
 use crate::clock::Clock;
 use crate::config::{ClusterState, Member, NodeConfig};
+use crate::disk::Disk;
 use crate::state::StateStore;
 use crate::state::snapshot::SnapshotDir;
 use crate::tls::gate::PeerGate;
@@ -32,6 +33,8 @@ pub struct RaftNode {
     pub proposer: Arc<Proposer>,
     pub admin: RaftAdmin,
     pub durability: Arc<Durability>,
+    /// This node's disk: free space and syncs.
+    pub disk: Arc<Disk>,
     /// This node's initial membership, for founding a new cluster.
     pub founding: Arc<Founding>,
     /// What each peer speaks.
@@ -67,12 +70,15 @@ pub async fn start(
     let clock = Arc::new(Clock::new(cfg.id, cfg.tuning.max_clock_offset, clock_probe::SAMPLE_TTL));
     let founding = Arc::new(Founding::new(cfg.id, initial_members(cfg), clock_probe::SAMPLE_TTL));
     let protocols = Arc::new(PeerProtocols::default());
+    let disk = Disk::new(cfg.data.clone(), cfg.tuning.min_free_disk_mb, durability.clone());
+    disk.watch();
     clock_probe::spawn(
         raft.clone(),
         clock.clone(),
         raft_peers,
         founding.clone(),
         protocols.clone(),
+        disk.clone(),
     );
     if may_found(&raft, cfg).await? {
         tokio::spawn(found_when_agreed(
@@ -85,7 +91,14 @@ pub async fn start(
     // Client traffic to the leader (forwarded writes, read indexes) goes on
     // channels of its own, apart from replication's.
     let forward_peers = Arc::new(Peers::new(peer_tls));
-    let proposer = Proposer::start(cfg.id, raft.clone(), forward_peers.clone(), clock, proposer_config(cfg));
+    let proposer = Proposer::start(
+        cfg.id,
+        raft.clone(),
+        forward_peers.clone(),
+        clock.clone(),
+        disk.clone(),
+        proposer_config(cfg),
+    );
     identity::spawn_naming(raft.clone(), proposer.clone(), state.clone(), protocols.clone());
     sweeper::spawn(
         state,
@@ -95,16 +108,19 @@ pub async fn start(
     );
     spawn_leader_log(&raft);
     spawn_peer_gate(&raft, gate);
+    let admin = RaftAdmin::new(
+        raft.clone(),
+        protocols.clone(),
+        forward_peers,
+        proposer.write_gate(),
+        cfg.tuning.election_max(),
+    );
+    disk_guard::spawn(raft.clone(), admin.clone(), disk.clone(), clock);
     Ok(RaftNode {
-        admin: RaftAdmin::new(
-            raft.clone(),
-            protocols.clone(),
-            forward_peers,
-            proposer.write_gate(),
-            cfg.tuning.election_max(),
-        ),
+        admin,
         raft,
         proposer,
+        disk,
         durability,
         founding,
         protocols,

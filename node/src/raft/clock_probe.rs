@@ -23,6 +23,7 @@ use super::protocol::{self, PeerProtocols};
 use super::{NodeId, Raft};
 use crate::clock::{Clock, ClockError, ClockReport};
 use crate::config::Member;
+use crate::disk::Disk;
 
 /// How often each peer's clock is sampled. A jump of this node's own clock
 /// is seen at once (`crate::clock`); this paces how soon a peer's jump or
@@ -41,7 +42,14 @@ const WARN_EVERY: Duration = Duration::from_secs(30);
 /// `founding` what the peers know of a new cluster. The clock knows the
 /// members when this returns, so it is not trusted before they are
 /// measured.
-pub fn spawn(raft: Raft, clock: Arc<Clock>, peers: Arc<Peers>, founding: Arc<Founding>, protocols: Arc<PeerProtocols>) {
+pub fn spawn(
+    raft: Raft,
+    clock: Arc<Clock>,
+    peers: Arc<Peers>,
+    founding: Arc<Founding>,
+    protocols: Arc<PeerProtocols>,
+    disk: Arc<Disk>,
+) {
     clock.set_members(members(&raft, founding.initial()).into_keys());
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(PROBE_INTERVAL);
@@ -52,7 +60,7 @@ pub fn spawn(raft: Raft, clock: Arc<Clock>, peers: Arc<Peers>, founding: Arc<Fou
             let members = members(&raft, founding.initial());
             clock.set_members(members.keys().copied());
             probe_all(&clock, &peers, &founding, &protocols, &members).await;
-            guard.update(&raft, &clock.report());
+            guard.update(&raft, &clock.report(), disk.room().is_ok());
         }
     });
 }
@@ -118,7 +126,8 @@ async fn probe_all(
 }
 
 /// Turns elections and heartbeats off while the clock is not trusted, and
-/// says so in the log.
+/// says so in the log. Elections stay off while the disk is full
+/// (`raft::disk_guard`).
 #[derive(Default)]
 struct Guard {
     trusted: Option<bool>,
@@ -127,10 +136,10 @@ struct Guard {
 }
 
 impl Guard {
-    fn update(&mut self, raft: &Raft, report: &ClockReport) {
+    fn update(&mut self, raft: &Raft, report: &ClockReport, disk_has_room: bool) {
         let trusted = report.error.is_none();
         if self.trusted != Some(trusted) {
-            raft.runtime_config().elect(trusted);
+            raft.runtime_config().elect(trusted && disk_has_room);
             raft.runtime_config().heartbeat(trusted);
             match &report.error {
                 None => tracing::info!(offset_ms = report.offset_ms, peers = %peer_list(report), "clock trusted"),

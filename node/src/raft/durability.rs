@@ -28,6 +28,8 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -52,6 +54,9 @@ pub struct Durability {
     synced_seq: watch::Sender<u64>,
     /// Every log entry up to this index is on disk.
     durable_index: watch::Sender<u64>,
+    /// What a log sync took lately, in µs: a moving average, each sync
+    /// weighing a quarter.
+    sync_us: AtomicU64,
 }
 
 impl Durability {
@@ -67,7 +72,21 @@ impl Durability {
             }),
             synced_seq: watch::Sender::new(0),
             durable_index: watch::Sender::new(last_index),
+            sync_us: AtomicU64::new(0),
         }
+    }
+
+    /// One log sync took `took`.
+    pub fn note_sync(&self, took: Duration) {
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let _ = self.sync_us.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |avg| {
+            Some(if avg == 0 { us } else { avg - avg / 4 + us / 4 })
+        });
+    }
+
+    /// What a log sync took lately (zero before the first).
+    pub fn sync_time(&self) -> Duration {
+        Duration::from_micros(self.sync_us.load(Ordering::Relaxed))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Appends> {

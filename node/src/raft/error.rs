@@ -34,6 +34,9 @@ pub enum ProposeError {
     /// Raft is not running (any more) on this node.
     #[error("raft is not running: {0}")]
     Stopped(String),
+    /// This node's disk is under its reserve: it takes no new entries.
+    #[error("{0}")]
+    DiskFull(String),
     /// This node (the leader) may not stamp time: its clock is off.
     #[error("{0}")]
     Clock(ClockError),

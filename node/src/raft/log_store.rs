@@ -301,13 +301,15 @@ fn last_entry_id(db: &DB) -> Result<Option<LogId>, StorageError> {
 fn sync_loop(db: &DB, rx: &std_mpsc::Receiver<u64>, syncs: &AtomicU64, durability: &Durability) {
     // Ends when every LogStore clone is dropped.
     while let Ok(first) = rx.recv() {
+        // A delay injected here is a slow disk: timed as the sync.
+        let started = std::time::Instant::now();
         failpoints::hit(failpoints::LOG_SYNC_BEFORE);
         let seq = rx.try_iter().fold(first, u64::max);
-        let started = std::time::Instant::now();
         let flushed = db.flush_wal(true);
         crate::metrics::recorders()
             .log_fsync_seconds
             .observe(started.elapsed().as_secs_f64());
+        durability.note_sync(started.elapsed());
         super::warn_if_slow("syncing the Raft log", started, format_args!("WAL write and fdatasync"));
         if let Err(e) = flushed {
             // openraft was told these entries were flushed, and whether the

@@ -13,6 +13,7 @@ pub mod boot;
 pub mod clock_probe;
 pub mod codec;
 pub mod commit_notice;
+pub mod disk_guard;
 pub mod durability;
 pub mod error;
 pub mod founding;

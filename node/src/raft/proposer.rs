@@ -20,6 +20,7 @@ use super::network::Peers;
 use super::read_index::{self, ReadIndex, ReadPoint};
 use super::{NodeId, Raft};
 use crate::clock::Clock;
+use crate::disk::Disk;
 use crate::metrics;
 use crate::status::{self, LeaderHint};
 
@@ -45,6 +46,7 @@ pub struct Proposer {
     forward_peers: Arc<Peers>,
     read_index: ReadIndex,
     clock: Arc<Clock>,
+    disk: Arc<Disk>,
     cfg: ProposerConfig,
     /// Writes this node forwarded to the leader and got an answer for.
     forwarded: AtomicU64,
@@ -84,6 +86,7 @@ impl Proposer {
         raft: Raft,
         forward_peers: Arc<Peers>,
         clock: Arc<Clock>,
+        disk: Arc<Disk>,
         cfg: ProposerConfig,
     ) -> Arc<Self> {
         let (tx, rx) = mpsc::channel(cfg.max_batch_commands * 8);
@@ -103,6 +106,7 @@ impl Proposer {
             forward_peers,
             read_index,
             clock,
+            disk,
             cfg,
             forwarded: AtomicU64::new(0),
             gate,
@@ -204,6 +208,7 @@ impl Proposer {
         }
         view.check_quorum(self.cfg.quorum_silence, "the write was not applied")?;
         self.clock.check().map_err(ProposeError::Clock)?;
+        self.disk.room().map_err(ProposeError::DiskFull)?;
         let (done, rx) = oneshot::channel();
         self.tx
             .send(Pending { cmd, keys, done })
@@ -254,6 +259,11 @@ impl Proposer {
     /// This node's clock, as far as it is trusted.
     pub fn clock(&self) -> &Arc<Clock> {
         &self.clock
+    }
+
+    /// This node's disk: its free space and syncs.
+    pub fn disk(&self) -> &Arc<Disk> {
+        &self.disk
     }
 
     /// The slots of this node's entries in flight, to hold writes back.

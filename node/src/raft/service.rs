@@ -21,6 +21,7 @@ use super::peer_wire::Refusal;
 use super::proposer::Proposer;
 use super::protocol::PeerProtocols;
 use super::{Raft, TypeConfig};
+use crate::disk::Disk;
 use crate::state::snapshot::SnapshotDir;
 use crate::status;
 
@@ -32,6 +33,7 @@ pub struct RaftService {
     founding: Arc<Founding>,
     protocols: Arc<PeerProtocols>,
     identity: Identity,
+    disk: Arc<Disk>,
 }
 
 impl RaftService {
@@ -44,6 +46,7 @@ impl RaftService {
             founding: node.founding.clone(),
             protocols: node.protocols.clone(),
             identity: node.identity.clone(),
+            disk: node.disk.clone(),
         }
     }
 
@@ -60,6 +63,9 @@ impl RaftService {
         &self,
         request: Request<Streaming<ipb::SnapshotChunk>>,
     ) -> Result<Response<ipb::InstallSnapshotResponse>, Status> {
+        // Refused before a byte is written: the leader sends it again
+        // once this node has room.
+        self.disk.room().map_err(|m| Reason::DiskFull.status(m))?;
         let mut stream = request.into_inner();
         let first = stream
             .next()
@@ -128,9 +134,10 @@ pub async fn append_entries(
     raft: &Raft,
     identity: &Identity,
     durability: &Durability,
+    disk: &Disk,
     request: ipb::AppendEntriesRequest,
 ) -> Result<ipb::AppendEntriesResponse, Refusal> {
-    let resp = append_entries_unsynced(raft, identity, request).await?;
+    let resp = append_entries_unsynced(raft, identity, disk, request).await?;
     // The leader may count this answer towards a quorum, so it leaves only
     // when every append made so far is on disk.
     durability.wait_synced(durability.written()).await;
@@ -143,6 +150,7 @@ pub async fn append_entries(
 pub async fn append_entries_unsynced(
     raft: &Raft,
     identity: &Identity,
+    disk: &Disk,
     request: ipb::AppendEntriesRequest,
 ) -> Result<ipb::AppendEntriesResponse, Refusal> {
     // Unavailable: the leader backs off from this node instead of retrying
@@ -150,6 +158,11 @@ pub async fn append_entries_unsynced(
     identity
         .admit(&request.cluster_id, "an AppendEntries")
         .map_err(Refusal::Unavailable)?;
+    // Heartbeats (no entries) still pass while the disk is full: the node
+    // keeps its leader and does not campaign; entries wait for room.
+    if !request.entries.is_empty() {
+        disk.room().map_err(Refusal::Unavailable)?;
+    }
     let req = codec::append_request_from_pb(request).map_err(|e| Refusal::Invalid(e.to_string()))?;
     let resp = raft
         .append_entries(req)
@@ -174,7 +187,15 @@ impl ipb::raft_server::Raft for RaftService {
     ) -> Result<Response<ipb::AppendEntriesResponse>, Status> {
         // Leaders send these over the Raft wire (`raft::peer_wire`); this is
         // for nodes of earlier versions, which speak only gRPC.
-        match append_entries(&self.raft, &self.identity, &self.durability, request.into_inner()).await {
+        match append_entries(
+            &self.raft,
+            &self.identity,
+            &self.durability,
+            &self.disk,
+            request.into_inner(),
+        )
+        .await
+        {
             Ok(resp) => Ok(Response::new(resp)),
             Err(Refusal::Invalid(m)) => Err(status::invalid(m)),
             Err(Refusal::Unavailable(m)) => Err(Reason::Shutdown.status(m)),
@@ -212,6 +233,7 @@ impl ipb::raft_server::Raft for RaftService {
             term = req.term,
             "asked to take over leadership: campaigning"
         );
+        self.disk.room().map_err(|m| Reason::DiskFull.status(m))?;
         super::transfer::elect_now(&self.raft, &req)
             .await
             .map_err(|m| Reason::Precondition.status(m))?;

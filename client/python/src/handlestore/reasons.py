@@ -30,6 +30,7 @@ SNAPSHOT_STREAM = "snapshot_stream"
 AUTH_CHANGING = "auth_changing"
 COMPACTED = "compacted"
 SLOW_WATCHER = "slow_watcher"
+DISK_FULL = "disk_full"
 OVERLOADED = "overloaded"
 QUOTA = "quota"
 UNAUTHENTICATED = "unauthenticated"
@@ -55,6 +56,7 @@ TABLE: dict[str, Row] = {
     AUTH_CHANGING: Row("UNAVAILABLE", "yes", "Users or roles changed while the call was being authorized."),
     COMPACTED: Row("OUT_OF_RANGE", "no", "A watch from a revision older than the history the node keeps (detail: compact_revision): read, then watch from the read's revision + 1."),
     SLOW_WATCHER: Row("RESOURCE_EXHAUSTED", "resume", "A watcher did not take its events while its share of --watch-memory-mb was full, or fell behind the history kept while it was served."),
+    DISK_FULL: Row("UNAVAILABLE", "yes", "This node's disk has less free space than --min-free-disk-mb: it takes no new entries until space is freed (as leader it refuses writes and hands leadership to a member with room)."),
     OVERLOADED: Row("UNAVAILABLE", "yes", "This node serves --max-concurrent-calls calls already; it answered at once, before reading the request, and the answer's grpc-retry-pushback-ms says how long to wait before trying again."),
     QUOTA: Row("RESOURCE_EXHAUSTED", "no", "A write would take its namespace over its quota of entries or bytes."),
     UNAUTHENTICATED: Row("UNAUTHENTICATED", "no", "Missing, malformed, unknown or expired credentials, or a peer port reached without TLS."),

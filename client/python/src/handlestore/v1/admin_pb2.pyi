@@ -112,7 +112,7 @@ class Member(_message.Message):
     def __init__(self, id: _Optional[int] = ..., addr: _Optional[str] = ..., voter: _Optional[bool] = ..., peer_addr: _Optional[str] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("node_id", "addr", "state", "leader_id", "leader_addr", "term", "last_log_index", "applied_index", "snapshot_index", "purged_index", "members", "millis_since_quorum_ack", "version", "log_syncs", "memory", "forwarded_writes", "clock", "namespaces", "protocol_version", "peer_protocols", "cluster_id")
+    __slots__ = ("node_id", "addr", "state", "leader_id", "leader_addr", "term", "last_log_index", "applied_index", "snapshot_index", "purged_index", "members", "millis_since_quorum_ack", "version", "log_syncs", "memory", "forwarded_writes", "clock", "namespaces", "protocol_version", "peer_protocols", "cluster_id", "disk")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ADDR_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -134,6 +134,7 @@ class StatusResponse(_message.Message):
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     PEER_PROTOCOLS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    DISK_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     addr: str
     state: str
@@ -155,7 +156,24 @@ class StatusResponse(_message.Message):
     protocol_version: int
     peer_protocols: _containers.RepeatedCompositeFieldContainer[PeerProtocol]
     cluster_id: str
-    def __init__(self, node_id: _Optional[int] = ..., addr: _Optional[str] = ..., state: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_addr: _Optional[str] = ..., term: _Optional[int] = ..., last_log_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., snapshot_index: _Optional[int] = ..., purged_index: _Optional[int] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., millis_since_quorum_ack: _Optional[int] = ..., version: _Optional[str] = ..., log_syncs: _Optional[int] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., forwarded_writes: _Optional[int] = ..., clock: _Optional[_Union[ClockStatus, _Mapping]] = ..., namespaces: _Optional[_Iterable[_Union[_auth_pb2.NamespaceUsage, _Mapping]]] = ..., protocol_version: _Optional[int] = ..., peer_protocols: _Optional[_Iterable[_Union[PeerProtocol, _Mapping]]] = ..., cluster_id: _Optional[str] = ...) -> None: ...
+    disk: DiskStatus
+    def __init__(self, node_id: _Optional[int] = ..., addr: _Optional[str] = ..., state: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_addr: _Optional[str] = ..., term: _Optional[int] = ..., last_log_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., snapshot_index: _Optional[int] = ..., purged_index: _Optional[int] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., millis_since_quorum_ack: _Optional[int] = ..., version: _Optional[str] = ..., log_syncs: _Optional[int] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., forwarded_writes: _Optional[int] = ..., clock: _Optional[_Union[ClockStatus, _Mapping]] = ..., namespaces: _Optional[_Iterable[_Union[_auth_pb2.NamespaceUsage, _Mapping]]] = ..., protocol_version: _Optional[int] = ..., peer_protocols: _Optional[_Iterable[_Union[PeerProtocol, _Mapping]]] = ..., cluster_id: _Optional[str] = ..., disk: _Optional[_Union[DiskStatus, _Mapping]] = ...) -> None: ...
+
+class DiskStatus(_message.Message):
+    __slots__ = ("free_bytes", "min_free_bytes", "full", "sync_ms", "slow", "problem")
+    FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MIN_FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    FULL_FIELD_NUMBER: _ClassVar[int]
+    SYNC_MS_FIELD_NUMBER: _ClassVar[int]
+    SLOW_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    free_bytes: int
+    min_free_bytes: int
+    full: bool
+    sync_ms: float
+    slow: bool
+    problem: str
+    def __init__(self, free_bytes: _Optional[int] = ..., min_free_bytes: _Optional[int] = ..., full: _Optional[bool] = ..., sync_ms: _Optional[float] = ..., slow: _Optional[bool] = ..., problem: _Optional[str] = ...) -> None: ...
 
 class PeerProtocol(_message.Message):
     __slots__ = ("id", "version", "problem")

@@ -1,0 +1,311 @@
+//! A full disk and a slow one. A node's data on a small tmpfs of its own
+//! (as root: skipped, saying why, elsewhere) is filled by a ballast file,
+//! as another program filling the disk would, and freed again; a node whose
+//! log syncs take a second (a failpoint) stays in the cluster.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use handlestore_client::{ClusterHandleStore, HandleStore, Reason, Ttl};
+use handlestore_node::failpoints::ENV as FAILPOINTS;
+use handlestore_proto::v1 as pb;
+use handlestore_tests::TestCluster;
+use serde_json::{Value, json};
+
+use super::acked::{Minters, assert_whole};
+
+/// Every node keeps this much free (`--min-free-disk-mb`).
+const RESERVE_MB: u64 = 64;
+
+/// A tmpfs mounted on a directory, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size_mb: u64) -> Result<Self, String> {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size_mb}m"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .map_err(|e| format!("running mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        Ok(Self(dir.to_path_buf()))
+    }
+
+    /// Whether a tmpfs can be mounted here; why not, if not.
+    fn available() -> Result<(), String> {
+        let probe = tempfile::tempdir().map_err(|e| e.to_string())?;
+        Self::mount(&probe.path().join("t"), 1)
+            .map(drop)
+            .map_err(|e| format!("cannot mount a tmpfs ({e}); run as root"))
+    }
+
+    /// Fills the file system with a ballast file until `leave_mb` is free.
+    fn fill(&self, leave_mb: u64) -> PathBuf {
+        let ballast = self.0.join("ballast");
+        let free = free_bytes(&self.0);
+        let size = free.saturating_sub(leave_mb << 20);
+        let out = Command::new("fallocate")
+            .args(["-l", &size.to_string()])
+            .arg(&ballast)
+            .output()
+            .expect("fallocate");
+        assert!(
+            out.status.success(),
+            "fallocate: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        ballast
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).output();
+    }
+}
+
+fn free_bytes(dir: &Path) -> u64 {
+    let out = Command::new("df")
+        .args(["--output=avail", "-B1"])
+        .arg(dir)
+        .output()
+        .expect("df");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .nth(1)
+        .and_then(|l| l.trim().parse().ok())
+        .expect("df's answer")
+}
+
+fn skipped(test: &str) -> bool {
+    match Tmpfs::available() {
+        Ok(()) => false,
+        Err(why) => {
+            eprintln!("SKIPPED: {test}: {why}");
+            true
+        }
+    }
+}
+
+async fn disk(cluster: &TestCluster, id: u64) -> pb::DiskStatus {
+    cluster.status(id).await.expect("status").disk.expect("disk status")
+}
+
+/// Waits until node `id`'s disk status satisfies `ok` (10 s at most).
+async fn wait_disk(cluster: &TestCluster, id: u64, what: &str, ok: impl Fn(&pb::DiskStatus) -> bool) -> pb::DiskStatus {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let d = disk(cluster, id).await;
+        if ok(&d) {
+            return d;
+        }
+        assert!(Instant::now() < deadline, "node {id}'s disk never was {what}: {d:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn readyz(cluster: &TestCluster, id: u64) -> (u16, String) {
+    let resp = reqwest::get(format!("http://{}/readyz", cluster.node(id).addr))
+        .await
+        .expect("readyz");
+    (resp.status().as_u16(), resp.text().await.expect("body"))
+}
+
+async fn metric(cluster: &TestCluster, id: u64, name: &str) -> Option<f64> {
+    let addr = cluster.node(id).metrics_addr.clone().expect("metrics port");
+    let text = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .expect("body");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Asks the leader to hand leadership to `to` until it leads.
+async fn lead(cluster: &TestCluster, to: u64) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while cluster.wait_leader(Duration::from_secs(5)).await.ok() != Some(to) {
+        assert!(Instant::now() < deadline, "node {to} never led");
+        if let Ok(mut admin) = cluster.leader_admin().await {
+            let _ = admin.transfer_leader(pb::TransferLeaderRequest { to }).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// Node 3 leads when its disk fills under load: it refuses writes, hands
+/// leadership to a node with room and takes no more entries (it falls
+/// behind, and says why in `status`, `/readyz` and a metric), while the
+/// others write on. Once the ballast is gone it takes entries again and
+/// catches up; every acknowledged write is then on every node, once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_whose_disk_fills_takes_no_entries_and_catches_up_once_space_is_freed() {
+    if skipped("a full disk") {
+        return;
+    }
+    let mounts = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mounted = mounts.clone();
+    let cluster = TestCluster::builder(3)
+        .args(["--min-free-disk-mb", &RESERVE_MB.to_string()])
+        .metrics_ports(true)
+        .before_start(move |nodes, _| {
+            let fs = Tmpfs::mount(&nodes[2].data, 512).map_err(anyhow::Error::msg)?;
+            mounted.lock().expect("lock").push(fs);
+            Ok(())
+        })
+        .start()
+        .await
+        .expect("cluster");
+    let tmpfs = mounts.lock().expect("lock").pop().expect("mounted");
+    lead(&cluster, 3).await;
+    let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("diskfull").build());
+    let minters = Minters::start(&store, 16);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let ballast = tmpfs.fill(RESERVE_MB / 2);
+    let full = wait_disk(&cluster, 3, "full", |d| d.full).await;
+    assert!(full.problem.contains("--min-free-disk-mb"), "{full:?}");
+    // Node 3 takes no entries, so it never hears of the new leader: the
+    // others name it.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let leader = loop {
+        let (s1, s2) = (
+            cluster.status(1).await.expect("status"),
+            cluster.status(2).await.expect("status"),
+        );
+        if s1.leader_id == s2.leader_id && [1, 2].contains(&s1.leader_id) {
+            break s1.leader_id;
+        }
+        assert!(Instant::now() < deadline, "node 3 still leads with a full disk: {s1:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let (code, body) = readyz(&cluster, 3).await;
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("disk full"), "{body}");
+    assert_eq!(metric(&cluster, 3, "handlestore_disk_full").await, Some(1.0));
+    assert_eq!(metric(&cluster, leader, "handlestore_disk_full").await, Some(0.0));
+
+    // The others write on; node 3 takes none of it.
+    let before = (
+        minters.acked_so_far(),
+        cluster.status(3).await.expect("status").last_log_index,
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = (
+        minters.acked_so_far(),
+        cluster.status(3).await.expect("status").last_log_index,
+    );
+    assert!(
+        after.0 > before.0 + 50,
+        "writes stalled with one full disk: {before:?} -> {after:?}"
+    );
+    assert_eq!(after.1, before.1, "node 3 took entries with a full disk");
+
+    std::fs::remove_file(&ballast).expect("free the ballast");
+    wait_disk(&cluster, 3, "free", |d| !d.full && d.problem.is_empty()).await;
+    let (acked, failed) = minters.stop().await;
+    eprintln!("{} writes acknowledged, {failed} failed", acked.len());
+    assert_whole(&cluster, "diskfull", &acked, failed).await;
+    let (code, body) = readyz(&cluster, 3).await;
+    assert_eq!(code, 200, "{body}");
+}
+
+/// One node alone, its disk full: a write fails with the reason and the
+/// disk's state in its message, reads of what was written go on, and
+/// writes work again once space is freed.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_every_disk_full_writes_fail_clearly_and_reads_go_on() {
+    if skipped("writes on a full disk") {
+        return;
+    }
+    let mounts = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mounted = mounts.clone();
+    let cluster = TestCluster::builder(1)
+        .args(["--min-free-disk-mb", &RESERVE_MB.to_string()])
+        .before_start(move |nodes, _| {
+            let fs = Tmpfs::mount(&nodes[0].data, 512).map_err(anyhow::Error::msg)?;
+            mounted.lock().expect("lock").push(fs);
+            Ok(())
+        })
+        .start()
+        .await
+        .expect("cluster");
+    let tmpfs = mounts.lock().expect("lock").pop().expect("mounted");
+    let store: ClusterHandleStore<Value> = cluster
+        .client_builder(cluster.endpoints())
+        .deadline(Duration::from_secs(2))
+        .build()
+        .expect("client")
+        .handle_store("full")
+        .build();
+    let id = store.mint(json!({"before": true}), Ttl::Default).await.expect("mint");
+
+    let ballast = tmpfs.fill(RESERVE_MB / 2);
+    wait_disk(&cluster, 1, "full", |d| d.full).await;
+    let refused = store
+        .mint(json!({"during": true}), Ttl::Default)
+        .await
+        .expect_err("a write on a full disk");
+    let said = refused.to_string();
+    assert!(
+        refused.reason() == Some(Reason::DiskFull) || said.contains("disk full"),
+        "{said}"
+    );
+    assert!(said.contains("--min-free-disk-mb"), "{said}");
+    assert_eq!(store.get(&id).await.expect("read"), Some(json!({"before": true})));
+    assert_eq!(store.len().await.expect("len"), 1, "the refused write changed nothing");
+
+    std::fs::remove_file(&ballast).expect("free the ballast");
+    wait_disk(&cluster, 1, "free", |d| !d.full).await;
+    store
+        .mint(json!({"after": true}), Ttl::Default)
+        .await
+        .expect("a write once space is freed");
+}
+
+/// A follower whose log syncs take a second: the leader and the other
+/// follower make the quorum, so writes go at their pace, not its; no
+/// election is called; it reports itself slow; it catches up.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follower_with_a_slow_disk_slows_no_write_and_says_so() {
+    let cluster = TestCluster::builder(3)
+        .node_env(3, FAILPOINTS, "log-sync-before=sleep(1000)")
+        .start()
+        .await
+        .expect("cluster");
+    lead(&cluster, 1).await;
+    let term = cluster.status(1).await.expect("status").term;
+    let store: ClusterHandleStore<Value> = cluster.client().handle_store("slowdisk").build();
+    let mut acked = std::collections::HashMap::new();
+    let started = Instant::now();
+    let mut n = 0;
+    while started.elapsed() < Duration::from_secs(5) {
+        let value = json!({"n": n});
+        let id = store.mint(value.clone(), Ttl::Default).await.expect("mint");
+        acked.insert(id, value);
+        n += 1;
+    }
+    // Waiting for node 3 would allow about one write a second.
+    assert!(
+        n >= 25,
+        "only {n} sequential writes in 5 s: they waited for the slow disk"
+    );
+    let slow = wait_disk(&cluster, 3, "slow", |d| d.slow).await;
+    assert!(slow.problem.contains("slow disk"), "{slow:?}");
+    assert!(!disk(&cluster, 1).await.slow, "the leader's disk is not slow");
+    let now = cluster.status(1).await.expect("status");
+    assert_eq!(
+        (now.state.as_str(), now.term),
+        ("leader", term),
+        "an election was called"
+    );
+    assert_whole(&cluster, "slowdisk", &acked, 0).await;
+}
