@@ -619,6 +619,27 @@ impl TestCluster {
         }
     }
 
+    /// Degrades node `id`'s link (delay, jitter, loss, reordering; needs a
+    /// cluster started with `netns(true)`) until [`restore_link`](Self::restore_link).
+    pub fn degrade_link(
+        &self,
+        id: u64,
+        params: &crate::linkem::LinkParams,
+        dir: crate::netns::Direction,
+    ) -> Result<()> {
+        match &self.net {
+            Some(n) => n.degrade(id, params, dir),
+            None => bail!("this cluster has no private network (start it with .netns(true))"),
+        }
+    }
+
+    /// Gives node `id` back the link [`degrade_link`](Self::degrade_link) degraded.
+    pub fn restore_link(&self, id: u64) {
+        if let Some(n) = &self.net {
+            n.restore(id);
+        }
+    }
+
     pub fn has_network(&self) -> bool {
         self.net.is_some()
     }

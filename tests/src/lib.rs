@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod compose;
 pub mod creds;
 pub mod faketime;
+pub mod linkem;
 pub mod mcp;
 pub mod mcp_raw;
 pub mod netns;

@@ -1,9 +1,20 @@
 //! A private network for test nodes: one network namespace per node, joined
 //! by veth pairs to a bridge in the host namespace. Cutting a node's veth is
 //! a real partition, made outside the node: the kernel drops its traffic to
-//! and from everyone. Needs root (CAP_NET_ADMIN) and iproute2.
+//! and from everyone. A node's link can also be degraded (delay, jitter,
+//! loss, reordering): iptables rules in its namespace send its packets to
+//! an NFQUEUE that `linkem` serves (src/linkem.rs), netem's work in user
+//! space, since kernels built without sch_netem (this CI's) cannot do it
+//! with `tc`. Needs root (CAP_NET_ADMIN), iproute2 and, for degraded links,
+//! iptables.
 
-use std::process::Command;
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::linkem::LinkParams;
 
 use anyhow::{Context, Result, bail};
 
@@ -34,6 +45,8 @@ pub struct NetNs {
     tag: String,
     subnet: (u8, u8),
     nodes: Vec<u64>,
+    /// The degraded links, by node.
+    links: Mutex<HashMap<u64, LinkEmulator>>,
 }
 
 impl NetNs {
@@ -64,6 +77,7 @@ impl NetNs {
             tag,
             subnet,
             nodes: Vec::new(),
+            links: Mutex::new(HashMap::new()),
         };
         let br = s.bridge();
         ip(&["link", "add", &br, "type", "bridge"])?;
@@ -89,7 +103,8 @@ impl NetNs {
         format!("hs{}n{id}", self.tag)
     }
 
-    fn host_ip(&self) -> String {
+    /// The host's address on the bridge, reachable from every namespace.
+    pub fn host_ip(&self) -> String {
         format!("10.{}.{}.1", self.subnet.0, self.subnet.1)
     }
 
@@ -136,11 +151,165 @@ impl NetNs {
 
 impl Drop for NetNs {
     fn drop(&mut self) {
+        self.links.lock().unwrap_or_else(|e| e.into_inner()).clear();
         for id in &self.nodes {
             let _ = ip(&["link", "del", &self.veth(*id)]);
             let _ = ip(&["netns", "del", &self.ns(*id)]);
         }
         iptables_forward(&self.bridge(), "-D");
         let _ = ip(&["link", "del", &self.bridge()]);
+    }
+}
+
+/// Which of a node's traffic a degraded link slows: what arrives on its
+/// veth, or that and what leaves by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    In,
+    Both,
+}
+
+/// The NFQUEUE a degraded link's packets go to (queues are per namespace).
+const LINK_QUEUE: u16 = 7;
+
+impl NetNs {
+    /// Whether links can be degraded here (beyond [`available`](Self::available)):
+    /// the `linkem` binary is built and iptables runs; the reason if not.
+    pub fn links_available() -> Result<(), String> {
+        if crate::linkem::bin().is_none() {
+            return Err("the linkem binary is not built (cargo build --release -p handlestore-tests)".into());
+        }
+        match iptables_bin() {
+            Some(_) => Ok(()),
+            None => Err("iptables is not installed".into()),
+        }
+    }
+
+    /// Degrades node `id`'s link by `params` (as `tc qdisc add dev eth0
+    /// root netem` would), until [`restore`](Self::restore): starts `linkem`
+    /// in its namespace, then sends its traffic to it. A link already
+    /// degraded is restored first.
+    pub fn degrade(&self, id: u64, params: &LinkParams, dir: Direction) -> Result<()> {
+        self.restore(id);
+        let emulator = LinkEmulator::start(&self.ns(id), params, dir)?;
+        self.links
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, emulator);
+        Ok(())
+    }
+
+    /// Gives node `id` its link back as it was (nothing if it was not
+    /// degraded): the rules go first, then `linkem` lets the packets it
+    /// holds through and ends.
+    pub fn restore(&self, id: u64) {
+        let emulator = self.links.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        drop(emulator);
+    }
+}
+
+/// The first iptables that runs here.
+fn iptables_bin() -> Option<&'static str> {
+    ["iptables", "iptables-legacy"]
+        .into_iter()
+        .find(|bin| Command::new(bin).arg("-V").output().is_ok_and(|o| o.status.success()))
+}
+
+/// One degraded link: `linkem` in a namespace and the rules that feed it.
+struct LinkEmulator {
+    ns: String,
+    iptables: &'static str,
+    /// Each rule's chain and match (`-I`/`-D` go before them).
+    rules: Vec<Vec<String>>,
+    child: Child,
+}
+
+impl LinkEmulator {
+    fn start(ns: &str, params: &LinkParams, dir: Direction) -> Result<Self> {
+        let iptables = iptables_bin().context("iptables is not installed")?;
+        let bin = crate::linkem::bin().context("the linkem binary is not built")?;
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", ns])
+            .arg(bin)
+            .arg(format!("--queue={LINK_QUEUE}"))
+            .args(params.args())
+            .arg("--until-stdin-closes")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("starting linkem")?;
+        // It says "ready" once bound to the queue; before that, the rules
+        // would let packets bypass it.
+        let mut line = String::new();
+        let out = child.stdout.take().context("linkem's stdout")?;
+        let _ = std::io::BufReader::new(out).read_line(&mut line);
+        let mut s = Self {
+            ns: ns.to_string(),
+            iptables,
+            rules: Vec::new(),
+            child,
+        };
+        if line.trim() != "ready" {
+            bail!("linkem did not start in {ns}: {}", line.trim());
+        }
+        let queue = [
+            "-j",
+            "NFQUEUE",
+            "--queue-num",
+            &LINK_QUEUE.to_string(),
+            "--queue-bypass",
+        ]
+        .map(String::from);
+        let mut chains = vec![["INPUT", "-i", "eth0"]];
+        if dir == Direction::Both {
+            chains.push(["OUTPUT", "-o", "eth0"]);
+        }
+        for chain in chains {
+            let rule: Vec<String> = chain
+                .iter()
+                .map(|a| a.to_string())
+                .chain(queue.iter().cloned())
+                .collect();
+            s.iptables("-I", &rule)?;
+            s.rules.push(rule);
+        }
+        Ok(s)
+    }
+
+    fn iptables(&self, op: &str, rule: &[String]) -> Result<()> {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.ns, self.iptables, op])
+            .args(rule)
+            .output()
+            .context("running iptables")?;
+        if !out.status.success() {
+            bail!(
+                "{} {op} {} in {}: {}",
+                self.iptables,
+                rule.join(" "),
+                self.ns,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for LinkEmulator {
+    fn drop(&mut self) {
+        for rule in std::mem::take(&mut self.rules) {
+            let _ = self.iptables("-D", &rule);
+        }
+        // linkem lets its held packets through once its stdin closes.
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -1,5 +1,6 @@
 //! Faults, injected from outside the nodes: kill -9, SIGSTOP/SIGCONT,
-//! SIGTERM restarts, network partitions (network namespaces), and wall
+//! SIGTERM restarts, network partitions and degraded links (network
+//! namespaces; delay, jitter, loss and reordering by `linkem`), and wall
 //! clocks stepped (libfaketime).
 
 use std::time::{Duration, Instant};
@@ -11,6 +12,8 @@ use serde::Serialize;
 
 use crate::cluster::TestCluster;
 use crate::faketime::TAKES_EFFECT;
+use crate::linkem::LinkParams;
+use crate::netns::Direction;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -31,10 +34,27 @@ pub enum FaultKind {
     /// Step one node's wall clock (the leader's half the time) forwards or
     /// backwards by 2 s to an hour, set it right later.
     ClockJump,
+    /// Degrade every node's link as netem would: 20-80 ms of delay, half
+    /// that of jitter (so packets are reordered), 5-20 % loss, 10 % of
+    /// packets let through at once; restore later.
+    LossyLinks,
+    /// Slow the leader's link, both ways, by 250-450 ms (10 % jitter): a
+    /// round trip near the election timeout (700 ms in tests); restore later.
+    SlowLeaderLink,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 7] = [
+    /// The faults that need a private network (network namespaces).
+    pub const NETWORK: [FaultKind; 3] = [
+        FaultKind::PartitionLeader,
+        FaultKind::LossyLinks,
+        FaultKind::SlowLeaderLink,
+    ];
+
+    /// The faults that degrade links (`linkem`, iptables) besides.
+    pub const LINKS: [FaultKind; 2] = [FaultKind::LossyLinks, FaultKind::SlowLeaderLink];
+
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::KillLeader,
         FaultKind::KillFollower,
         FaultKind::KillQuorum,
@@ -42,6 +62,8 @@ impl FaultKind {
         FaultKind::RollingRestart,
         FaultKind::PartitionLeader,
         FaultKind::ClockJump,
+        FaultKind::LossyLinks,
+        FaultKind::SlowLeaderLink,
     ];
 }
 
@@ -116,11 +138,8 @@ pub async fn inject(cluster: &mut TestCluster, kind: FaultKind, rng: &mut StdRng
             }
             (1..=n).collect()
         }
-        FaultKind::PartitionLeader => {
-            cluster.cut(leader)?;
-            tokio::time::sleep(hold).await;
-            cluster.heal(leader)?;
-            vec![leader]
+        FaultKind::PartitionLeader | FaultKind::LossyLinks | FaultKind::SlowLeaderLink => {
+            network(cluster, kind, leader, hold, rng).await?
         }
         FaultKind::ClockJump => {
             let victim = match followers.get(rng.random_range(0..followers.len().max(1) * 2)) {
@@ -137,4 +156,59 @@ pub async fn inject(cluster: &mut TestCluster, kind: FaultKind, rng: &mut StdRng
         }
     };
     Ok((nodes, started.elapsed()))
+}
+
+/// The network faults: a partition of the leader, every link degraded, or
+/// the leader's slowed; held for `hold`, then undone. Returns the nodes
+/// affected.
+async fn network(
+    cluster: &TestCluster,
+    kind: FaultKind,
+    leader: u64,
+    hold: Duration,
+    rng: &mut StdRng,
+) -> Result<Vec<u64>> {
+    let ms = Duration::from_millis;
+    let (nodes, params, dir) = match kind {
+        FaultKind::LossyLinks => {
+            let delay = rng.random_range(20..=80);
+            let params = LinkParams {
+                delay: ms(delay),
+                jitter: ms(delay / 2),
+                loss: rng.random_range(0.05..=0.20),
+                reorder: 0.1,
+                ..LinkParams::default()
+            };
+            // Each node's incoming traffic: every packet between two
+            // nodes crosses one emulator, as under netem on each sender.
+            (
+                (1..=cluster.nodes.len() as u64).collect::<Vec<_>>(),
+                params,
+                Direction::In,
+            )
+        }
+        FaultKind::SlowLeaderLink => {
+            let delay = rng.random_range(250..=450);
+            let params = LinkParams {
+                delay: ms(delay),
+                jitter: ms(delay / 10),
+                ..LinkParams::default()
+            };
+            (vec![leader], params, Direction::Both)
+        }
+        _ => {
+            cluster.cut(leader)?;
+            tokio::time::sleep(hold).await;
+            cluster.heal(leader)?;
+            return Ok(vec![leader]);
+        }
+    };
+    let degraded = nodes.iter().try_for_each(|id| cluster.degrade_link(*id, &params, dir));
+    if degraded.is_ok() {
+        tokio::time::sleep(hold).await;
+    }
+    for id in &nodes {
+        cluster.restore_link(*id);
+    }
+    degraded.map(|()| nodes)
 }

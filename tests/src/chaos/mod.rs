@@ -8,6 +8,7 @@ pub mod expiry;
 pub mod faults;
 mod final_state;
 pub mod history;
+pub mod leaders;
 pub mod linearizability;
 pub mod redeem;
 pub mod report;
@@ -89,11 +90,16 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
     let mut setup = Setup::start(&cfg).await?;
     let mut traffic = Traffic::start(&cfg, &setup, &history, &stop, &mut rng).await?;
 
+    let sampler = setup.cluster.as_ref().map(|c| leaders::Sampler::start(c, &history));
     let started = Instant::now();
     let (events, mut slow) = inject_faults(&cfg, &mut setup, &traffic, &history, &mut rng, started).await?;
     // Let traffic run on a healthy cluster, then stop it.
     tokio::time::sleep(Duration::from_secs(3)).await;
     slow.extend(stop_traffic(&stop, std::mem::take(&mut traffic.tasks)).await);
+    let leaders = match sampler {
+        Some(s) => s.finish().await,
+        None => leaders::LeaderChecks::default(),
+    };
     let duration_s = started.elapsed().as_secs_f64();
     let delivered = match traffic.watchers.take() {
         Some(w) => w.finish().await,
@@ -145,6 +151,7 @@ pub async fn run(cfg: ChaosConfig) -> Result<Report> {
         watch,
         sessions,
         redeem,
+        leaders,
     })
 }
 

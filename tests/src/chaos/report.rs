@@ -45,6 +45,8 @@ pub struct Report {
     pub watch: super::watchers::WatchChecks,
     pub sessions: super::sessions::SessionChecks,
     pub redeem: super::redeem::RedeemChecks,
+    /// No two nodes led one term.
+    pub leaders: super::leaders::LeaderChecks,
 }
 
 impl Report {
@@ -55,6 +57,7 @@ impl Report {
             && self.watch.violations.is_empty()
             && self.sessions.ok()
             && self.redeem.violations.is_empty()
+            && self.leaders.violations.is_empty()
     }
 
     /// The expiry, watch and session checkers' lines.
@@ -96,6 +99,13 @@ impl Report {
             r.refused,
             r.unknown,
             r.violations.len()
+        );
+        let l = &self.leaders;
+        s += &format!(
+            "leaders: {} statuses sampled, {} terms led, terms with two leaders (split brain) = {}\n",
+            l.samples,
+            l.terms_led,
+            l.violations.len()
         );
         s
     }
@@ -168,6 +178,9 @@ impl Report {
                 .take(10)
             {
                 s += &format!("SESSION: {d}\n");
+            }
+            for d in self.leaders.violations.iter().take(10) {
+                s += &format!("{d}\n");
             }
             for d in self.redeem.violations.iter().take(10) {
                 s += &format!("SINGLE USE: {d}\n");

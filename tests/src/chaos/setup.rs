@@ -95,23 +95,23 @@ async fn start_cluster(
     faults: &mut Vec<FaultKind>,
     skipped: &mut Vec<String>,
 ) -> Result<TestCluster> {
-    let netns = match NetNs::available() {
-        Ok(()) => true,
-        Err(why) if faults.contains(&FaultKind::PartitionLeader) => {
-            faults.retain(|f| *f != FaultKind::PartitionLeader);
-            skipped.push(format!("partition faults: {why}"));
-            false
+    // One line per fault kind left out, saying why.
+    let mut skip = |kinds: &[FaultKind], why: &str| {
+        for kind in kinds.iter().filter(|k| faults.contains(k)) {
+            skipped.push(format!("{kind:?}: {why}"));
         }
-        Err(_) => false,
+        faults.retain(|f| !kinds.contains(f));
     };
-    let mut builder = TestCluster::builder(cfg.nodes).netns(netns).secure(cfg.secure);
+    let netns = NetNs::available();
+    if let Err(why) = &netns {
+        skip(&FaultKind::NETWORK, why);
+    } else if let Err(why) = NetNs::links_available() {
+        skip(&FaultKind::LINKS, &why);
+    }
+    let mut builder = TestCluster::builder(cfg.nodes).netns(netns.is_ok()).secure(cfg.secure);
     match crate::faketime::library() {
         Ok(lib) => builder = builder.faketime(lib),
-        Err(why) if faults.contains(&FaultKind::ClockJump) => {
-            faults.retain(|f| *f != FaultKind::ClockJump);
-            skipped.push(format!("clock faults: {why}"));
-        }
-        Err(_) => {}
+        Err(why) => skip(&[FaultKind::ClockJump], &why),
     }
     builder.start().await
 }

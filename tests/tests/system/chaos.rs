@@ -25,6 +25,11 @@ async fn chaos_three_nodes() {
     let expected = FaultKind::ALL.len() - report.skipped.len();
     assert_eq!(kinds.len(), expected, "every fault kind was injected: {kinds:?}");
     assert!(
+        report.leaders.samples > 100 && report.leaders.terms_led > 1,
+        "the leaders were followed through the run: {:?}",
+        report.leaders
+    );
+    assert!(
         report.expiry.reads_live > 50 && report.expiry.reads_gone > 50,
         "enough expiry reads to mean something: {:?}",
         report.expiry
@@ -58,6 +63,7 @@ async fn chaos_five_nodes() {
         FaultKind::PauseLeader,
         FaultKind::PartitionLeader,
         FaultKind::KillLeader,
+        FaultKind::LossyLinks,
     ];
     let report = run_alone(cfg).await;
     eprintln!("{}", report.summary());

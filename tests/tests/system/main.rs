@@ -5,6 +5,7 @@
 
 mod chaos;
 mod docker;
+mod links;
 mod upgrade;
 
 /// One of this tier's runs at a time: each is sized for the whole machine,
