@@ -2,6 +2,7 @@
 //! loopback ports, each with its own temporary data directory, and gives
 //! tests handles to kill, pause, restart and inspect them.
 
+pub mod acked;
 pub mod chaos;
 pub mod cluster;
 pub mod compose;
