@@ -15,6 +15,7 @@ use handlestore_proto::v1 as pb;
 use pb::admin_client::AdminClient;
 
 use crate::netns::NetNs;
+use crate::powercut::mount::PowercutMount;
 
 /// The `handlestore` binary under test: `$HANDLESTORE_BIN`, or the one
 /// built beside this test executable (`target/<profile>/handlestore`).
@@ -165,6 +166,7 @@ pub struct TestClusterBuilder {
     metrics_ports: bool,
     before_start: Option<BeforeStart>,
     bin: Option<PathBuf>,
+    powercut_disks: bool,
 }
 
 /// Runs on the nodes (addresses, data directories) and the cluster's
@@ -239,6 +241,16 @@ impl TestClusterBuilder {
     pub fn tls(mut self, tls: crate::tls::TestTls) -> Self {
         self.tls = Some(tls);
         self.peer_ports = true;
+        self
+    }
+
+    /// Puts every node's data directory on a `powercut_fs` mount of its
+    /// own (`n{id}`, over the backing directory `n{id}.disk`; the file
+    /// system's messages in `n{id}.disk.log`), so that
+    /// [`TestCluster::power_cut`] loses what a node had not synced. Needs
+    /// root and FUSE ([`crate::powercut::mount::unavailable`] says why not).
+    pub fn powercut_disks(mut self, on: bool) -> Self {
+        self.powercut_disks = on;
         self
     }
 
@@ -331,7 +343,11 @@ impl TestClusterBuilder {
             peer_ports: self.peer_ports,
             tls,
             token: None,
+            disks: std::collections::BTreeMap::new(),
         };
+        if self.powercut_disks {
+            cluster.mount_disks()?;
+        }
         if let Some(f) = self.before_start {
             f(&cluster.nodes, &cluster.initial_cluster())?;
         }
@@ -400,6 +416,8 @@ pub struct TestCluster {
     tls: Option<crate::tls::TestTls>,
     /// The token the cluster's own clients send (once auth is on).
     token: Option<String>,
+    /// Each node's `powercut_fs` mount, if the cluster has them.
+    disks: std::collections::BTreeMap<u64, PowercutMount>,
 }
 
 impl TestCluster {
@@ -420,6 +438,7 @@ impl TestCluster {
             metrics_ports: false,
             before_start: None,
             bin: None,
+            powercut_disks: false,
         }
     }
 
@@ -579,6 +598,43 @@ impl TestCluster {
             let _ = c.wait();
         }
         node.paused = false;
+    }
+
+    /// Mounts `powercut_fs` at every node's data directory.
+    fn mount_disks(&mut self) -> Result<()> {
+        for node in &self.nodes {
+            let backing = self.dir.path().join(format!("n{}.disk", node.id));
+            let log = self.dir.path().join(format!("n{}.disk.log", node.id));
+            let disk = PowercutMount::start(&backing, &node.data, &log)?;
+            self.disks.insert(node.id, disk);
+        }
+        Ok(())
+    }
+
+    /// Cuts the power of nodes `ids` at once (a cluster started with
+    /// [`TestClusterBuilder::powercut_disks`]): each node freezes (SIGSTOP),
+    /// its disk drops every write it had not synced, the node is killed,
+    /// and its disk is mounted again over what it had synced. The nodes
+    /// stay down; [`restart`](Self::restart) starts them again.
+    pub fn power_cut(&mut self, ids: &[u64]) -> Result<()> {
+        for &id in ids {
+            if !self.disks.contains_key(&id) {
+                bail!("node {id} has no powercut_fs disk (start the cluster with .powercut_disks(true))");
+            }
+            if self.node(id).is_running() && !self.node(id).paused {
+                self.pause(id)?;
+            }
+        }
+        for &id in ids {
+            self.disks.get_mut(&id).expect("checked").cut()?;
+        }
+        for &id in ids {
+            self.kill(id);
+        }
+        for &id in ids {
+            self.disks.get_mut(&id).expect("checked").remount()?;
+        }
+        Ok(())
     }
 
     /// Stops a node with SIGTERM and waits for it to exit.
@@ -875,6 +931,8 @@ impl Drop for TestCluster {
                 );
             }
         }
+        // Unmounted before their directories are removed.
+        self.disks.clear();
         if std::env::var_os(KEEP_DIRS).is_some() {
             self.dir.disable_cleanup(true);
             eprintln!("{KEEP_DIRS}: node data and logs kept in {}", self.dir.path().display());

@@ -2,6 +2,7 @@
 //! loopback ports, each with its own temporary data directory, and gives
 //! tests handles to kill, pause, restart and inspect them.
 
+pub mod acked;
 pub mod chaos;
 pub mod cluster;
 pub mod compose;
@@ -12,6 +13,7 @@ pub mod mcp;
 pub mod mcp_raw;
 pub mod netns;
 pub mod peer_attack;
+pub mod powercut;
 pub mod python;
 pub mod stored;
 pub mod tls;

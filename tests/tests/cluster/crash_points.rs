@@ -15,7 +15,7 @@ use handlestore_proto::v1 as pb;
 use handlestore_tests::{TestCluster, call};
 use serde_json::{Value, json};
 
-use crate::acked::{Minters, assert_whole};
+use handlestore_tests::acked::{Minters, assert_whole};
 
 /// Snapshots and purges every 100 entries, so that writes meet them often.
 const ARGS: [&str; 4] = ["--snapshot-entries", "100", "--keep-entries", "20"];

@@ -14,7 +14,7 @@ use handlestore_proto::v1 as pb;
 use handlestore_tests::TestCluster;
 use serde_json::{Value, json};
 
-use super::acked::{Minters, assert_whole};
+use handlestore_tests::acked::{Minters, assert_whole};
 
 /// Every node keeps this much free (`--min-free-disk-mb`).
 const RESERVE_MB: u64 = 64;

@@ -10,7 +10,7 @@ use handlestore_node::failpoints::ENV as FAILPOINTS;
 use handlestore_tests::TestCluster;
 use serde_json::Value;
 
-use crate::acked::{Minters, assert_held, assert_on_every_node, assert_read_back};
+use handlestore_tests::acked::{Minters, assert_held, assert_on_every_node, assert_read_back};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_leader_loses_no_acknowledged_write() {

@@ -5,7 +5,6 @@
 //! `tests/tier.sh cluster`; tests/README.md
 //! lists the tiers.
 
-mod acked;
 mod backup;
 mod clock;
 mod crash_points;

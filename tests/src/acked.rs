@@ -1,4 +1,5 @@
-//! Writes under load, and what a test checks of them after a fault: every
+//! Writes under load, and what a test checks of them after a fault (the
+//! cluster tier's crash tests and the system tier's power-loss tests): every
 //! acknowledged write on every node, nothing that was not written.
 
 use std::collections::HashMap;
@@ -6,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::TestCluster;
 use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
 use handlestore_proto::limits::DEFAULT_NAMESPACE;
-use handlestore_tests::TestCluster;
 use serde_json::{Value, json};
 
 /// Clients minting handles in a loop until stopped, remembering every

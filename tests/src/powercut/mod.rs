@@ -1,0 +1,59 @@
+//! `powercut_fs`: a FUSE file system that loses power, for the power-loss
+//! tests (docs/chaos.md, "Power loss"). The model is LazyFS's (the file
+//! system Jepsen uses), written again here on the `fuser` crate because
+//! LazyFS ships in no package registry this project builds from.
+//!
+//! - It passes through to a backing directory. Written file data stays in
+//!   this process's memory (whole 4 KiB pages per file, with the file's
+//!   size as the application sees it) until the application calls `fsync`
+//!   or `fdatasync` on that file: then the file's pages are written to the
+//!   backing file, which is synced. Closing a file makes nothing durable.
+//!   Reads and `stat` see the cached data over the backing file.
+//! - Metadata passes through at once, as in LazyFS: create, mkdir, rename,
+//!   link, unlink, rmdir, symlink, chmod, truncation (ftruncate and
+//!   `O_TRUNC`) and fallocate (plain or `FALLOC_FL_KEEP_SIZE`; other modes
+//!   are refused with EOPNOTSUPP). A cut keeps them, and the missing
+//!   `fsync` of a directory is not caught.
+//! - `SIGUSR1` cuts the power: every unsynced write is dropped, and every
+//!   call fails with EIO until the file system is unmounted. The backing
+//!   directory then holds exactly what was synced; mounting it again (a
+//!   new process, with nothing cached in it or in the kernel) is the
+//!   machine starting again.
+//! - The kernel keeps no answer (entry and attribute timeouts are zero, no
+//!   writeback cache), so every write reaches this process at once.
+//!
+//! The harness side (mounting, cutting, unmounting) is [`mount`].
+
+mod attr;
+mod cache;
+mod data;
+mod dirs;
+mod fs;
+mod handles;
+pub mod mount;
+mod names;
+mod nodes;
+mod pages;
+mod power;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use power::CUT_DONE;
+
+/// Mounts the file system over `backing` at `mountpoint` and serves it
+/// until it is unmounted. Call it before starting any thread (it blocks
+/// `SIGUSR1` for every thread but its own waiter).
+pub fn serve(backing: &Path, mountpoint: &Path) -> std::io::Result<()> {
+    let cache = Arc::new(cache::Cache::default());
+    power::cut_on_sigusr1(cache.clone())?;
+    let fs = fs::PowercutFs::new(backing, cache)?;
+    let mut config = fuser::Config::default();
+    config.mount_options = vec![
+        fuser::MountOption::FSName(format!("powercut:{}", backing.display())),
+        fuser::MountOption::Subtype("powercut".into()),
+        fuser::MountOption::DefaultPermissions,
+    ];
+    config.n_threads = Some(4);
+    fuser::mount(fs, mountpoint, &config)
+}
