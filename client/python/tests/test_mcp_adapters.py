@@ -201,6 +201,18 @@ async def test_the_event_store_under_the_sdk_transport(replicas):
         await serving
 
 
+def test_event_ids_are_taken_only_as_the_store_mints_them():
+    from handlestore.mcp.event_store import _parse_event_id
+
+    token = "A2" * 13
+    assert _parse_event_id(f"{token}.42") == (token, 42)
+    assert _parse_event_id(f"{token}.0") == (token, 0)
+    for bad in ["", "x", f"{token}.", f"{token}.+1", f"{token}.01", f"{token}.1\n", f"{token}.-1"]:
+        assert _parse_event_id(bad) is None, repr(bad)
+    for bad in [f"{token}.18446744073709551616", f"{token.lower()}.1", f"{token}.1.2", f"{token}x.1"]:
+        assert _parse_event_id(bad) is None, repr(bad)
+
+
 async def test_event_store_ids_are_unique_across_replicas(replicas):
     from mcp_types import JSONRPCNotification
 

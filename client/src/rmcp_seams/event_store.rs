@@ -259,7 +259,10 @@ fn parse_event_id(id: &str) -> Result<(&str, u64)> {
         && token
             .bytes()
             .all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(&b));
-    let seq = seq.parse::<u64>().map_err(|_| malformed())?;
+    // Digits only, without leading zeros: one id per event ("+7" and "07"
+    // would parse as 7 too).
+    let canonical = seq.bytes().all(|b| b.is_ascii_digit()) && (seq == "0" || !seq.starts_with('0'));
+    let seq = seq.parse::<u64>().ok().filter(|_| canonical).ok_or_else(malformed)?;
     if !token_ok {
         return Err(malformed());
     }
@@ -310,6 +313,9 @@ mod tests {
             "ABC.1",
             &format!("{}.", head.token),
             &format!("{}.-1", head.token),
+            &format!("{}.+1", head.token),
+            &format!("{}.01", head.token),
+            &format!("{}.18446744073709551616", head.token),
             "a.b.c",
         ] {
             assert!(parse_event_id(bad).is_err(), "{bad:?}");
@@ -337,5 +343,32 @@ mod tests {
                 .event_key(&token, 250)
                 .starts_with(&store.bucket_prefix(&token, 2))
         );
+    }
+}
+
+/// A `Last-Event-ID` is whatever a client sends: never a panic, and only
+/// ids this store mints are taken, each as the one event it names.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::parse_event_id;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn any_string_is_refused_or_names_exactly_itself(id in "\\PC{0,64}|[A-Z2-7]{26}\\.[-+0-9]{0,22}") {
+            if let Ok((token, seq)) = parse_event_id(&id) {
+                prop_assert_eq!(format!("{token}.{seq}"), id);
+            }
+        }
+
+        #[test]
+        fn every_minted_id_parses_back(seq in any::<u64>()) {
+            let token = super::new_head().token;
+            let id = format!("{token}.{seq}");
+            prop_assert_eq!(parse_event_id(&id).ok(), Some((token.as_str(), seq)));
+        }
     }
 }

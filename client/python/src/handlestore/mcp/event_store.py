@@ -42,7 +42,17 @@ _HEADS_CAP = 10_000
 # Appends to one stream are serialized within a process (striped locks), so
 # compare-and-set conflicts come only from other replicas.
 _STRIPES = 64
-_EVENT_ID = re.compile(r"^([A-Z2-7]{26})\.([0-9]{1,20})$")
+# Digits without leading zeros: one id per event.
+_EVENT_ID = re.compile(r"([A-Z2-7]{26})\.(0|[1-9][0-9]{0,19})")
+
+
+def _parse_event_id(event_id: str) -> tuple[str, int] | None:
+    """`<token>.<seq>` as this store mints them; None for anything else
+    (a `Last-Event-ID` is whatever a client sends)."""
+    m = _EVENT_ID.fullmatch(event_id)
+    if m is None or int(m.group(2)) >= 2**64:
+        return None
+    return m.group(1), int(m.group(2))
 
 
 class _Head:
@@ -132,10 +142,10 @@ class ClusterEventStore(EventStore):
     async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
         """Sends the events of `last_event_id`'s stream after it, in order;
         returns the stream id, or None for an unknown or malformed id."""
-        m = _EVENT_ID.match(last_event_id or "")
-        if m is None:
+        parsed = _parse_event_id(last_event_id or "")
+        if parsed is None:
             return None
-        token, seq = m.group(1), int(m.group(2))
+        token, seq = parsed
         stream_id = await self._state.get(self._token_key(token))
         if not isinstance(stream_id, str):
             return None
