@@ -93,7 +93,9 @@ impl RaftService {
         }
         .await;
         let received = match received {
-            Ok(()) => verified(path.clone()).await,
+            Ok(()) => verified(path.clone())
+                .await
+                .and_then(|got| as_announced(&got, &meta_pb)),
             Err(e) => Err(format!("receiving snapshot: {e}")),
         };
         if let Err(e) = received {
@@ -120,13 +122,30 @@ impl RaftService {
 
 /// Reads a received snapshot file whole: one that is cut or damaged is
 /// refused (the leader sends it again), never handed to Raft to install.
-async fn verified(path: std::path::PathBuf) -> Result<(), String> {
+async fn verified(path: std::path::PathBuf) -> Result<ipb::SnapshotMeta, String> {
     let checked = tokio::task::spawn_blocking(move || crate::state::snapshot::verify(&path)).await;
     match checked {
-        Ok(Ok(_)) => Ok(()),
+        Ok(Ok(meta)) => Ok(meta),
         Ok(Err(e)) => Err(format!("received snapshot is damaged: {e}")),
         Err(e) => Err(format!("checking the received snapshot: {e}")),
     }
+}
+
+/// A received snapshot must hold the state the stream announced: a leader
+/// whose next snapshot took the place of the one it was about to send
+/// sends the new file under the old metadata, and installing it would stop
+/// Raft here for good ("installed snapshot does not match its metadata";
+/// found by the crash tests). Refused, the leader sends it again.
+fn as_announced(got: &ipb::SnapshotMeta, announced: &ipb::SnapshotMeta) -> Result<(), String> {
+    if got.last_log_id == announced.last_log_id && got.last_membership == announced.last_membership {
+        return Ok(());
+    }
+    Err(format!(
+        "received snapshot {} holds the state up to {:?}, not the {:?} it was sent as",
+        announced.snapshot_id,
+        got.last_log_id.as_ref().map(|l| l.index),
+        announced.last_log_id.as_ref().map(|l| l.index)
+    ))
 }
 
 /// Takes one AppendEntries from the leader, over gRPC.
@@ -276,5 +295,28 @@ impl ipb::raft_server::Raft for RaftService {
             clock_trusted: clock.check().is_ok(),
             protocol_version: super::protocol::VERSION,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(index: u64) -> ipb::SnapshotMeta {
+        ipb::SnapshotMeta {
+            snapshot_id: format!("1-{index}"),
+            last_log_id: Some(ipb::LogId {
+                index,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_snapshot_is_taken_only_as_the_state_it_was_announced_as() {
+        assert_eq!(as_announced(&meta(7), &meta(7)), Ok(()));
+        let e = as_announced(&meta(9), &meta(7)).expect_err("another state");
+        assert!(e.contains("up to Some(9)") && e.contains("Some(7)"), "{e}");
     }
 }
