@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use handlestore_client::{ClusterHandleStore, HandleStore, Reason, Ttl};
 use handlestore_node::failpoints::ENV as FAILPOINTS;
 use handlestore_proto::v1 as pb;
-use handlestore_tests::TestCluster;
+use handlestore_tests::{TestCluster, TestClusterBuilder};
 use serde_json::{Value, json};
 
 use handlestore_tests::acked::{Minters, assert_whole};
@@ -141,6 +141,26 @@ async fn lead(cluster: &TestCluster, to: u64) {
     }
 }
 
+/// Starts `builder`'s cluster, every node keeping `RESERVE_MB` free, with
+/// node `id`'s data on a 512 MiB tmpfs of its own.
+async fn on_tmpfs(builder: TestClusterBuilder, id: u64) -> (TestCluster, Tmpfs) {
+    let mounts = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mounted = mounts.clone();
+    let cluster = builder
+        .args(["--min-free-disk-mb", &RESERVE_MB.to_string()])
+        .before_start(move |nodes, _| {
+            let node = nodes.iter().find(|n| n.id == id).expect("the node");
+            let fs = Tmpfs::mount(&node.data, 512).map_err(anyhow::Error::msg)?;
+            mounted.lock().expect("lock").push(fs);
+            Ok(())
+        })
+        .start()
+        .await
+        .expect("cluster");
+    let tmpfs = mounts.lock().expect("lock").pop().expect("mounted");
+    (cluster, tmpfs)
+}
+
 /// Node 3 leads when its disk fills under load: it refuses writes, hands
 /// leadership to a node with room and takes no more entries (it falls
 /// behind, and says why in `status`, `/readyz` and a metric), while the
@@ -151,20 +171,7 @@ async fn a_node_whose_disk_fills_takes_no_entries_and_catches_up_once_space_is_f
     if skipped("a full disk") {
         return;
     }
-    let mounts = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let mounted = mounts.clone();
-    let cluster = TestCluster::builder(3)
-        .args(["--min-free-disk-mb", &RESERVE_MB.to_string()])
-        .metrics_ports(true)
-        .before_start(move |nodes, _| {
-            let fs = Tmpfs::mount(&nodes[2].data, 512).map_err(anyhow::Error::msg)?;
-            mounted.lock().expect("lock").push(fs);
-            Ok(())
-        })
-        .start()
-        .await
-        .expect("cluster");
-    let tmpfs = mounts.lock().expect("lock").pop().expect("mounted");
+    let (cluster, tmpfs) = on_tmpfs(TestCluster::builder(3).metrics_ports(true), 3).await;
     lead(&cluster, 3).await;
     let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("diskfull").build());
     let minters = Minters::start(&store, 16);
@@ -226,19 +233,7 @@ async fn with_every_disk_full_writes_fail_clearly_and_reads_go_on() {
     if skipped("writes on a full disk") {
         return;
     }
-    let mounts = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let mounted = mounts.clone();
-    let cluster = TestCluster::builder(1)
-        .args(["--min-free-disk-mb", &RESERVE_MB.to_string()])
-        .before_start(move |nodes, _| {
-            let fs = Tmpfs::mount(&nodes[0].data, 512).map_err(anyhow::Error::msg)?;
-            mounted.lock().expect("lock").push(fs);
-            Ok(())
-        })
-        .start()
-        .await
-        .expect("cluster");
-    let tmpfs = mounts.lock().expect("lock").pop().expect("mounted");
+    let (cluster, tmpfs) = on_tmpfs(TestCluster::builder(1), 1).await;
     let store: ClusterHandleStore<Value> = cluster
         .client_builder(cluster.endpoints())
         .deadline(Duration::from_secs(2))
