@@ -94,15 +94,11 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
         .map_err(|e| sm_write(io::Error::other(e)))
 }
 
-async fn open_snapshot(
-    path: std::path::PathBuf,
-    meta: &ipb::SnapshotMeta,
-) -> Result<Snapshot<TypeConfig>, StorageError> {
-    let mut file = tokio::fs::File::open(&path).await.map_err(snap_err)?;
-    file.seek(io::SeekFrom::Start(0)).await.map_err(snap_err)?;
+/// A snapshot for openraft: `file` (already open, at its start) under `meta`.
+fn snapshot_of(file: std::fs::File, meta: &ipb::SnapshotMeta) -> Result<Snapshot<TypeConfig>, StorageError> {
     Ok(Snapshot {
         meta: snapshot_meta_from_pb(meta).map_err(snap_err)?,
-        snapshot: Box::new(file),
+        snapshot: Box::new(tokio::fs::File::from_std(file)),
     })
 }
 
@@ -113,9 +109,9 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
         let built = blocking(move || snapshots.build(&state)).await;
         let r = crate::metrics::recorders();
         Recorders::observe(&r.snapshot_build_seconds, started, matches!(built, Ok(Ok(_))));
-        let meta = built?.map_err(snap_err)?;
+        let (file, meta) = built?.map_err(snap_err)?;
         tracing::info!(snapshot_id = %meta.snapshot_id, "built snapshot");
-        open_snapshot(self.snapshots.current_path(), &meta).await
+        snapshot_of(file, &meta)
     }
 }
 
@@ -247,13 +243,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
         let (state, snapshots) = (self.state.clone(), self.snapshots.clone());
-        let meta = blocking(move || snapshots.current_verified(&state))
+        let current = blocking(move || snapshots.current_verified(&state))
             .await?
             .map_err(sm_read)?;
-        match meta {
-            None => Ok(None),
-            Some(meta) => Ok(Some(open_snapshot(self.snapshots.current_path(), &meta).await?)),
-        }
+        current.map(|(file, meta)| snapshot_of(file, &meta)).transpose()
     }
 }
 

@@ -11,7 +11,7 @@
 //! is refused, so the leader sends it again, and a node's own is rebuilt.
 
 use std::fs::{self, File};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use handlestore_proto::internal::v1 as ipb;
@@ -89,16 +89,18 @@ impl SnapshotDir {
         Ok(Some(read_header(&mut r)?.0))
     }
 
-    /// The current snapshot's metadata, once the file has been read whole
-    /// and found intact: a damaged one (bit rot, a cut) is never sent, but
-    /// removed and built again from `state`.
-    pub fn current_verified(&self, state: &StateStore) -> Result<Option<ipb::SnapshotMeta>> {
+    /// The current snapshot, opened once and read whole through that open
+    /// file: its metadata and the file, rewound. The caller sends that very
+    /// file, so a build renaming a newer one into place meanwhile cannot
+    /// swap the bytes under the metadata. A damaged one (bit rot, a cut) is
+    /// never sent, but removed and built again from `state`.
+    pub fn current_verified(&self, state: &StateStore) -> Result<Option<(File, ipb::SnapshotMeta)>> {
         let path = self.current_path();
-        if !path.exists() {
+        let Some(file) = open_if_present(&path)? else {
             return Ok(None);
-        }
-        match verify(&path) {
-            Ok(meta) => Ok(Some(meta)),
+        };
+        match verify_open(&file) {
+            Ok(meta) => Ok(Some((file, meta))),
             Err(e) => {
                 tracing::error!(
                     "the current snapshot {} is damaged ({e}): building it again",
@@ -110,11 +112,14 @@ impl SnapshotDir {
         }
     }
 
-    /// Builds a snapshot of `state` and makes it current. Returns its meta.
-    pub fn build(&self, state: &StateStore) -> Result<ipb::SnapshotMeta> {
+    /// Builds a snapshot of `state` and makes it current. Returns the file
+    /// built, open (so it stays the same bytes whatever replaces the
+    /// current one later), and its meta.
+    pub fn build(&self, state: &StateStore) -> Result<(File, ipb::SnapshotMeta)> {
         let (tmp, meta) = self.write_new(state, "building")?;
+        let file = File::open(&tmp)?;
         self.make_current(&tmp, &meta)?;
-        Ok(meta)
+        Ok((file, meta))
     }
 
     /// Builds a snapshot of `state` into a file of its own, apart from the
@@ -370,6 +375,24 @@ pub fn verify(path: &Path) -> Result<ipb::SnapshotMeta> {
     for_each_record(path, |_, _, _| Ok(()))
 }
 
+/// As [`verify`], through a file already open, which is left rewound.
+fn verify_open(file: &File) -> Result<ipb::SnapshotMeta> {
+    let mut reader = file;
+    reader.seek(SeekFrom::Start(0))?;
+    let meta = for_each_record_in(&mut BufReader::with_capacity(1 << 20, reader), |_, _, _| Ok(()))?;
+    reader.seek(SeekFrom::Start(0))?;
+    Ok(meta)
+}
+
+/// The file at `path` opened for reading, or `None` if there is none.
+fn open_if_present(path: &Path) -> Result<Option<File>> {
+    match File::open(path) {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Replaces the state machine's contents with the snapshot at `path`
 /// (which must already be the current snapshot file, so that a crash in the
 /// middle is finished on the next start; see [`resume_install`]).
@@ -473,6 +496,39 @@ mod tests {
         fs::write(&path, &summed[..summed.len() - 2]).expect("write");
         let e = verify(&path).expect_err("refused").to_string();
         assert!(e.contains("missing checksum"), "{e}");
+    }
+
+    /// The records of the snapshot in `file`, read from its start.
+    fn records_in(mut file: &File) -> usize {
+        file.seek(SeekFrom::Start(0)).expect("rewinds");
+        let mut n = 0;
+        for_each_record_in(&mut BufReader::new(file), |_, _, _| {
+            n += 1;
+            Ok(())
+        })
+        .expect("intact");
+        n
+    }
+
+    /// The bug this guards against: the leader verified `current.snap` by
+    /// its path, then opened the path again to send it, and a build
+    /// finishing in between sent the newer file under the older metadata.
+    #[test]
+    fn the_snapshot_handed_out_stays_the_file_verified_whatever_replaces_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = crate::db::open(&dir.path().join("db"), Default::default()).expect("db");
+        let state = StateStore::open(db, Default::default()).expect("state");
+        let snaps = SnapshotDir::new(dir.path().join("snaps")).expect("snaps");
+        snaps.build(&state).expect("first build");
+        let (sent, _) = snaps.current_verified(&state).expect("reads").expect("one");
+        let before = records_in(&sent);
+        let db = state.db();
+        db.put_cf(crate::db::cf(db, STATE_CFS[0]), b"k", b"v").expect("put");
+        let (built, _) = snaps.build(&state).expect("second build");
+        assert_eq!(records_in(&built), before + 1);
+        let current = File::open(snaps.current_path()).expect("current");
+        assert_eq!(records_in(&current), before + 1, "the second build is current");
+        assert_eq!(records_in(&sent), before, "the file handed out is unchanged");
     }
 
     #[test]
