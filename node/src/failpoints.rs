@@ -5,9 +5,11 @@
 //!
 //! A node reads [`ENV`] once, at start: `;`-separated `point=actions`, in
 //! fail-rs's syntax (`sleep(100)`, `3*off->crash`, `pause`, `panic`), with
-//! one action of ours: `crash`, which ends the process at that point at
+//! two actions of ours: `crash`, which ends the process at that point at
 //! once (abort: no clean-up, nothing flushed; what a kill -9 or a machine
-//! losing power at that instant leaves). Unset, every point does nothing.
+//! losing power at that instant leaves), and `error`, which fails the step
+//! with an I/O error where the point allows it ([`io_here`]: a disk
+//! refusing a write). Unset, every point does nothing.
 //! [`POINTS`] lists them all; the crash tests
 //! (`tests/tests/cluster/crash_points.rs`) crash a node at each.
 
@@ -72,7 +74,8 @@ pub fn init() -> anyhow::Result<()> {
         // Ours are fail-rs's `return`, given a meaning at the point.
         let actions = actions
             .replace("crash", "return(crash)")
-            .replace("corrupt", "return(corrupt)");
+            .replace("corrupt", "return(corrupt)")
+            .replace("error", "return(error)");
         fail::cfg(name, &actions).map_err(|e| anyhow::anyhow!("{ENV}: {name}: {e}"))?;
         tracing::warn!("failpoint {name}={actions}");
     }
@@ -94,24 +97,47 @@ pub fn crash(name: &str) -> ! {
     std::process::abort()
 }
 
+/// What a failpoint asks of one pass.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
+enum Act {
+    Pass,
+    Corrupt,
+    Fail,
+}
+
 /// Passes failpoint `name`: `crash` ends the process here; fail-rs's
 /// `sleep`, `pause` and `panic` act as documented.
 pub(crate) fn hit(name: &str) {
-    let _ = corrupt_here(name);
+    let _ = act(name);
 }
 
 /// As [`hit`], and tells whether the point asks for `corrupt` on this pass.
-#[cfg(feature = "failpoints")]
 pub(crate) fn corrupt_here(name: &str) -> bool {
+    act(name) == Act::Corrupt
+}
+
+/// As [`hit`], and fails with an I/O error where the point asks for
+/// `error` on this pass.
+pub(crate) fn io_here(name: &str) -> std::io::Result<()> {
+    match act(name) {
+        Act::Fail => Err(std::io::Error::other(format!("failpoint {name}: error"))),
+        Act::Pass | Act::Corrupt => Ok(()),
+    }
+}
+
+#[cfg(feature = "failpoints")]
+fn act(name: &str) -> Act {
     match fail::eval(name, |arg| arg).flatten().as_deref() {
         Some("crash") => crash(name),
-        Some("corrupt") => true,
-        _ => false,
+        Some("corrupt") => Act::Corrupt,
+        Some("error") => Act::Fail,
+        _ => Act::Pass,
     }
 }
 
 #[cfg(not(feature = "failpoints"))]
 #[inline(always)]
-pub(crate) fn corrupt_here(_name: &str) -> bool {
-    false
+fn act(_name: &str) -> Act {
+    Act::Pass
 }

@@ -41,6 +41,13 @@ fn max_client_message(cfg: &NodeConfig) -> usize {
         .saturating_add(64 << 10)
 }
 
+/// The request bytes calls may hold at once (`--max-request-memory-mb`),
+/// never below the largest request.
+fn request_memory(cfg: &NodeConfig) -> usize {
+    let mb = usize::try_from(cfg.tuning.max_request_memory_mb).unwrap_or(usize::MAX);
+    mb.saturating_mul(1 << 20).max(max_client_message(cfg))
+}
+
 /// This node's storage, opened: one RocksDB for the Raft log and the
 /// state machine, and the snapshot files.
 struct Storage {
@@ -160,10 +167,14 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         }
     };
     let served = tokio::select! {
-        served = ports::serve(ports, client, peer, wire, shutdown) => served,
+        served = ports::serve(ports, client, peer, wire, shutdown) => served.context("gRPC server"),
         () = overdue => {
             tracing::warn!("calls still open {SHUTDOWN_GRACE:?} after stopping began (a client reading nothing?); leaving them");
             Ok(())
+        }
+        why = node.stopped_on_error() => {
+            tracing::error!("Raft stopped on an error ({why}): exiting, for a supervisor to restart the node");
+            Err(anyhow::anyhow!("Raft stopped on an error: {why}"))
         }
     };
     tracing::info!(id = cfg.id, "stopping");
@@ -178,7 +189,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     // RocksDB's compaction and flush threads must be stopped before the
     // process exits (else they may take a lock the exit already tore down).
     storage.db.cancel_all_background_work(true);
-    served.context("gRPC server")?;
+    served?;
     tracing::info!(id = cfg.id, "stopped");
     Ok(())
 }
@@ -278,7 +289,7 @@ fn client_routes(
     let router = std::mem::take(routes.axum_router_mut());
     *routes.axum_router_mut() = router
         .layer(axum::middleware::from_fn_with_state(
-            crate::admission::Admission::new(cfg.tuning.max_concurrent_calls),
+            crate::admission::Admission::new(cfg.tuning.max_concurrent_calls, request_memory(cfg)),
             crate::admission::admit,
         ))
         .layer(axum::middleware::from_fn(crate::status::leader_header))

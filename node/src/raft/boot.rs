@@ -43,6 +43,27 @@ pub struct RaftNode {
     pub identity: Identity,
 }
 
+impl RaftNode {
+    /// Resolves, saying why, if the Raft core stops on its own (a storage
+    /// error or a panic): openraft then refuses every call until the process
+    /// restarts, so the node must exit rather than linger half alive. Never
+    /// resolves while Raft runs, nor after a shutdown the node asked for.
+    pub async fn stopped_on_error(&self) -> String {
+        let mut metrics = self.raft.metrics();
+        // An error: the core sent its last word, or ended without one.
+        let _ = metrics.wait_for(|m| m.running_state.is_err()).await;
+        let why = match &metrics.borrow().running_state {
+            Err(openraft::error::Fatal::Stopped) => None,
+            Err(e) => Some(e.to_string()),
+            Ok(()) => Some("it ended without saying why (a panic?)".to_string()),
+        };
+        match why {
+            Some(why) => why,
+            None => std::future::pending().await,
+        }
+    }
+}
+
 /// Starts Raft over the opened storage, and everything that drives it.
 pub async fn start(
     cfg: &NodeConfig,

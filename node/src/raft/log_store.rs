@@ -432,7 +432,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // Readable as soon as this returns; durable once the sync thread has
         // synced the WAL. openraft is told now (see the module comment).
         let started = std::time::Instant::now();
-        failpoints::hit(failpoints::LOG_APPEND_BEFORE_WRITE);
+        failpoints::io_here(failpoints::LOG_APPEND_BEFORE_WRITE).map_err(|e| StorageIOError::write_logs(&e))?;
         self.db.write(batch).map_err(|e| StorageIOError::write_logs(&e))?;
         failpoints::hit(failpoints::LOG_APPEND_AFTER_WRITE);
         super::warn_if_slow(

@@ -133,6 +133,33 @@ async fn a_leader_crashing_in_the_middle_of_a_log_purge_loses_nothing() {
     crash_under_load(fp::LOG_PURGE_MID, 0, Role::Leader).await;
 }
 
+/// A follower whose log writes fail (a disk refusing them) has its Raft
+/// stopped for good by openraft. It must not run on half alive, refusing
+/// everything: it exits non-zero, saying why, for its supervisor to start
+/// it again, and then it catches up with everything acknowledged.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_whose_raft_stops_on_a_storage_error_exits_and_comes_back_whole() {
+    let point = fp::LOG_APPEND_BEFORE_WRITE;
+    let mut cluster = cluster().await;
+    let leader = cluster.wait_leader(WITHIN).await.expect("leader");
+    let victim = (1..=3).find(|id| *id != leader).expect("a follower");
+    arm(&mut cluster, victim, &format!("{point}=error"), Role::Follower).await;
+    let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("storage-error").build());
+    let minters = Minters::start(&store, 16);
+    let status = cluster.wait_exit(victim, WITHIN).await.expect("the node exited");
+    assert!(!status.success(), "node {victim} exited with {status}");
+    assert!(
+        cluster.log(victim).contains("Raft stopped on an error"),
+        "{}",
+        cluster.log_tail(victim, 30)
+    );
+    cluster.restart_with_env(victim, &[]).expect("restart");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (acked, failed) = minters.stop().await;
+    assert!(!acked.is_empty(), "writes were acknowledged");
+    assert_whole(&cluster, "storage-error", &acked, failed).await;
+}
+
 /// Stops a follower (the laggard), writes 300 handles and compacts the
 /// others' logs past it, so that it can only catch up by snapshot; returns
 /// it, and the handles written.
