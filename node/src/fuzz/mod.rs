@@ -25,6 +25,8 @@ use crate::raft::peer_wire::codec::{frame, read_frame};
 use crate::raft::{Entry, LogId, Vote};
 use crate::state::{ApplyBatch, ApplyEntry, StateStore};
 
+mod commands;
+
 /// Cases per target in the test command (proptest's `PROPTEST_CASES`
 /// overrides it).
 const CASES: u32 = 256;
@@ -109,13 +111,13 @@ impl Store {
             snapshots,
             next_index: std::cell::Cell::new(1),
         };
-        s.apply(Some(proposal()));
+        let _ = s.apply(Some(proposal()));
         s
     }
 
-    /// Applies one entry; a command the state machine refuses is a
-    /// result, not an error.
-    fn apply(&self, proposal: Option<ipb::Proposal>) {
+    /// Applies one entry, and gives its answers; a command the state
+    /// machine refuses is a result, not an error.
+    fn apply(&self, proposal: Option<ipb::Proposal>) -> Vec<Option<ipb::ProposalResult>> {
         let index = self.next_index.get();
         self.next_index.set(index + 1);
         let batch = ApplyBatch {
@@ -123,12 +125,25 @@ impl Store {
             last_log_id: ipb::LogId { leader_id: None, index },
             membership: None,
         };
-        self.state.apply(batch).expect("applying a decoded command");
+        self.state.apply(batch).expect("applying a decoded command")
+    }
+
+    /// Every record of the state, as a snapshot holds them.
+    fn records(&self) -> Vec<(usize, Vec<u8>, Vec<u8>)> {
+        let mut records = Vec::new();
+        crate::state::snapshot::for_each_record_in(&mut self.snapshot_bytes().as_slice(), |cf, k, v| {
+            records.push((cf, k, v));
+            Ok(())
+        })
+        .expect("a snapshot of our own reads back");
+        records
     }
 
     fn snapshot_bytes(&self) -> Vec<u8> {
         let (path, _) = self.snapshots.export(&self.state).expect("export");
-        std::fs::read(path).expect("read")
+        let bytes = std::fs::read(&path).expect("read");
+        std::fs::remove_file(path).expect("remove");
+        bytes
     }
 
     fn backup_bytes(&self) -> Vec<u8> {
@@ -237,7 +252,7 @@ fn commands_from_the_log_apply_or_are_refused() {
     runner
         .run(&damaged(seed), |bytes| {
             if let Ok(p) = Payload::decode(bytes::Bytes::from(bytes)) {
-                store.apply(Some(p.into_proposal()));
+                let _ = store.apply(Some(p.into_proposal()));
             }
             Ok(())
         })
