@@ -36,6 +36,9 @@ pub mod defaults {
     pub const HANDOVER_ON_STOP: bool = true;
     pub const SLOW_REQUEST_THRESHOLD: Duration = Duration::from_secs(1);
     pub const MAX_CONCURRENT_CALLS: usize = 1024;
+    /// A quarter of a small node's memory; 60 requests of the largest
+    /// size (4 MiB batches).
+    pub const MAX_REQUEST_MEMORY_MB: u64 = 256;
     /// Room for a memtable flush (--write-buffer-mb) and a snapshot's
     /// first chunks past the moment the node stops taking entries.
     pub const MIN_FREE_DISK_MB: u64 = 256;
@@ -132,11 +135,16 @@ pub struct Tuning {
     pub slow_request_threshold: Duration,
     /// Client calls this node serves at once (watches and `status` aside);
     /// one more is refused at once with UNAVAILABLE (`overloaded`)
-    /// and a retry hint, before its request is read. Bounds what requests
-    /// in progress hold: at most this many times the largest request
-    /// (--max-value-bytes and framing). 1 to 1,000,000.
+    /// and a retry hint, before its request is read. 1 to 1,000,000.
     #[arg(long, default_value_t = defaults::MAX_CONCURRENT_CALLS)]
     pub max_concurrent_calls: usize,
+    /// Request bytes the calls in progress may hold, counted as they
+    /// arrive and until each call is answered (watches and `status`
+    /// aside). A call whose request would go past it is refused as it
+    /// arrives, before it is decoded, with UNAVAILABLE (`overloaded`) and a
+    /// retry hint. Never below the largest request a client may send.
+    #[arg(long, default_value_t = defaults::MAX_REQUEST_MEMORY_MB)]
+    pub max_request_memory_mb: u64,
     /// Free space this node keeps on its data directory's file system.
     /// Below it the node stops taking new entries before a write could
     /// fail half-way: as leader it refuses writes (UNAVAILABLE,
@@ -172,6 +180,7 @@ impl Default for Tuning {
             handover_on_stop: d::HANDOVER_ON_STOP,
             slow_request_threshold: d::SLOW_REQUEST_THRESHOLD,
             max_concurrent_calls: d::MAX_CONCURRENT_CALLS,
+            max_request_memory_mb: d::MAX_REQUEST_MEMORY_MB,
             min_free_disk_mb: d::MIN_FREE_DISK_MB,
         }
     }
@@ -225,6 +234,7 @@ impl Tuning {
         within("worker-threads", self.worker_threads, 0, 1024, "")?;
         at_least("max-clock-offset", self.max_clock_offset, 10 * MS)?;
         within("max-concurrent-calls", self.max_concurrent_calls, 1, 1_000_000, "")?;
+        within("max-request-memory-mb", self.max_request_memory_mb, 1, MIB_MAX, " MiB")?;
         within("min-free-disk-mb", self.min_free_disk_mb, 0, MIB_MAX, " MiB")?;
         Ok(())
     }
@@ -285,6 +295,7 @@ mod tests {
         refused(|t| t.heartbeat = t.election_timeout, "--heartbeat");
         refused(|t| t.snapshot_entries = 0, "--snapshot-entries");
         refused(|t| t.max_concurrent_calls = 0, "--max-concurrent-calls");
+        refused(|t| t.max_request_memory_mb = 0, "--max-request-memory-mb");
         refused(|t| t.min_free_disk_mb = MIB_MAX + 1, "--min-free-disk-mb");
         refused(|t| t.sweep_interval = MS, "--sweep-interval");
         refused(|t| t.dedup_window = Duration::ZERO, "--dedup-window");

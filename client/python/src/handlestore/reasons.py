@@ -57,7 +57,7 @@ TABLE: dict[str, Row] = {
     COMPACTED: Row("OUT_OF_RANGE", "no", "A watch from a revision older than the history the node keeps (detail: compact_revision): read, then watch from the read's revision + 1."),
     SLOW_WATCHER: Row("RESOURCE_EXHAUSTED", "resume", "A watcher did not take its events while its share of --watch-memory-mb was full, or fell behind the history kept while it was served."),
     DISK_FULL: Row("UNAVAILABLE", "yes", "This node's disk has less free space than --min-free-disk-mb: it takes no new entries until space is freed (as leader it refuses writes and hands leadership to a member with room)."),
-    OVERLOADED: Row("UNAVAILABLE", "yes", "This node serves --max-concurrent-calls calls already; it answered at once, before reading the request, and the answer's grpc-retry-pushback-ms says how long to wait before trying again."),
+    OVERLOADED: Row("UNAVAILABLE", "yes", "This node serves --max-concurrent-calls calls already, or holds --max-request-memory-mb of requests; it answered at once, before reading (or decoding) the request, and the answer's grpc-retry-pushback-ms says how long to wait before trying again."),
     QUOTA: Row("RESOURCE_EXHAUSTED", "no", "A write would take its namespace over its quota of entries or bytes."),
     UNAUTHENTICATED: Row("UNAUTHENTICATED", "no", "Missing, malformed, unknown or expired credentials, or a peer port reached without TLS."),
     PERMISSION_DENIED: Row("PERMISSION_DENIED", "no", "The caller's roles do not grant the call; on the peer port, a certificate that names no member."),
