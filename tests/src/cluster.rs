@@ -344,6 +344,7 @@ impl TestClusterBuilder {
             tls,
             token: None,
             disks: std::collections::BTreeMap::new(),
+            shared: None,
         };
         if self.powercut_disks {
             cluster.mount_disks()?;
@@ -418,6 +419,35 @@ pub struct TestCluster {
     token: Option<String>,
     /// Each node's `powercut_fs` mount, if the cluster has them.
     disks: std::collections::BTreeMap<u64, PowercutMount>,
+    /// The cluster's directory made a shared mount, where the disks meet
+    /// network namespaces (see [`SharedDir`]).
+    shared: Option<SharedDir>,
+}
+
+/// A directory bind-mounted on itself and made a shared mount, so that
+/// mounts and unmounts under it reach the mount namespaces that
+/// `ip netns exec` gives each node. This machine's root mount is private:
+/// without this, a node started earlier keeps its own copy of another
+/// node's `powercut_fs` mount, whose file system then never learns it was
+/// unmounted, and a node started later may not see a disk mounted again.
+struct SharedDir(PathBuf);
+
+impl SharedDir {
+    fn new(dir: &Path) -> Result<Self> {
+        use nix::mount::{MsFlags, mount};
+        let none: Option<&str> = None;
+        mount(Some(dir), dir, none, MsFlags::MS_BIND, none).context("bind-mounting the cluster's directory")?;
+        let shared = Self(dir.to_path_buf());
+        mount(none, dir, none, MsFlags::MS_SHARED | MsFlags::MS_REC, none)
+            .context("making the cluster's directory a shared mount")?;
+        Ok(shared)
+    }
+}
+
+impl Drop for SharedDir {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+    }
 }
 
 impl TestCluster {
@@ -602,6 +632,9 @@ impl TestCluster {
 
     /// Mounts `powercut_fs` at every node's data directory.
     fn mount_disks(&mut self) -> Result<()> {
+        if self.net.is_some() {
+            self.shared = Some(SharedDir::new(self.dir.path())?);
+        }
         for node in &self.nodes {
             let backing = self.dir.path().join(format!("n{}.disk", node.id));
             let log = self.dir.path().join(format!("n{}.disk.log", node.id));
@@ -635,6 +668,33 @@ impl TestCluster {
             self.disks.get_mut(&id).expect("checked").remount()?;
         }
         Ok(())
+    }
+
+    /// Cuts node `id`'s power at its next write to a table, manifest or
+    /// snapshot file (a cluster started with
+    /// [`TestClusterBuilder::powercut_disks`]), waiting up to `within` for
+    /// one: the disk refuses that write and drops every unsynced one. Then
+    /// the node is killed and its disk mounted again over what it had
+    /// synced, as by [`power_cut`](Self::power_cut); it stays down. Returns
+    /// the file system's line about the cut (the file, what was dropped).
+    pub async fn power_cut_at_next_table_write(&mut self, id: u64, within: Duration) -> Result<String> {
+        let Some(disk) = self.disks.get_mut(&id) else {
+            bail!("node {id} has no powercut_fs disk (start the cluster with .powercut_disks(true))");
+        };
+        let before = disk.arm()?;
+        let deadline = Instant::now() + within;
+        let line = loop {
+            if let Some(line) = self.disks[&id].cut_since(before) {
+                break line;
+            }
+            if Instant::now() > deadline {
+                bail!("node {id} wrote no table, manifest or snapshot file within {within:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        self.kill(id);
+        self.disks.get_mut(&id).expect("checked").remount()?;
+        Ok(line)
     }
 
     /// Stops a node with SIGTERM and waits for it to exit.
@@ -933,6 +993,7 @@ impl Drop for TestCluster {
         }
         // Unmounted before their directories are removed.
         self.disks.clear();
+        self.shared = None;
         if std::env::var_os(KEEP_DIRS).is_some() {
             self.dir.disable_cleanup(true);
             eprintln!("{KEEP_DIRS}: node data and logs kept in {}", self.dir.path().display());

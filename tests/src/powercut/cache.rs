@@ -21,6 +21,30 @@ struct Dirty {
 struct State {
     files: HashMap<u64, Dirty>,
     off: bool,
+    /// The next write to a table, manifest or snapshot file cuts the
+    /// power ([`Cache::arm`]).
+    armed: bool,
+}
+
+impl State {
+    /// Drops every unsynced write, and turns the power off.
+    fn cut(&mut self) -> Dropped {
+        self.off = true;
+        self.armed = false;
+        let dropped = Dropped {
+            files: self.files.values().map(|d| backing_path(&d.pin)).collect(),
+            bytes: self.files.values().map(|d| d.pages.held()).sum(),
+        };
+        self.files.clear();
+        dropped
+    }
+}
+
+/// Whether the file at `path` is one an armed cut waits for: a table, a
+/// manifest or a snapshot (not the WAL or RocksDB's info log).
+fn cut_at(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.ends_with(".sst") || name.starts_with("MANIFEST-") || name.ends_with(".snap")
 }
 
 /// What a cut dropped: how many bytes (whole pages), of which files (their
@@ -64,6 +88,13 @@ impl Cache {
     /// `file` is open for writing.
     pub fn write(&self, ino: u64, file: &File, off: u64, data: &[u8]) -> io::Result<()> {
         let mut state = self.lock()?;
+        if state.armed {
+            let path = backing_path(file);
+            if cut_at(&path) {
+                super::power::say_cut(&state.cut(), &format!("at a write to {path}"));
+                return Err(powered_off());
+            }
+        }
         let dirty = match state.files.entry(ino) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(Dirty {
@@ -149,14 +180,14 @@ impl Cache {
     /// The power cut: every unsynced write is dropped, and every call
     /// from now on fails with EIO.
     pub fn cut(&self) -> Dropped {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.off = true;
-        let dropped = Dropped {
-            files: state.files.values().map(|d| backing_path(&d.pin)).collect(),
-            bytes: state.files.values().map(|d| d.pages.held()).sum(),
-        };
-        state.files.clear();
-        dropped
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).cut()
+    }
+
+    /// Arms a cut at the next write to a table (`*.sst`), manifest
+    /// (`MANIFEST-*`) or snapshot (`*.snap`) file: that write is refused,
+    /// and the power cut, while the file is half written.
+    pub fn arm(&self) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).armed = true;
     }
 }
 

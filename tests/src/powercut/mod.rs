@@ -15,7 +15,10 @@
 //!   are refused with EOPNOTSUPP). A cut keeps them, and the missing
 //!   `fsync` of a directory is not caught.
 //! - `SIGUSR1` cuts the power: every unsynced write is dropped, and every
-//!   call fails with EIO until the file system is unmounted. The backing
+//!   call fails with EIO until the file system is unmounted. `SIGUSR2`
+//!   arms a cut at the next write to a table (`*.sst`), manifest
+//!   (`MANIFEST-*`) or snapshot (`*.snap`) file, so that the power goes
+//!   while one is half written, not only the WAL. The backing
 //!   directory then holds exactly what was synced; mounting it again (a
 //!   new process, with nothing cached in it or in the kernel) is the
 //!   machine starting again.
@@ -39,14 +42,14 @@ mod power;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use power::CUT_DONE;
+pub use power::{ARMED, CUT_DONE};
 
 /// Mounts the file system over `backing` at `mountpoint` and serves it
 /// until it is unmounted. Call it before starting any thread (it blocks
-/// `SIGUSR1` for every thread but its own waiter).
+/// `SIGUSR1` and `SIGUSR2` for every thread but its own waiter).
 pub fn serve(backing: &Path, mountpoint: &Path) -> std::io::Result<()> {
     let cache = Arc::new(cache::Cache::default());
-    power::cut_on_sigusr1(cache.clone())?;
+    power::cut_on_signals(cache.clone())?;
     let fs = fs::PowercutFs::new(backing, cache)?;
     let mut config = fuser::Config::default();
     config.mount_options = vec![

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use super::CUT_DONE;
+use super::{ARMED, CUT_DONE};
 
 /// The `powercut_fs` binary: `$HANDLESTORE_POWERCUT_FS`, or the one built
 /// beside this test executable (cargo builds it with the tests).
@@ -119,17 +119,45 @@ impl PowercutMount {
     /// Cuts the power: every write not synced is gone, and every call on
     /// the mount fails with EIO until [`remount`](Self::remount).
     pub fn cut(&mut self) -> Result<()> {
-        let child = self.child.as_ref().context("powercut_fs is not running")?;
+        self.signal(Signal::SIGUSR1, CUT_DONE).map(drop)
+    }
+
+    /// Arms a cut at the next write to a table, manifest or snapshot file
+    /// (see [`crate::powercut`]). Returns how many cuts came before, for
+    /// [`cut_since`](Self::cut_since).
+    pub fn arm(&mut self) -> Result<usize> {
         let before = self.log_text().matches(CUT_DONE).count();
-        kill(Pid::from_raw(child.id() as i32), Signal::SIGUSR1)?;
+        self.signal(Signal::SIGUSR2, ARMED)?;
+        Ok(before)
+    }
+
+    /// The file system's line about the first cut after `before` of them
+    /// (where it cut, what it dropped), if there has been one.
+    pub fn cut_since(&self, before: usize) -> Option<String> {
+        let log = self.log_text();
+        log.lines()
+            .filter(|l| l.starts_with(CUT_DONE))
+            .nth(before)
+            .map(String::from)
+    }
+
+    /// Sends `signal` to the file system, and waits up to 10 s for its
+    /// answer, a line starting with `said`; returns it.
+    fn signal(&mut self, signal: Signal, said: &str) -> Result<String> {
+        let child = self.child.as_ref().context("powercut_fs is not running")?;
+        let before = self.log_text().matches(said).count();
+        kill(Pid::from_raw(child.id() as i32), signal)?;
         let deadline = Instant::now() + Duration::from_secs(10);
-        while self.log_text().matches(CUT_DONE).count() == before {
+        loop {
+            let log = self.log_text();
+            if let Some(line) = log.lines().filter(|l| l.starts_with(said)).nth(before) {
+                return Ok(line.to_string());
+            }
             if Instant::now() > deadline {
-                bail!("powercut_fs did not cut within 10 s:\n{}", self.log_text());
+                bail!("powercut_fs did not answer {signal} within 10 s:\n{log}");
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        Ok(())
     }
 
     /// Unmounts (lazily: whatever still holds files there is cut off) and
