@@ -1,7 +1,7 @@
 //! Long chaos runs (soak testing):
 //!
 //! ```sh
-//! target/release/chaos --duration 30m --seed 7 [--nodes 5] [--faults kill_quorum,pause_leader] [--report report.json]
+//! target/release/chaos --duration 30m --seed 7 [--nodes 5] [--secure] [--faults kill_quorum,pause_leader] [--report report.json]
 //! ```
 //!
 //! Prints the report; exits 1 if any check failed (with the seed and the
@@ -34,6 +34,10 @@ struct Args {
     /// Run the lossy control (one in-memory cart server) instead.
     #[arg(long)]
     lossy: bool,
+    /// Secure the cluster as production should be (TLS, peer mutual TLS,
+    /// auth: every client and cart server sends a token).
+    #[arg(long)]
+    secure: bool,
     /// Only these faults (default: all), e.g. kill_quorum,pause_leader.
     #[arg(long, value_delimiter = ',')]
     faults: Vec<FaultKind>,
@@ -45,6 +49,7 @@ async fn main() -> anyhow::Result<()> {
     let mut cfg = ChaosConfig::new(args.seed, args.duration, args.nodes);
     cfg.cart_clients = args.clients;
     cfg.lossy = args.lossy;
+    cfg.secure = args.secure;
     if !args.faults.is_empty() {
         cfg.faults = args.faults.clone();
     }

@@ -41,6 +41,10 @@ pub enum FaultKind {
     /// Slow the leader's link, both ways, by 250-450 ms (10 % jitter): a
     /// round trip near the election timeout (700 ms in tests); restore later.
     SlowLeaderLink,
+    /// Cut the power of one node, of a majority, or of every node (a third
+    /// of the time each): their disks (`powercut_fs`) drop what they had
+    /// not synced; start them again later.
+    PowerCut,
 }
 
 impl FaultKind {
@@ -54,7 +58,7 @@ impl FaultKind {
     /// The faults that degrade links (`linkem`, iptables) besides.
     pub const LINKS: [FaultKind; 2] = [FaultKind::LossyLinks, FaultKind::SlowLeaderLink];
 
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::KillLeader,
         FaultKind::KillFollower,
         FaultKind::KillQuorum,
@@ -64,6 +68,7 @@ impl FaultKind {
         FaultKind::ClockJump,
         FaultKind::LossyLinks,
         FaultKind::SlowLeaderLink,
+        FaultKind::PowerCut,
     ];
 }
 
@@ -138,6 +143,15 @@ pub async fn inject(cluster: &mut TestCluster, kind: FaultKind, rng: &mut StdRng
             }
             (1..=n).collect()
         }
+        FaultKind::PowerCut => {
+            let victims = power_cut_victims(n, leader, &followers, rng);
+            cluster.power_cut(&victims)?;
+            tokio::time::sleep(hold).await;
+            for v in &victims {
+                cluster.restart(*v)?;
+            }
+            victims
+        }
         FaultKind::PartitionLeader | FaultKind::LossyLinks | FaultKind::SlowLeaderLink => {
             network(cluster, kind, leader, hold, rng).await?
         }
@@ -156,6 +170,20 @@ pub async fn inject(cluster: &mut TestCluster, kind: FaultKind, rng: &mut StdRng
         }
     };
     Ok((nodes, started.elapsed()))
+}
+
+/// Whose power is cut: a node (any), a majority (the leader with
+/// followers), or every node, a third of the time each.
+fn power_cut_victims(n: u64, leader: u64, followers: &[u64], rng: &mut StdRng) -> Vec<u64> {
+    match rng.random_range(0..3) {
+        0 => vec![rng.random_range(1..=n)],
+        1 => {
+            let mut victims = vec![leader];
+            victims.extend(followers.iter().copied().take((n / 2) as usize));
+            victims
+        }
+        _ => (1..=n).collect(),
+    }
 }
 
 /// The network faults: a partition of the leader, every link degraded, or

@@ -113,7 +113,14 @@ async fn start_cluster(
         Ok(lib) => builder = builder.faketime(lib),
         Err(why) => skip(&[FaultKind::ClockJump], &why),
     }
-    builder.start().await
+    // Every node's data on powercut_fs, only where power is cut.
+    if let Some(why) = crate::powercut::mount::unavailable() {
+        skip(&[FaultKind::PowerCut], &why);
+    }
+    builder
+        .powercut_disks(faults.contains(&FaultKind::PowerCut))
+        .start()
+        .await
 }
 
 impl Setup {
