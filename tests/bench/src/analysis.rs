@@ -106,8 +106,23 @@ pub fn medians(rows: &[Row]) -> Vec<Row> {
             p999_us: m(&|r| r.p999_us as f64).round() as u64,
             server_cpu_us: m_opt(&|r| r.server_cpu_us),
             client_cpu_us: m_opt(&|r| r.client_cpu_us),
+            server_peak_rss_mib: peaks(&same),
             first_error: same.iter().find_map(|r| r.first_error.clone()),
         });
+    }
+    out
+}
+
+/// Each server process's largest peak over the rounds' rows.
+fn peaks(same: &[&Row]) -> Vec<f64> {
+    let mut out: Vec<f64> = Vec::new();
+    for r in same {
+        for (i, p) in r.server_peak_rss_mib.iter().enumerate() {
+            match out.get_mut(i) {
+                Some(o) => *o = o.max(*p),
+                None => out.push(*p),
+            }
+        }
     }
     out
 }
@@ -274,6 +289,7 @@ mod tests {
             p999_us: p50_us,
             server_cpu_us: None,
             client_cpu_us: None,
+            server_peak_rss_mib: Vec::new(),
             first_error: None,
         }
     }

@@ -5,13 +5,15 @@
 //!
 //! `setup.rs` starts each system and says which operations it runs,
 //! `workload.rs` is those operations, `measure.rs` runs one cell and times
-//! it (with `cpu.rs` for the CPU it cost), `analysis.rs` takes the medians
+//! it (with `cpu.rs` for the CPU it cost and `mem.rs` for the servers'
+//! peak memory), `analysis.rs` takes the medians
 //! over rounds and the targets' ratios; `plot.rs` draws the run.
 
 mod analysis;
 pub mod cpu;
 pub mod fs;
 mod measure;
+pub mod mem;
 pub mod plot;
 mod setup;
 pub mod systems;
@@ -55,6 +57,11 @@ pub struct Row {
     /// connections, bookkeeping) spent per operation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_cpu_us: Option<f64>,
+    /// The peak resident set of each of the system's server processes
+    /// during the cell, in MiB (the largest over rounds in a row of
+    /// medians).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_peak_rss_mib: Vec<f64>,
     /// The first error, if any, to say what went wrong.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
@@ -65,9 +72,10 @@ impl Row {
     /// latencies, CPU per operation, errors.
     fn line(&self) -> String {
         let cpu = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+        let rss = self.server_peak_rss_mib.iter().copied().fold(0.0, f64::max);
         format!(
             "{:<12} {:<19} x{:<4} {:>9.0} ops/s  p50 {:>7} us  p99 {:>7} us  p999 {:>7} us  \
-             cpu/op server {:>5} us client {:>5} us  errors {}",
+             cpu/op server {:>5} us client {:>5} us  rss {:>5.0} MiB  errors {}",
             self.system,
             self.op,
             self.concurrency,
@@ -77,6 +85,7 @@ impl Row {
             self.p999_us,
             cpu(self.server_cpu_us),
             cpu(self.client_cpu_us),
+            rss,
             self.errors
         )
     }
@@ -134,6 +143,10 @@ pub const SYSTEMS: [&str; 7] = [
     "redis-fsync",
     "cart-memory",
 ];
+
+/// Systems run only when named: the overload rows (`--concurrency
+/// 1024,4096`), handlestore as shipped and with admission off.
+pub const OVERLOAD_SYSTEMS: [&str; 2] = ["handlestore-fleet", "handlestore-fleet-unlimited"];
 
 /// Runs every system's operations at every concurrency, `cfg.rounds` times.
 pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {

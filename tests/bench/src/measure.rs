@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
 
+use super::mem::PeakRss;
 use super::workload::Op;
 use super::{Length, Row, cpu};
 
@@ -59,6 +60,7 @@ pub(super) async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
         })
         .collect();
     ready.wait().await;
+    let memory = PeakRss::start(pids);
     let start = Instant::now();
     let (server_before, client_before) = (cpu::total_cpu(pids), cpu::own_cpu());
     let base = bar.position();
@@ -76,6 +78,7 @@ pub(super) async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
     }
     let seconds = start.elapsed().as_secs_f64();
     let (server_after, client_after) = (cpu::total_cpu(pids), cpu::own_cpu());
+    let server_peak_rss_mib = memory.stop().await;
     ticker.abort();
     let _ = ticker.await;
     bar.set_position(base + length.units());
@@ -94,6 +97,7 @@ pub(super) async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
         p999_us: all.value_at_quantile(0.999),
         server_cpu_us: cpu::per_op_us(server_before, server_after, ops),
         client_cpu_us: cpu::per_op_us(client_before, client_after, ops),
+        server_peak_rss_mib,
         first_error,
     }
 }

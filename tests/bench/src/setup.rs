@@ -10,18 +10,31 @@ use serde_json::{Value, json};
 
 use super::systems::{Etcd, Redis, RedisMode};
 use super::workload::Op;
-use super::{SYSTEMS, VALUE_BYTES};
+use super::{OVERLOAD_SYSTEMS, SYSTEMS, VALUE_BYTES};
 use handlestore_tests::cluster::TestCluster;
 use handlestore_tests::mcp::CartServer;
 
 /// Keys written before a read workload, read at random.
 const PRELOAD: usize = 1000;
 
+/// Clients of the fleet systems: each its own connections to the nodes,
+/// as 64 stateless MCP server replicas would hold.
+const FLEET: usize = 64;
+
+/// Admission off, for the A/B of the overload rows: limits no load here
+/// reaches.
+const UNLIMITED: [&str; 4] = [
+    "--max-concurrent-calls",
+    "1000000",
+    "--max-request-memory-mb",
+    "1048576",
+];
+
 /// The operations each system runs, in order.
 pub(super) fn plan(system: &str) -> Vec<&'static str> {
     match system {
         "handlestore" => vec!["mint", "get", "get_stale", "update", "batch_store", "cart_flow"],
-        "handlestore-secure" => vec!["mint", "get"],
+        "handlestore-secure" | "handlestore-fleet" | "handlestore-fleet-unlimited" => vec!["mint", "get"],
         "cart-memory" => vec!["cart_flow"],
         "etcd" => vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"],
         "redis" | "redis-fsync" => vec!["set_ex", "get", "multi_set10"],
@@ -45,12 +58,18 @@ pub(super) async fn start(
     match system {
         "handlestore" => start_handlestore(dir, keep, pids).await,
         "handlestore-secure" => start_handlestore_secure(dir, keep, pids).await,
+        "handlestore-fleet" => start_handlestore_fleet(dir, &[], keep, pids).await,
+        "handlestore-fleet-unlimited" => start_handlestore_fleet(dir, &UNLIMITED, keep, pids).await,
         "cart-memory" => start_cart_memory(dir, keep, pids).await,
         "etcd" => start_etcd(dir, keep, pids).await,
         "redis" => start_redis(dir, RedisMode::Shipped, keep, pids).await,
         "redis-fsync" => start_redis(dir, RedisMode::FsyncAlways, keep, pids).await,
         "fsync" => start_fsync(dir, keep),
-        other => anyhow::bail!("unknown system {other:?}; known: {}", SYSTEMS.join(", ")),
+        other => anyhow::bail!(
+            "unknown system {other:?}; known: {}, {}",
+            SYSTEMS.join(", "),
+            OVERLOAD_SYSTEMS.join(", ")
+        ),
     }
 }
 
@@ -60,7 +79,6 @@ async fn start_handlestore(
     keep: &mut Vec<Running>,
     pids: &mut Vec<u32>,
 ) -> Result<Vec<(&'static str, Op)>> {
-    let value = "v".repeat(VALUE_BYTES);
     let cluster = TestCluster::builder(3).dir_in(dir).start().await?;
     let client = Client::builder(cluster.endpoints()).namespace("bench").build()?;
     let mut carts = Vec::new();
@@ -73,16 +91,12 @@ async fn start_handlestore(
     keep.push(Box::new(carts));
     keep.push(Box::new(cluster));
     let store: Arc<ClusterHandleStore<Value>> = Arc::new(client.handle_store("bench").build());
-    let mut keys = Vec::new();
-    for _ in 0..PRELOAD {
-        keys.push(store.mint(json!(value), Ttl::Never).await?);
-    }
-    let keys = Arc::new(keys);
+    let keys = preload(&store).await?;
     let stale = Arc::new(client.handle_store("bench").consistency(Consistency::Stale).build());
     Ok(vec![
-        ("mint", Op::HsMint(store.clone())),
-        ("get", Op::HsGet(store.clone(), keys.clone())),
-        ("get_stale", Op::HsGet(stale, keys.clone())),
+        ("mint", Op::HsMint(Arc::new(vec![store.clone()]))),
+        ("get", Op::HsGet(Arc::new(vec![store.clone()]), keys.clone())),
+        ("get_stale", Op::HsGet(Arc::new(vec![stale]), keys.clone())),
         ("update", Op::HsUpdate(store, keys)),
         ("batch_store", Op::HsBatch(client.state_tool())),
         ("cart_flow", Op::Cart(Arc::new(cart_urls), Vec::new())),
@@ -97,7 +111,6 @@ async fn start_handlestore_secure(
     keep: &mut Vec<Running>,
     pids: &mut Vec<u32>,
 ) -> Result<Vec<(&'static str, Op)>> {
-    let value = "v".repeat(VALUE_BYTES);
     let cluster = TestCluster::builder(3).secure(true).dir_in(dir).start().await?;
     let client = cluster
         .credentials()
@@ -107,14 +120,51 @@ async fn start_handlestore_secure(
     pids.extend((1..=3).filter_map(|id| cluster.node(id).pid()));
     keep.push(Box::new(cluster));
     let store: Arc<ClusterHandleStore<Value>> = Arc::new(client.handle_store("bench").build());
+    let keys = preload(&store).await?;
+    let stores = Arc::new(vec![store]);
+    Ok(vec![
+        ("mint", Op::HsMint(stores.clone())),
+        ("get", Op::HsGet(stores, keys)),
+    ])
+}
+
+/// Three nodes (with `args`) and [`FLEET`] clients, each its own
+/// connections, for the overload rows: thousands of concurrent callers,
+/// more than a node serves at once.
+async fn start_handlestore_fleet(
+    dir: &Path,
+    args: &[&str],
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    let cluster = TestCluster::builder(3)
+        .args(args.iter().copied())
+        .dir_in(dir)
+        .start()
+        .await?;
+    let mut stores = Vec::new();
+    for _ in 0..FLEET {
+        let client = Client::builder(cluster.endpoints()).namespace("bench").build()?;
+        stores.push(Arc::new(client.handle_store("bench").build()));
+    }
+    pids.extend((1..=3).filter_map(|id| cluster.node(id).pid()));
+    keep.push(Box::new(cluster));
+    let keys = preload(&stores[0]).await?;
+    let stores = Arc::new(stores);
+    Ok(vec![
+        ("mint", Op::HsMint(stores.clone())),
+        ("get", Op::HsGet(stores, keys)),
+    ])
+}
+
+/// Mints the handles a read workload picks among.
+async fn preload(store: &ClusterHandleStore<Value>) -> Result<Arc<Vec<String>>> {
+    let value = "v".repeat(VALUE_BYTES);
     let mut keys = Vec::new();
     for _ in 0..PRELOAD {
         keys.push(store.mint(json!(value), Ttl::Never).await?);
     }
-    Ok(vec![
-        ("mint", Op::HsMint(store.clone())),
-        ("get", Op::HsGet(store, Arc::new(keys))),
-    ])
+    Ok(Arc::new(keys))
 }
 
 /// The baseline MCP servers use today: one replica, carts in its own memory

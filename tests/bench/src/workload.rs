@@ -17,11 +17,15 @@ const BATCH: usize = 10;
 /// Items added in one cart flow.
 const CART_ITEMS: usize = 3;
 
+/// Handle stores of one or more clients (each its own connections, as
+/// MCP server replicas each hold one); worker `w` uses client `w % len`.
+pub(super) type Stores = Arc<Vec<Arc<ClusterHandleStore<Value>>>>;
+
 /// One operation, with what each worker needs to run it.
 #[derive(Clone)]
 pub(super) enum Op {
-    HsMint(Arc<ClusterHandleStore<Value>>),
-    HsGet(Arc<ClusterHandleStore<Value>>, Arc<Vec<String>>),
+    HsMint(Stores),
+    HsGet(Stores, Arc<Vec<String>>),
     HsUpdate(Arc<ClusterHandleStore<Value>>, Arc<Vec<String>>),
     HsBatch(ClusterStateTool),
     EtcdUpdate(etcd_client::Client, Arc<Vec<String>>),
@@ -62,12 +66,12 @@ impl Op {
     /// The operation once, as step `i` of `worker`.
     pub(super) async fn once(&mut self, worker: usize, i: u64) -> Result<(), String> {
         match self {
-            Op::HsMint(s) => s
+            Op::HsMint(s) => s[worker % s.len()]
                 .mint(value(), Ttl::After(Duration::from_secs(3600)))
                 .await
                 .map(drop)
                 .map_err(err),
-            Op::HsGet(s, keys) => hs_get(s, &keys[pick(worker, i, keys.len())]).await,
+            Op::HsGet(s, keys) => hs_get(&s[worker % s.len()], &keys[pick(worker, i, keys.len())]).await,
             Op::HsUpdate(s, keys) => hs_update(s, &keys[pick(worker, i, keys.len())]).await,
             Op::HsBatch(tool) => hs_batch(tool, worker, i).await,
             Op::EtcdUpdate(c, keys) => etcd_update(c, keys[pick(worker, i, keys.len())].clone()).await,

@@ -29,6 +29,9 @@ async fn harness_runs_every_system() {
         // (read from /proc while they ran); the fsync floor has none.
         assert_eq!(r.server_cpu_us.is_some(), r.system != "fsync", "{r:?}");
         assert!(r.client_cpu_us.is_some(), "{r:?}");
+        // And each server process's peak memory during the cell.
+        assert_eq!(r.server_peak_rss_mib.is_empty(), r.system == "fsync", "{r:?}");
+        assert!(r.server_peak_rss_mib.iter().all(|m| *m >= 1.0), "{r:?}");
     }
     let targets = bench::targets(&rows);
     assert!(targets.iter().all(|t| t.value.is_some()), "{targets:#?}");
@@ -246,4 +249,27 @@ fn the_bench_binary_warns_when_the_data_is_on_tmpfs() {
     let (stderr, report) = bench_fsync_in(dir.path());
     assert!(stderr.contains("is on tmpfs, where a sync costs nothing"), "{stderr}");
     assert_eq!(report["machine"]["data_fs"], "tmpfs", "{report:#}");
+}
+
+/// The overload systems: a fleet of clients, each with its own
+/// connections, against three nodes as shipped and with admission off;
+/// each row gives every node's peak memory.
+#[tokio::test(flavor = "multi_thread")]
+async fn overload_systems_run_and_give_each_nodes_peak_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = BenchConfig {
+        systems: bench::OVERLOAD_SYSTEMS.map(String::from).to_vec(),
+        concurrency: vec![256],
+        length: Length::For(Duration::from_millis(500)),
+        data_dir: dir.path().to_path_buf(),
+        ops: Vec::new(),
+        rounds: 1,
+    };
+    let rows = bench::run(&cfg).await.expect("bench run");
+    assert_eq!(rows.len(), 2 * 2, "{rows:#?}");
+    for r in &rows {
+        assert!(r.ops > 0 && r.errors == 0, "{r:?}");
+        assert_eq!(r.server_peak_rss_mib.len(), 3, "one per node: {r:?}");
+        assert!(r.server_peak_rss_mib.iter().all(|m| *m >= 1.0), "{r:?}");
+    }
 }

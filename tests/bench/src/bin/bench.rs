@@ -18,7 +18,10 @@ use handlestore_bench::{self as bench, BenchConfig, Length};
 #[derive(Parser, Debug)]
 #[command(about = "Benchmark handlestore against etcd, Redis and one fdatasync")]
 struct Args {
-    /// Systems to run, in order.
+    /// Systems to run, in order. Also, only when named: the overload rows'
+    /// handlestore-fleet (64 clients, each its own connections, for
+    /// `--concurrency 1024,4096`) and handlestore-fleet-unlimited (the same
+    /// with admission off).
     #[arg(long, value_delimiter = ',', default_values_t = bench::SYSTEMS.map(String::from))]
     systems: Vec<String>,
     /// Concurrent clients per measurement.

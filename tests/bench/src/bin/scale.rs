@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
+use handlestore_bench::mem::rss_mib;
 use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
 use handlestore_proto::v1 as pb;
 use handlestore_tests::{TestCluster, retry_unavailable};
@@ -85,19 +86,6 @@ impl MemoryMib {
 struct Sample {
     handles: u64,
     nodes: Vec<NodeSample>,
-}
-
-fn rss_mib(pid: u32) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
 }
 
 /// Bytes allocated on disk under `dir` (what du counts).
