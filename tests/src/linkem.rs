@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
+use rand_distr::Distribution as _;
 
 /// The `linkem` binary (src/bin/linkem.rs), beside the tests' `handlestore`
 /// in the target directory; `None` if it is not built.
@@ -101,12 +102,10 @@ impl LinkParams {
         let hold = match self.distribution {
             _ if j == 0.0 => d,
             Distribution::Uniform => rng.random_range(d - j..=d + j),
-            Distribution::Normal => {
-                // Box-Muller.
-                let (u1, u2): (f64, f64) = (rng.random_range(f64::EPSILON..1.0), rng.random());
-                let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-                (d + j * z).min(d + 4.0 * j)
-            }
+            Distribution::Normal => match rand_distr::Normal::new(d, j) {
+                Ok(normal) => normal.sample(rng).min(d + 4.0 * j),
+                Err(_) => d,
+            },
         };
         Fate::Hold(Duration::from_secs_f64(hold.max(0.0)))
     }
