@@ -126,7 +126,7 @@ impl PowercutMount {
     /// (see [`crate::powercut`]). Returns how many cuts came before, for
     /// [`cut_since`](Self::cut_since).
     pub fn arm(&mut self) -> Result<usize> {
-        let before = self.log_text().matches(CUT_DONE).count();
+        let before = self.said(CUT_DONE).len();
         self.signal(Signal::SIGUSR2, ARMED)?;
         Ok(before)
     }
@@ -134,27 +134,28 @@ impl PowercutMount {
     /// The file system's line about the first cut after `before` of them
     /// (where it cut, what it dropped), if there has been one.
     pub fn cut_since(&self, before: usize) -> Option<String> {
+        self.said(CUT_DONE).into_iter().nth(before)
+    }
+
+    /// The file system's lines that start with `what`, oldest first.
+    fn said(&self, what: &str) -> Vec<String> {
         let log = self.log_text();
-        log.lines()
-            .filter(|l| l.starts_with(CUT_DONE))
-            .nth(before)
-            .map(String::from)
+        log.lines().filter(|l| l.starts_with(what)).map(String::from).collect()
     }
 
     /// Sends `signal` to the file system, and waits up to 10 s for its
     /// answer, a line starting with `said`; returns it.
     fn signal(&mut self, signal: Signal, said: &str) -> Result<String> {
         let child = self.child.as_ref().context("powercut_fs is not running")?;
-        let before = self.log_text().matches(said).count();
+        let before = self.said(said).len();
         kill(Pid::from_raw(child.id() as i32), signal)?;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let log = self.log_text();
-            if let Some(line) = log.lines().filter(|l| l.starts_with(said)).nth(before) {
-                return Ok(line.to_string());
+            if let Some(line) = self.said(said).into_iter().nth(before) {
+                return Ok(line);
             }
             if Instant::now() > deadline {
-                bail!("powercut_fs did not answer {signal} within 10 s:\n{log}");
+                bail!("powercut_fs did not answer {signal} within 10 s:\n{}", self.log_text());
             }
             std::thread::sleep(Duration::from_millis(10));
         }
