@@ -68,6 +68,10 @@ impl Default for DbMemory {
 /// newer stored format than this build's, migrated if of an older one
 /// (`crate::format`).
 pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, FormatError> {
+    crate::durable_dir::create(dir).map_err(|source| FormatError::Directory {
+        what: dir.display().to_string(),
+        source,
+    })?;
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.create_missing_column_families(true);

@@ -57,6 +57,8 @@ pub enum FormatError {
     Damaged { what: String, len: usize },
     #[error(transparent)]
     Rocks(#[from] rocksdb::Error),
+    #[error("making the directory {what}: {source}")]
+    Directory { what: String, source: std::io::Error },
 }
 
 /// The version `db` is stamped with; 0 if none is.

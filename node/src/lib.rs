@@ -14,6 +14,7 @@ pub(crate) mod clock;
 pub(crate) mod config;
 pub(crate) mod db;
 pub(crate) mod disk;
+pub(crate) mod durable_dir;
 pub mod failpoints;
 pub(crate) mod format;
 #[cfg(test)]

@@ -58,7 +58,7 @@ struct Storage {
 }
 
 fn open_storage(cfg: &NodeConfig) -> anyhow::Result<Storage> {
-    std::fs::create_dir_all(&cfg.data).with_context(|| format!("creating data dir {}", cfg.data.display()))?;
+    crate::durable_dir::create(&cfg.data).with_context(|| format!("creating data dir {}", cfg.data.display()))?;
     let db = match crate::db::open(&cfg.data.join("db"), cfg.tuning.db_memory()) {
         Ok(db) => db,
         Err(crate::format::FormatError::Rocks(e)) => anyhow::bail!(

@@ -48,7 +48,7 @@ pub struct SnapshotDir {
 
 impl SnapshotDir {
     pub fn new(dir: PathBuf) -> Result<Self> {
-        fs::create_dir_all(&dir)?;
+        crate::durable_dir::create(&dir)?;
         // A snapshot of an earlier format cannot be read (Raft reads the
         // current snapshot at start, so it would stop the node). The node's
         // state is in its database, not in that file: drop it, and the next

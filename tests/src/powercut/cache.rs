@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io;
 use std::sync::Mutex;
 
+use super::journal::Journal;
 use super::pages::{Pages, read_upto};
 
 /// A file with unsynced data. `pin` is a descriptor of its backing file
@@ -17,9 +18,10 @@ struct Dirty {
     pin: File,
 }
 
-#[derive(Default)]
 struct State {
     files: HashMap<u64, Dirty>,
+    /// Directory changes not yet durable.
+    names: Journal,
     off: bool,
     /// The next write to a table, manifest or snapshot file cuts the
     /// power ([`Cache::arm`]).
@@ -27,13 +29,15 @@ struct State {
 }
 
 impl State {
-    /// Drops every unsynced write, and turns the power off.
+    /// Drops every unsynced write, undoes every directory change not
+    /// synced, and turns the power off.
     fn cut(&mut self) -> Dropped {
         self.off = true;
         self.armed = false;
         let dropped = Dropped {
             files: self.files.values().map(|d| backing_path(&d.pin)).collect(),
             bytes: self.files.values().map(|d| d.pages.held()).sum(),
+            names: self.names.undo(),
         };
         self.files.clear();
         dropped
@@ -48,14 +52,14 @@ fn cut_at(path: &str) -> bool {
 }
 
 /// What a cut dropped: how many bytes (whole pages), of which files (their
-/// backing paths).
+/// backing paths), and how many directory changes it undid.
 #[derive(Debug, Clone, Default)]
 pub struct Dropped {
     pub files: Vec<String>,
     pub bytes: u64,
+    pub names: usize,
 }
 
-#[derive(Default)]
 pub struct Cache {
     state: Mutex<State>,
 }
@@ -65,6 +69,19 @@ fn powered_off() -> io::Error {
 }
 
 impl Cache {
+    /// A cache with nothing unsynced, whose directory changes go through
+    /// `names`.
+    pub fn new(names: Journal) -> Self {
+        Self {
+            state: Mutex::new(State {
+                files: HashMap::new(),
+                names,
+                off: false,
+                armed: false,
+            }),
+        }
+    }
+
     fn lock(&self) -> io::Result<std::sync::MutexGuard<'_, State>> {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if state.off {
@@ -175,6 +192,12 @@ impl Cache {
         if gone && !open {
             state.files.remove(&ino);
         }
+    }
+
+    /// Makes a change to a directory through the journal, under the
+    /// lock, so that a cut comes before it or after it is recorded.
+    pub fn change_names<R>(&self, f: impl FnOnce(&mut Journal) -> io::Result<R>) -> io::Result<R> {
+        f(&mut self.lock()?.names)
     }
 
     /// The power cut: every unsynced write is dropped, and every call

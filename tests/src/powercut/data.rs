@@ -15,6 +15,7 @@ use nix::unistd::{Gid, Uid, fchownat};
 use super::attr::{errno, io_errno, stat_fd};
 use super::fs::PowercutFs;
 use super::handles::OpenFile;
+use super::journal::Journal;
 
 /// What `setattr` asks to change.
 pub struct SetAttr {
@@ -76,12 +77,24 @@ impl PowercutFs {
         mode: u32,
         flags: i32,
     ) -> Result<(FileAttr, FileHandle), Errno> {
-        self.up()?;
+        if super::names::is_stash(parent, name) {
+            return Err(Errno::EPERM);
+        }
         let dir = self.nodes.get(parent)?;
         let (access, _) = backing_flags(flags);
         let extra = OFlag::from_bits_truncate(flags) & OFlag::O_EXCL;
         let oflags = access | extra | OFlag::O_CREAT | OFlag::O_NOFOLLOW;
-        let fd = openat(&dir.fd, name, oflags, Mode::from_bits_truncate(mode)).map_err(errno)?;
+        let fd = self
+            .cache
+            .change_names(|j| {
+                let existed = Journal::exists(&dir, name);
+                let fd = openat(&dir.fd, name, oflags, Mode::from_bits_truncate(mode))?;
+                if !existed {
+                    j.added(dir.clone(), name);
+                }
+                Ok(fd)
+            })
+            .map_err(io_errno)?;
         let ino = stat_fd(&fd)?.st_ino;
         let fh = self.keep_open(File::from(fd), ino, flags)?;
         match self.lookup_entry(parent, name) {

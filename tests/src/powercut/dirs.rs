@@ -1,5 +1,6 @@
 //! Directories: listings (read whole when the directory is opened), fsync
-//! of a directory, and the file system's statistics (the backing one's).
+//! of a directory (which makes the changes to it durable), and the file
+//! system's statistics (the backing one's).
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -41,10 +42,14 @@ impl PowercutFs {
         let mut listed = Vec::new();
         for entry in dir.iter() {
             let entry = entry.map_err(errno)?;
+            let name = OsStr::from_bytes(entry.file_name().to_bytes());
+            if super::names::is_stash(id, name) {
+                continue;
+            }
             listed.push(Listed {
                 ino: entry.ino(),
                 kind: entry_kind(entry.file_type()),
-                name: OsStr::from_bytes(entry.file_name().to_bytes()).to_owned(),
+                name: name.to_owned(),
             });
         }
         Ok(self.dirs.insert(listed))
@@ -69,8 +74,16 @@ impl PowercutFs {
         Ok(())
     }
 
+    /// fsync of a directory: the changes to it are durable, and the files
+    /// whose removal that makes final are forgotten.
     pub(super) fn sync_dir(&self, id: INodeNo) -> Result<(), Errno> {
-        File::from(self.open_dir(id)?).sync_all().map_err(io_errno)
+        File::from(self.open_dir(id)?).sync_all().map_err(io_errno)?;
+        let ino = self.nodes.get(id)?.ino;
+        let removed = self.cache.change_names(|j| Ok(j.synced(ino))).map_err(io_errno)?;
+        for ino in removed {
+            self.forget_if_unlinked(ino);
+        }
+        Ok(())
     }
 
     pub(super) fn stat_fs(&self) -> Result<Statvfs, Errno> {

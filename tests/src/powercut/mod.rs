@@ -9,11 +9,14 @@
 //!   or `fdatasync` on that file: then the file's pages are written to the
 //!   backing file, which is synced. Closing a file makes nothing durable.
 //!   Reads and `stat` see the cached data over the backing file.
-//! - Metadata passes through at once, as in LazyFS: create, mkdir, rename,
-//!   link, unlink, rmdir, symlink, chmod, truncation (ftruncate and
-//!   `O_TRUNC`) and fallocate (plain or `FALLOC_FL_KEEP_SIZE`; other modes
-//!   are refused with EOPNOTSUPP). A cut keeps them, and the missing
-//!   `fsync` of a directory is not caught.
+//! - A change to a directory (create, mkdir, rename, link, unlink, rmdir,
+//!   symlink) is done at once, but a cut undoes it unless the application
+//!   synced the directory since (`fsync` of the directory; for a rename,
+//!   of either one): the missing directory fsync is caught ([`journal`]),
+//!   where LazyFS keeps every such change. Other metadata passes through
+//!   and is kept: chmod, truncation (ftruncate and `O_TRUNC`) and
+//!   fallocate (plain or `FALLOC_FL_KEEP_SIZE`; other modes are refused
+//!   with EOPNOTSUPP).
 //! - `SIGUSR1` cuts the power: every unsynced write is dropped, and every
 //!   call fails with EIO until the file system is unmounted. `SIGUSR2`
 //!   arms a cut at the next write to a table (`*.sst`), manifest
@@ -33,6 +36,7 @@ mod data;
 mod dirs;
 mod fs;
 mod handles;
+mod journal;
 pub mod mount;
 mod names;
 mod nodes;
@@ -48,7 +52,7 @@ pub use power::{ARMED, CUT_DONE};
 /// until it is unmounted. Call it before starting any thread (it blocks
 /// `SIGUSR1` and `SIGUSR2` for every thread but its own waiter).
 pub fn serve(backing: &Path, mountpoint: &Path) -> std::io::Result<()> {
-    let cache = Arc::new(cache::Cache::default());
+    let cache = Arc::new(cache::Cache::new(journal::Journal::open(backing)?));
     power::cut_on_signals(cache.clone())?;
     let fs = fs::PowercutFs::new(backing, cache)?;
     let mut config = fuser::Config::default();

@@ -42,9 +42,10 @@ pub fn cut_on_signals(cache: Arc<Cache>) -> std::io::Result<()> {
 /// Says on stderr that the power was cut (`how`), and what was lost.
 pub fn say_cut(dropped: &Dropped, how: &str) {
     eprintln!(
-        "{CUT_DONE} {how}: dropped {} unsynced bytes of {} files {:?}; every call fails with EIO from now on",
+        "{CUT_DONE} {how}: dropped {} unsynced bytes of {} files {:?} and undid {} directory changes not synced; every call fails with EIO from now on",
         dropped.bytes,
         dropped.files.len(),
-        dropped.files
+        dropped.files,
+        dropped.names
     );
 }

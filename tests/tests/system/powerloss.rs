@@ -39,7 +39,13 @@ fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
-/// Writes through the mount at `m`: some synced, some not, some renamed.
+/// Syncs directory `dir` (the names made in it are durable).
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Writes through the mount at `m`, and syncs the directory: the names
+/// are durable, the data only where the file was synced.
 fn write_some_synced(m: &Path) -> std::io::Result<()> {
     std::fs::write(m.join("never-synced"), b"lost")?;
     let mut f = File::create(m.join("synced"))?;
@@ -60,16 +66,48 @@ fn write_some_synced(m: &Path) -> std::io::Result<()> {
     f.write_all(b"renamed")?;
     f.sync_data()?;
     std::fs::write(m.join("renamed-to"), b"replaced")?;
-    std::fs::rename(m.join("renamed-from"), m.join("renamed-to"))?;
+    let mut f = File::create(m.join("doomed"))?;
+    f.write_all(b"doomed")?;
+    f.sync_data()?;
     std::fs::create_dir(m.join("dir"))?;
-    std::fs::hard_link(m.join("renamed-to"), m.join("dir/linked"))
+    std::fs::create_dir(m.join("dir2"))?;
+    std::fs::write(m.join("dir2/inner"), b"")?;
+    sync_dir(&m.join("dir2"))?;
+    sync_dir(m)
 }
 
-/// The file system keeps exactly what was synced: a file written and never
-/// synced is there (its creation is metadata) but empty, a synced file
-/// keeps what was synced and loses what was written after, a rename and a
-/// hard link are kept; before the cut every read sees every write, and
-/// after it, before the mount starts again, every call fails.
+/// Changes names after that, syncing only `dir2`: a rename over a file, a
+/// hard link, a new file (its data synced), an unlink, and a rename in
+/// `dir2`.
+fn rename_some_unsynced(m: &Path) -> std::io::Result<()> {
+    std::fs::rename(m.join("renamed-from"), m.join("renamed-to"))?;
+    std::fs::hard_link(m.join("renamed-to"), m.join("dir/linked"))?;
+    let mut f = File::create(m.join("late"))?;
+    f.write_all(b"late")?;
+    f.sync_all()?;
+    std::fs::remove_file(m.join("doomed"))?;
+    std::fs::rename(m.join("dir2/inner"), m.join("dir2/moved"))?;
+    sync_dir(&m.join("dir2"))
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The file system keeps exactly what was synced: a file's data once the
+/// file is synced, a name once its directory is. Before the cut every read
+/// sees every write and every name; after it, before the mount starts
+/// again, every call fails; mounted again, a file written and never
+/// synced is there (its directory was synced) but empty, a synced file
+/// keeps what was synced and loses what was written after, a truncation
+/// is kept, and every name change after the directory's last sync is
+/// undone: the rename over a file, the hard link, the new file, the
+/// unlink; the rename in the directory synced after it stays.
 #[test]
 fn powercut_fs_keeps_what_was_synced_and_drops_the_rest() {
     if skipped() {
@@ -80,6 +118,7 @@ fn powercut_fs_keeps_what_was_synced_and_drops_the_rest() {
     let mut disk = PowercutMount::start(&p.join("disk"), &p.join("mnt"), &p.join("fs.log")).expect("mount");
     let m = disk.mountpoint().to_path_buf();
     write_some_synced(&m).expect("writes through the mount");
+    rename_some_unsynced(&m).expect("name changes through the mount");
     assert_eq!(read(&m.join("synced")), b"KEpt, then lost");
     assert_eq!(
         read(&disk.backing().join("synced")),
@@ -88,6 +127,9 @@ fn powercut_fs_keeps_what_was_synced_and_drops_the_rest() {
     );
     assert_eq!(read(&m.join("big")).len(), 30_000);
     assert_eq!(read(&m.join("never-synced")), b"lost");
+    assert_eq!(read(&m.join("dir/linked")), b"renamed");
+    let before = ["big", "dir", "dir2", "late", "never-synced", "renamed-to", "synced"];
+    assert_eq!(names(&m), before, "the file system's own stash is not shown");
 
     disk.cut().expect("cut");
     let after_cut = std::fs::read(m.join("synced")).expect_err("a read after the cut");
@@ -102,9 +144,19 @@ fn powercut_fs_keeps_what_was_synced_and_drops_the_rest() {
         big.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8),
         "the unsynced overwrite is gone"
     );
-    assert!(!m.join("renamed-from").exists(), "the rename is kept");
-    assert_eq!(read(&m.join("renamed-to")), b"renamed");
-    assert_eq!(read(&m.join("dir/linked")), b"renamed", "the hard link is kept");
+    assert_eq!(read(&m.join("renamed-from")), b"renamed", "the rename is undone");
+    assert_eq!(read(&m.join("renamed-to")), b"", "the file renamed over is back");
+    assert_eq!(read(&m.join("doomed")), b"doomed", "the unlink is undone");
+    assert!(
+        !m.join("late").exists(),
+        "a new name in a directory never synced is gone"
+    );
+    assert!(!m.join("dir/linked").exists(), "the hard link is gone");
+    assert_eq!(
+        names(&m.join("dir2")),
+        ["moved"],
+        "a rename in a synced directory stays"
+    );
 }
 
 /// Small memtables and frequent snapshots, so that before a cut every
