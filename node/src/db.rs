@@ -68,6 +68,18 @@ impl Default for DbMemory {
 /// newer stored format than this build's, migrated if of an older one
 /// (`crate::format`).
 pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, FormatError> {
+    open_with(dir, memory, true)
+}
+
+/// Opens the database with no compaction running, for the check of the
+/// Raft log at start (`raft::log_check`): a compaction reading a damaged
+/// block would stop the database before the check could drop it. Close it
+/// and [`open`] it again afterwards.
+pub fn open_for_check(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, FormatError> {
+    open_with(dir, memory, false)
+}
+
+fn open_with(dir: &Path, memory: DbMemory, compactions: bool) -> Result<Arc<DB>, FormatError> {
     crate::durable_dir::create(dir).map_err(|source| FormatError::Directory {
         what: dir.display().to_string(),
         source,
@@ -101,9 +113,11 @@ pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, FormatError> {
     opts.set_atomic_flush(true);
     let cache = rocksdb::Cache::new_lru_cache(memory.block_cache_bytes);
     let per_cf_buffer = (memory.write_buffer_bytes / 2).clamp(1 << 20, 64 << 20);
-    let cfs = ALL_CFS
-        .iter()
-        .map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name, &cache, per_cf_buffer)));
+    let cfs = ALL_CFS.iter().map(|name| {
+        let mut cf_opts = cf_options(name, &cache, per_cf_buffer);
+        cf_opts.set_disable_auto_compactions(!compactions);
+        ColumnFamilyDescriptor::new(*name, cf_opts)
+    });
     let existing = DB::list_cf(&opts, dir).unwrap_or_default();
     let what = format!("the data directory {}", dir.display());
     let found = if existing.is_empty() {

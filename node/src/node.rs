@@ -57,16 +57,31 @@ struct Storage {
     log_store: LogStore,
 }
 
-fn open_storage(cfg: &NodeConfig) -> anyhow::Result<Storage> {
-    crate::durable_dir::create(&cfg.data).with_context(|| format!("creating data dir {}", cfg.data.display()))?;
-    let db = match crate::db::open(&cfg.data.join("db"), cfg.tuning.db_memory()) {
-        Ok(db) => db,
+type OpenDb = fn(&std::path::Path, crate::db::DbMemory) -> Result<Arc<rocksdb::DB>, crate::format::FormatError>;
+
+fn open_db(cfg: &NodeConfig, open: OpenDb) -> anyhow::Result<Arc<rocksdb::DB>> {
+    match open(&cfg.data.join("db"), cfg.tuning.db_memory()) {
+        Ok(db) => Ok(db),
         Err(crate::format::FormatError::Rocks(e)) => anyhow::bail!(
             "opening the database in {} (is another node using this data dir?): {e}",
             cfg.data.display()
         ),
-        Err(e) => return Err(e.into()),
-    };
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reads the Raft log whole, with no compaction running, and writes it
+/// again without what is damaged, if anything is (`raft::log_check`).
+fn check_log(cfg: &NodeConfig) -> anyhow::Result<Option<crate::raft::log_check::Repaired>> {
+    let mut db = open_db(cfg, crate::db::open_for_check)?;
+    let only = Arc::get_mut(&mut db).context("the database is shared before its log was checked")?;
+    crate::raft::log_check::check(only).context("checking the Raft log")
+}
+
+fn open_storage(cfg: &NodeConfig) -> anyhow::Result<Storage> {
+    crate::durable_dir::create(&cfg.data).with_context(|| format!("creating data dir {}", cfg.data.display()))?;
+    let repaired = check_log(cfg)?;
+    let db = open_db(cfg, crate::db::open)?;
     let state = StateStore::open(
         db.clone(),
         StateLimits {
@@ -78,6 +93,13 @@ fn open_storage(cfg: &NodeConfig) -> anyhow::Result<Storage> {
     let snapshots = Arc::new(SnapshotDir::new(cfg.data.join("snapshots"))?);
     snapshots.remove_leftovers()?;
     snapshot::resume_install(&state, &snapshots)?;
+    if repaired.is_some_and(|r| r.purged_to.is_some()) {
+        // The log now begins after the applied entry: a follower that
+        // needs the entries before gets this snapshot of them.
+        snapshots
+            .build(&state)
+            .context("building a snapshot after the log repair")?;
+    }
     let log_store = LogStore::new(db.clone(), cfg.id).context("opening the raft log")?;
     Ok(Storage {
         db,

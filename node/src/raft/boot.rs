@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use openraft::SnapshotPolicy;
 
+use super::abstain::{self, Abstention};
 use super::admin::RaftAdmin;
+use super::disk_guard::Standing;
 use super::durability::Durability;
 use super::founding::{Founding, Verdict};
 use super::identity::{self, Identity};
@@ -41,6 +43,8 @@ pub struct RaftNode {
     pub protocols: Arc<PeerProtocols>,
     /// The cluster's name, which peers' requests must carry.
     pub identity: Identity,
+    /// Whether this node sits elections out while its log is repaired.
+    pub abstention: Arc<Abstention>,
 }
 
 impl RaftNode {
@@ -73,6 +77,7 @@ pub async fn start(
     gate: Arc<PeerGate>,
 ) -> anyhow::Result<RaftNode> {
     let durability = log_store.durability();
+    let abstention = Abstention::load(state.db())?;
     let sm = StateMachine::new(state.clone(), snapshots, durability.clone());
     let peer_tls = match &cfg.peer_tls {
         Some(files) => {
@@ -93,13 +98,17 @@ pub async fn start(
     let protocols = Arc::new(PeerProtocols::default());
     let disk = Disk::new(cfg.data.clone(), cfg.tuning.min_free_disk_mb, durability.clone());
     disk.watch();
+    let standing = Standing {
+        disk: disk.clone(),
+        log: abstention.clone(),
+    };
     clock_probe::spawn(
         raft.clone(),
         clock.clone(),
         raft_peers,
         founding.clone(),
         protocols.clone(),
-        disk.clone(),
+        standing.clone(),
     );
     if may_found(&raft, cfg).await? {
         tokio::spawn(found_when_agreed(
@@ -112,6 +121,10 @@ pub async fn start(
     // Client traffic to the leader (forwarded writes, read indexes) goes on
     // channels of its own, apart from replication's.
     let forward_peers = Arc::new(Peers::new(peer_tls));
+    let (stand, stand_clock) = (standing.clone(), clock.clone());
+    abstain::spawn(raft.clone(), state.db().clone(), abstention.clone(), move || {
+        disk_guard::may_campaign(&stand, &stand_clock)
+    });
     let proposer = Proposer::start(
         cfg.id,
         raft.clone(),
@@ -136,7 +149,7 @@ pub async fn start(
         proposer.write_gate(),
         cfg.tuning.election_max(),
     );
-    disk_guard::spawn(raft.clone(), admin.clone(), disk.clone(), clock);
+    disk_guard::spawn(raft.clone(), admin.clone(), standing, clock);
     Ok(RaftNode {
         admin,
         raft,
@@ -146,6 +159,7 @@ pub async fn start(
         founding,
         protocols,
         identity: ident,
+        abstention,
     })
 }
 

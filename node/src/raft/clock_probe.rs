@@ -17,13 +17,13 @@ use std::time::{Duration, Instant};
 
 use handlestore_proto::internal::v1 as ipb;
 
+use super::disk_guard::Standing;
 use super::founding::Founding;
 use super::network::Peers;
 use super::protocol::{self, PeerProtocols};
 use super::{NodeId, Raft};
 use crate::clock::{Clock, ClockError, ClockReport};
 use crate::config::Member;
-use crate::disk::Disk;
 
 /// How often each peer's clock is sampled. A jump of this node's own clock
 /// is seen at once (`crate::clock`); this paces how soon a peer's jump or
@@ -48,7 +48,7 @@ pub fn spawn(
     peers: Arc<Peers>,
     founding: Arc<Founding>,
     protocols: Arc<PeerProtocols>,
-    disk: Arc<Disk>,
+    standing: Standing,
 ) {
     clock.set_members(members(&raft, founding.initial()).into_keys());
     tokio::spawn(async move {
@@ -60,7 +60,7 @@ pub fn spawn(
             let members = members(&raft, founding.initial());
             clock.set_members(members.keys().copied());
             probe_all(&clock, &peers, &founding, &protocols, &members).await;
-            guard.update(&raft, &clock.report(), disk.room().is_ok());
+            guard.update(&raft, &clock.report(), standing.allows());
         }
     });
 }
@@ -126,8 +126,8 @@ async fn probe_all(
 }
 
 /// Turns elections and heartbeats off while the clock is not trusted, and
-/// says so in the log. Elections stay off while the disk is full
-/// (`raft::disk_guard`).
+/// says so in the log. Elections stay off while the disk is full or the
+/// log is being repaired (`raft::disk_guard::Standing`).
 #[derive(Default)]
 struct Guard {
     trusted: Option<bool>,
@@ -136,10 +136,10 @@ struct Guard {
 }
 
 impl Guard {
-    fn update(&mut self, raft: &Raft, report: &ClockReport, disk_has_room: bool) {
+    fn update(&mut self, raft: &Raft, report: &ClockReport, storage_allows: bool) {
         let trusted = report.error.is_none();
         if self.trusted != Some(trusted) {
-            raft.runtime_config().elect(trusted && disk_has_room);
+            raft.runtime_config().elect(trusted && storage_allows);
             raft.runtime_config().heartbeat(trusted);
             match &report.error {
                 None => tracing::info!(offset_ms = report.offset_ms, peers = %peer_list(report), "clock trusted"),

@@ -12,6 +12,7 @@ use std::time::Duration;
 use openraft::ServerState;
 
 use super::Raft;
+use super::abstain::Abstention;
 use super::admin::RaftAdmin;
 use crate::clock::Clock;
 use crate::disk::Disk;
@@ -23,12 +24,27 @@ const RETRY: Duration = Duration::from_secs(3);
 /// How long one attempt may take.
 const HAND_OVER_WITHIN: Duration = Duration::from_secs(5);
 
-pub fn spawn(raft: Raft, admin: RaftAdmin, disk: Arc<Disk>, clock: Arc<Clock>) {
+/// Whether this node may stand for election as far as its own storage
+/// goes: its disk has room and its log is whole (`raft::abstain`). The
+/// clock's guard (`clock_probe`) asks this too.
+#[derive(Clone)]
+pub struct Standing {
+    pub disk: Arc<Disk>,
+    pub log: Arc<Abstention>,
+}
+
+impl Standing {
+    pub fn allows(&self) -> bool {
+        self.disk.room().is_ok() && self.log.refusal().is_none()
+    }
+}
+
+pub fn spawn(raft: Raft, admin: RaftAdmin, standing: Standing, clock: Arc<Clock>) {
     tokio::spawn(async move {
-        let mut full = disk.subscribe();
+        let mut full = standing.disk.subscribe();
         loop {
             let is_full = *full.borrow_and_update();
-            raft.runtime_config().elect(may_campaign(&disk, &clock));
+            raft.runtime_config().elect(may_campaign(&standing, &clock));
             if is_full && raft.metrics().borrow().state == ServerState::Leader {
                 hand_over(&admin).await;
             }
@@ -40,10 +56,10 @@ pub fn spawn(raft: Raft, admin: RaftAdmin, disk: Arc<Disk>, clock: Arc<Clock>) {
     });
 }
 
-/// Whether this node may stand for election: its clock is trusted and its
-/// disk has room. The clock's guard (`clock_probe`) asks this too.
-pub fn may_campaign(disk: &Disk, clock: &Clock) -> bool {
-    disk.room().is_ok() && clock.check().is_ok()
+/// Whether this node may stand for election: its clock is trusted, its
+/// disk has room and its log is whole.
+pub fn may_campaign(standing: &Standing, clock: &Clock) -> bool {
+    standing.allows() && clock.check().is_ok()
 }
 
 async fn hand_over(admin: &RaftAdmin) {

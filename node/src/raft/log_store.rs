@@ -42,8 +42,40 @@ use crate::db::{self, CF_LOG, CF_LOG_META};
 use crate::failpoints;
 
 const KEY_VOTE: &[u8] = b"vote";
-const KEY_COMMITTED: &[u8] = b"committed";
-const KEY_PURGED: &[u8] = b"last_purged";
+pub(super) const KEY_COMMITTED: &[u8] = b"committed";
+pub(super) const KEY_PURGED: &[u8] = b"last_purged";
+/// Set by a repair that lost entries above the applied index
+/// (`raft::log_check`): (term, index), big-endian, that the node must have
+/// applied before it takes part in elections again (`raft::abstain`).
+pub(super) const KEY_REPAIR: &[u8] = b"repair_until";
+
+pub(super) fn encode_repair(term: u64, index: u64) -> Vec<u8> {
+    [term.to_be_bytes(), index.to_be_bytes()].concat()
+}
+
+/// The (term, index) a repair left this node to reach, if one did.
+pub(super) fn read_repair(db: &DB) -> Result<Option<(u64, u64)>, StorageError> {
+    let raw = db
+        .get_cf(db::cf(db, CF_LOG_META), KEY_REPAIR)
+        .map_err(|e| StorageIOError::read_logs(&e))?;
+    Ok(raw.and_then(|r| {
+        let term = r.get(..8)?.try_into().ok().map(u64::from_be_bytes)?;
+        let index = r.get(8..16)?.try_into().ok().map(u64::from_be_bytes)?;
+        Some((term, index))
+    }))
+}
+
+/// Forgets the repair's mark: the node has applied past it.
+pub(super) fn clear_repair(db: &DB) -> Result<(), rocksdb::Error> {
+    let mut opts = WriteOptions::default();
+    opts.set_sync(true);
+    db.delete_cf_opt(db::cf(db, CF_LOG_META), KEY_REPAIR, &opts)
+}
+
+/// The term of this node's stored vote (0 if it has none).
+pub(super) fn read_vote_term(db: &DB) -> Result<u64, StorageError> {
+    Ok(read_vote(db)?.map_or(0, |v| v.leader_id().term))
+}
 
 /// The Raft log store. Cheap to clone; clones share the database, the sync
 /// thread and the durability tracker.

@@ -7,6 +7,7 @@
 // is fixed by its traits; boxing them here would only add conversions.
 #![allow(clippy::result_large_err)]
 
+pub mod abstain;
 pub mod admin;
 pub mod batch;
 pub mod boot;
@@ -18,6 +19,7 @@ pub mod durability;
 pub mod error;
 pub mod founding;
 pub mod identity;
+pub mod log_check;
 pub mod log_store;
 pub mod network;
 pub mod payload;

@@ -11,6 +11,7 @@ use openraft::Snapshot;
 use tokio::io::AsyncWriteExt;
 use tonic::{Request, Response, Status, Streaming};
 
+use super::abstain::Abstention;
 use super::boot::RaftNode;
 use super::codec;
 use super::durability::Durability;
@@ -34,6 +35,7 @@ pub struct RaftService {
     protocols: Arc<PeerProtocols>,
     identity: Identity,
     disk: Arc<Disk>,
+    abstention: Arc<Abstention>,
 }
 
 impl RaftService {
@@ -47,6 +49,16 @@ impl RaftService {
             protocols: node.protocols.clone(),
             identity: node.identity.clone(),
             disk: node.disk.clone(),
+            abstention: node.abstention.clone(),
+        }
+    }
+
+    /// Refuses a vote or a leadership transfer (`what`) while this node
+    /// sits elections out (`raft::abstain`).
+    fn standing_for(&self, what: &str) -> Result<(), Status> {
+        match self.abstention.refusal() {
+            Some(why) => Err(Reason::Precondition.status(format!("refusing {what}: {why}"))),
+            None => Ok(()),
         }
     }
 
@@ -226,6 +238,7 @@ impl ipb::raft_server::Raft for RaftService {
         self.identity
             .admit(&request.cluster_id, "a vote request")
             .map_err(|m| Reason::Precondition.status(m))?;
+        self.standing_for("a vote")?;
         let req = codec::vote_request_from_pb(request).map_err(malformed)?;
         let resp = self.raft.vote(req).await.map_err(fatal)?;
         Ok(Response::new(codec::vote_response_to_pb(&resp)))
@@ -253,6 +266,7 @@ impl ipb::raft_server::Raft for RaftService {
             "asked to take over leadership: campaigning"
         );
         self.disk.room().map_err(|m| Reason::DiskFull.status(m))?;
+        self.standing_for("leadership")?;
         super::transfer::elect_now(&self.raft, &req)
             .await
             .map_err(|m| Reason::Precondition.status(m))?;

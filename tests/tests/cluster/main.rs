@@ -1,5 +1,6 @@
 //! Tier "cluster": a node's life in a cluster with real processes: crashes
-//! (kills, power cuts, and a crash at every failpoint of the write path),
+//! (kills, power cuts, a crash at every failpoint of the write path, and
+//! a Raft log damaged on disk),
 //! founding, clocks, stored formats, snapshots, the peer port, full and
 //! slow disks, metrics, leader transfer, backup and restore.
 //! `tests/tier.sh cluster`; tests/README.md
@@ -12,6 +13,7 @@ mod disk;
 mod failover;
 mod format;
 mod founding;
+mod log_damage;
 mod metrics;
 mod peer_port;
 mod processes;

@@ -1,0 +1,151 @@
+//! A Raft log damaged on disk (`raft::log_check`): bytes of a follower's
+//! log table file overwritten while it is down, as a failing sector would.
+//! RocksDB's block checksums find it when the node reads its log at
+//! start; the node writes its log again without the damaged entries, and
+//! the leader sends what it lacks. Damage to applied entries is purged
+//! behind a snapshot; damage to entries not yet applied cuts the log there,
+//! and the node sits elections out until it holds them again. Either way
+//! every acknowledged write ends on every node, once.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use handlestore_client::{ClusterHandleStore, HandleStore, Ttl};
+use handlestore_node::failpoints::{ENV as FAILPOINTS, POINTS};
+use handlestore_tests::TestCluster;
+use handlestore_tests::acked::assert_whole;
+use serde_json::{Value, json};
+
+const WITHIN: Duration = Duration::from_secs(60);
+
+/// Small memtables, so that the log reaches table files within a few
+/// megabytes, and no snapshot or purge during the test, so that the
+/// damaged entries are still in every log.
+const ARGS: [&str; 6] = [
+    "--write-buffer-mb",
+    "2",
+    "--snapshot-entries",
+    "1000000",
+    "--keep-entries",
+    "1000000",
+];
+
+/// Mints `n` handles of about 4 KiB each (8 at a time); returns them.
+async fn mint(store: &Arc<ClusterHandleStore<Value>>, n: usize, tag: &str) -> HashMap<String, Value> {
+    let tasks = (0..8).map(|w| {
+        let store = store.clone();
+        let tag = tag.to_string();
+        tokio::spawn(async move {
+            let mut acked = HashMap::new();
+            for i in (w..n).step_by(8) {
+                let value = json!({ "tag": tag, "i": i, "pad": "x".repeat(4000) });
+                let id = store.mint(value.clone(), Ttl::Default).await.expect("mint");
+                acked.insert(id, value);
+            }
+            acked
+        })
+    });
+    let mut acked = HashMap::new();
+    for t in futures::future::join_all(tasks).await {
+        acked.extend(t.expect("minter"));
+    }
+    acked
+}
+
+/// Node `id`'s table files of the Raft log (their properties name the
+/// column family), oldest first.
+fn log_tables(cluster: &TestCluster, id: u64) -> Vec<PathBuf> {
+    let db = cluster.dir().join(format!("n{id}/db"));
+    let mut tables: Vec<PathBuf> = std::fs::read_dir(&db)
+        .expect("the node's database")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .filter(|p| {
+            let bytes = std::fs::read(p).expect("a table file");
+            bytes.windows(8).any(|w| w == b"raft_log")
+        })
+        .collect();
+    tables.sort();
+    tables
+}
+
+/// Overwrites 20 bytes of the first data block of `table`.
+fn damage(table: &Path) {
+    let mut bytes = std::fs::read(table).expect("read the table");
+    bytes[20..40].fill(0xA5);
+    std::fs::write(table, bytes).expect("damage the table");
+}
+
+async fn follower(cluster: &TestCluster) -> u64 {
+    let leader = cluster.wait_leader(WITHIN).await.expect("leader");
+    (1..=3).find(|id| *id != leader).expect("a follower")
+}
+
+/// The oldest log table of a follower is damaged while it is down: its
+/// entries were applied long before, so the node purges its log behind a
+/// snapshot of its state, and takes part in elections at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn damage_to_applied_log_entries_is_purged_behind_a_snapshot() {
+    let mut cluster = TestCluster::builder(3).args(ARGS).start().await.expect("cluster");
+    let victim = follower(&cluster).await;
+    let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("rot").build());
+    let mut acked = mint(&store, 3000, "before").await;
+    cluster.stop(victim).expect("stop");
+    let tables = log_tables(&cluster, victim);
+    assert!(!tables.is_empty(), "the follower's log reached a table file");
+    damage(&tables[0]);
+    cluster.restart(victim).expect("restart");
+    acked.extend(mint(&store, 200, "after").await);
+    assert_whole(&cluster, "rot", &acked, 0).await;
+    let log = cluster.log(victim);
+    assert!(
+        log.contains("the Raft log is damaged on disk") && log.contains("nothing unapplied was lost"),
+        "the node found the damage below its applied index:\n{}",
+        cluster.log_tail(victim, 40)
+    );
+    assert!(!log.contains("no part in elections"), "the node did not abstain");
+}
+
+/// A follower whose applies stall (a failpoint sleeps in every apply
+/// batch) takes entries it does not apply; its newest log table, all
+/// unapplied, is damaged while it is down. It cuts its log at the first
+/// damaged entry, abstains from elections until the leader has sent them
+/// again, then takes part again.
+#[tokio::test(flavor = "multi_thread")]
+async fn damage_to_unapplied_log_entries_is_fetched_again_before_the_node_votes() {
+    assert!(POINTS.contains(&"apply-mid-batch"));
+    let mut cluster = TestCluster::builder(3).args(ARGS).start().await.expect("cluster");
+    let victim = follower(&cluster).await;
+    let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("lost").build());
+    let mut acked = mint(&store, 100, "applied").await;
+    cluster.stop(victim).expect("stop");
+    cluster
+        .restart_with_env(victim, &[(FAILPOINTS, "apply-mid-batch=sleep(600000)")])
+        .expect("restart with stalled applies");
+    let before = log_tables(&cluster, victim).len();
+    acked.extend(mint(&store, 3000, "unapplied").await);
+    cluster.kill(victim);
+    let tables = log_tables(&cluster, victim);
+    assert!(tables.len() > before, "the unapplied entries reached a table file");
+    damage(tables.last().expect("the newest table"));
+    cluster.restart_with_env(victim, &[]).expect("restart");
+    acked.extend(mint(&store, 200, "after").await);
+    assert_whole(&cluster, "lost", &acked, 0).await;
+    let log = cluster.log(victim);
+    assert!(
+        log.contains("the Raft log is damaged on disk") && log.contains("no part in elections until"),
+        "the node cut its log above its applied index and abstained:\n{}",
+        cluster.log_tail(victim, 40)
+    );
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    while !cluster.log(victim).contains("takes part in elections again") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the node never ended its abstention:\n{}",
+            cluster.log_tail(victim, 40)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
