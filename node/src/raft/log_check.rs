@@ -120,8 +120,7 @@ pub fn scan(db: &DB, applied: Option<u64>) -> Scan {
 
 /// The first index the log may hold: after the purged entry, or 0.
 fn first_index(db: &DB) -> u64 {
-    let purged = db.get_cf(db::cf(db, CF_LOG_META), KEY_PURGED).ok().flatten();
-    let purged = purged.and_then(|raw| ipb::LogId::decode(raw.as_slice()).ok());
+    let purged = log_store::read_log_id(db, KEY_PURGED).ok().flatten();
     purged.map_or(0, |p| p.index + 1)
 }
 

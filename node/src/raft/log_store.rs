@@ -305,7 +305,7 @@ fn save_vote(db: &DB, vote: &Vote) -> Result<(), StorageError> {
     put_meta_sync(db, KEY_VOTE, vote_to_pb(vote).encode_to_vec()).map_err(|e| StorageIOError::write_vote(&e).into())
 }
 
-fn read_log_id(db: &DB, key: &[u8]) -> Result<Option<LogId>, StorageError> {
+pub(super) fn read_log_id(db: &DB, key: &[u8]) -> Result<Option<LogId>, StorageError> {
     let raw = db
         .get_pinned_cf(db::cf(db, CF_LOG_META), key)
         .map_err(|e| StorageIOError::read_logs(&e))?;
