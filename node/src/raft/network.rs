@@ -417,9 +417,20 @@ impl PeerConnection {
             .await
             .map_err(|e| StreamingError::StorageError(openraft::StorageIOError::read_snapshot(None, &e).into()))?;
         let (tx, rx) = tokio::sync::mpsc::channel::<ipb::SnapshotChunk>(4);
+        // Set once the stream has taken its first message, which it does
+        // only once the peer's stream is open.
+        let opened = Arc::new(tokio::sync::Notify::new());
+        let taken = opened.clone();
         let reader = tokio::spawn(async move {
             if tx.send(first).await.is_err() {
                 return Ok(());
+            }
+            // Chunks are read ahead of the stream. The send failpoint fires
+            // only once the peer is taking them (mid-send), never while the
+            // peer is unreachable and nothing would be sent.
+            tokio::select! {
+                _ = opened.notified() => {}
+                _ = tx.closed() => return Ok(()),
             }
             loop {
                 let mut buf = vec![0u8; SNAPSHOT_CHUNK];
@@ -445,7 +456,9 @@ impl PeerConnection {
                 }
             }
         });
-        let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+        let stream = futures::StreamExt::inspect(tokio_stream::wrappers::ReceiverStream::new(rx), move |_| {
+            taken.notify_one()
+        });
         let send = client.install_snapshot(tonic::Request::new(stream));
         let resp = tokio::select! {
             closed = cancel => {
