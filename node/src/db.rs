@@ -48,38 +48,57 @@ const ALL_CFS: [&str; 8] = [
     CF_HISTORY,
 ];
 
-/// How much memory RocksDB may hold, whatever the number of keys: one block
-/// cache shared by every column family (data, index and filter blocks all
-/// live in it), and one budget for all memtables.
+/// How the node's RocksDB runs: how much memory it may hold, whatever the
+/// number of keys (one block cache shared by every column family, data,
+/// index and filter blocks all in it, and one budget for all memtables),
+/// and how it reads its write-ahead log back at start.
 #[derive(Debug, Clone, Copy)]
-pub struct DbMemory {
+pub struct DbConfig {
     pub block_cache_bytes: usize,
     pub write_buffer_bytes: usize,
+    pub wal_recovery: WalRecovery,
+}
+
+/// How RocksDB reads its write-ahead log (WAL) back at start, where the
+/// entries written since the last memtable flush are (`--wal-recovery`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WalRecovery {
+    /// Replay up to the first record that fails its checksum, and keep
+    /// reusing old WAL files, so that a sync writes data blocks alone.
+    /// A torn record at the end (a power cut mid-write) and a damaged one
+    /// in the middle look alike in a reused file: either ends the replay,
+    /// and the leader sends this node what it lacks.
+    PointInTime,
+    /// Write every WAL to a new file, so that only an incomplete record at
+    /// the end can be a power cut's: one damaged anywhere before it stops
+    /// the node at start, naming the damage, instead of ending the replay
+    /// there. Each sync then also commits the file's new size.
+    Strict,
 }
 
 /// The node's defaults (`config::defaults`).
-impl Default for DbMemory {
+impl Default for DbConfig {
     fn default() -> Self {
-        crate::config::Tuning::default().db_memory()
+        crate::config::Tuning::default().db_config()
     }
 }
 
 /// Opens (or creates) the database under `dir`: refused if it is of a
 /// newer stored format than this build's, migrated if of an older one
 /// (`crate::format`).
-pub fn open(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, FormatError> {
-    open_with(dir, memory, true)
+pub fn open(dir: &Path, config: DbConfig) -> Result<Arc<DB>, FormatError> {
+    open_with(dir, config, true)
 }
 
 /// Opens the database with no compaction running, for the check of the
 /// Raft log at start (`raft::log_check`): a compaction reading a damaged
 /// block would stop the database before the check could drop it. Close it
 /// and [`open`] it again afterwards.
-pub fn open_for_check(dir: &Path, memory: DbMemory) -> Result<Arc<DB>, FormatError> {
-    open_with(dir, memory, false)
+pub fn open_for_check(dir: &Path, config: DbConfig) -> Result<Arc<DB>, FormatError> {
+    open_with(dir, config, false)
 }
 
-fn open_with(dir: &Path, memory: DbMemory, compactions: bool) -> Result<Arc<DB>, FormatError> {
+fn open_with(dir: &Path, config: DbConfig, compactions: bool) -> Result<Arc<DB>, FormatError> {
     crate::durable_dir::create(dir).map_err(|source| FormatError::Directory {
         what: dir.display().to_string(),
         source,
@@ -92,7 +111,7 @@ fn open_with(dir: &Path, memory: DbMemory, compactions: bool) -> Result<Arc<DB>,
     opts.increase_parallelism(2);
     // Memtables of all column families together: past this, the largest is
     // flushed.
-    opts.set_db_write_buffer_size(memory.write_buffer_bytes);
+    opts.set_db_write_buffer_size(config.write_buffer_bytes);
     // Writes stay in RocksDB's WAL buffer until the Raft log's sync thread
     // flushes and syncs it (see raft::log_store): one write and one fsync per
     // group of appends, and a crashed process loses exactly the unsynced
@@ -101,18 +120,20 @@ fn open_with(dir: &Path, memory: DbMemory, compactions: bool) -> Result<Arc<DB>,
     // Every acknowledged write waits for one WAL fdatasync. Appended to a
     // new WAL file, each sync also has to commit the file's new size (on a
     // journaled file system, a journal commit); written into a file that an
-    // earlier WAL already filled, it syncs the data blocks alone. So the WAL
-    // files RocksDB is done with are kept and reused (two of them: at a
+    // earlier WAL already filled, it syncs the data blocks alone. So, by
+    // default, the WAL files RocksDB is done with are kept and reused (two: at a
     // switch, the flush of the WAL before is usually done and has freed one),
     // and all column families are flushed together, so that the WAL switches
     // once per flush and every reused file is about a full flush's length.
     // Where nothing is free to reuse (the first flushes of a new node, or
     // flushes falling behind), a WAL grows as before. See
-    // docs/dev/performance-notes.md, "Syncs that overwrite".
-    opts.set_recycle_log_file_num(2);
+    // docs/dev/performance-notes.md, "Syncs that overwrite". A reused file
+    // holds the old WAL's records past the new one's end, so RocksDB reads
+    // it back only in point-in-time mode (`WalRecovery`).
+    set_wal_recovery(&mut opts, config.wal_recovery);
     opts.set_atomic_flush(true);
-    let cache = rocksdb::Cache::new_lru_cache(memory.block_cache_bytes);
-    let per_cf_buffer = (memory.write_buffer_bytes / 2).clamp(1 << 20, 64 << 20);
+    let cache = rocksdb::Cache::new_lru_cache(config.block_cache_bytes);
+    let per_cf_buffer = (config.write_buffer_bytes / 2).clamp(1 << 20, 64 << 20);
     let cfs = ALL_CFS.iter().map(|name| {
         let mut cf_opts = cf_options(name, &cache, per_cf_buffer);
         cf_opts.set_disable_auto_compactions(!compactions);
@@ -143,6 +164,20 @@ fn open_with(dir: &Path, memory: DbMemory, compactions: bool) -> Result<Arc<DB>,
         format::stamp(&db)?;
     }
     Ok(Arc::new(db))
+}
+
+/// WAL reuse and the recovery mode that goes with it (`WalRecovery`).
+fn set_wal_recovery(opts: &mut Options, mode: WalRecovery) {
+    match mode {
+        WalRecovery::PointInTime => {
+            opts.set_recycle_log_file_num(2);
+            opts.set_wal_recovery_mode(rocksdb::DBRecoveryMode::PointInTime);
+        }
+        WalRecovery::Strict => {
+            opts.set_recycle_log_file_num(0);
+            opts.set_wal_recovery_mode(rocksdb::DBRecoveryMode::TolerateCorruptedTailRecords);
+        }
+    }
 }
 
 /// The stored format version of an existing database, read before this
@@ -264,7 +299,7 @@ mod tests {
             old.put_cf(old.cf_handle("dedup").expect("cf"), b"k", b"v")
                 .expect("put");
         }
-        let db = open(dir.path(), DbMemory::default()).expect("opens");
+        let db = open(dir.path(), DbConfig::default()).expect("opens");
         assert!(db.cf_handle("dedup").is_none() && db.cf_handle("dedup_age").is_none());
         assert!(db.cf_handle(CF_ANSWERS).is_some());
         drop(db);
@@ -278,7 +313,7 @@ mod tests {
         // them after a while: the file's whole filter (~1.2 MiB) and index
         // are larger than a shard of the block cache.
         let dir = tempfile::tempdir().expect("tempdir");
-        let cache = rocksdb::Cache::new_lru_cache(DbMemory::default().block_cache_bytes);
+        let cache = rocksdb::Cache::new_lru_cache(DbConfig::default().block_cache_bytes);
         let mut opts = cf_options(CF_KV, &cache, 32 << 20);
         opts.create_if_missing(true);
         opts.enable_statistics();
@@ -317,7 +352,7 @@ mod tests {
     #[test]
     fn memory_use_counts_memtables_and_the_block_cache() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = open(dir.path(), DbMemory::default()).expect("opens");
+        let db = open(dir.path(), DbConfig::default()).expect("opens");
         let empty = memory_use(&db);
         let kv = cf(&db, CF_KV);
         let value = vec![7u8; 4096];
@@ -353,12 +388,63 @@ mod tests {
             .expect("a WAL")
     }
 
+    /// 200 synced writes of a log entry each, left in the WAL (no memtable
+    /// flush), then bytes in the middle of the WAL overwritten while the
+    /// database is closed, as a failing sector would.
+    fn damaged_wal(mode: WalRecovery) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = DbConfig {
+            wal_recovery: mode,
+            ..DbConfig::default()
+        };
+        let db = open(dir.path(), config).expect("opens");
+        for i in 0..200u64 {
+            db.put_cf(cf(&db, CF_LOG), i.to_be_bytes(), vec![7u8; 1024])
+                .expect("put");
+            db.flush_wal(true).expect("sync");
+        }
+        drop(db);
+        let (number, size) = newest_wal(dir.path());
+        let path = dir.path().join(format!("{number:06}.log"));
+        let mut bytes = std::fs::read(&path).expect("the WAL");
+        assert!(size > 150 * 1024, "the entries are in the WAL: {size} bytes");
+        let middle = bytes.len() / 2;
+        bytes[middle..middle + 64].fill(0xA5);
+        std::fs::write(&path, bytes).expect("damage the WAL");
+        dir
+    }
+
+    #[test]
+    fn a_damaged_wal_record_stops_a_strict_open_and_ends_a_point_in_time_replay() {
+        let strict = DbConfig {
+            wal_recovery: WalRecovery::Strict,
+            ..DbConfig::default()
+        };
+        let dir = damaged_wal(WalRecovery::Strict);
+        let e = open(dir.path(), strict).expect_err("a damaged record before the end is refused");
+        assert!(
+            matches!(&e, FormatError::Rocks(r) if r.kind() == rocksdb::ErrorKind::Corruption),
+            "{e}"
+        );
+        // The same damage, read back in point-in-time mode: the entries
+        // before it, none after.
+        let dir = damaged_wal(WalRecovery::PointInTime);
+        let db = open(dir.path(), DbConfig::default()).expect("opens");
+        let kept: Vec<u64> = db
+            .iterator_cf(cf(&db, CF_LOG), rocksdb::IteratorMode::Start)
+            .map(|kv| u64::from_be_bytes(kv.expect("entry").0.as_ref().try_into().expect("index")))
+            .collect();
+        assert!(!kept.is_empty() && kept.len() < 200, "{} entries kept", kept.len());
+        assert_eq!(kept, (0..kept.len() as u64).collect::<Vec<_>>(), "a prefix");
+    }
+
     #[test]
     fn a_new_wal_is_written_into_an_old_file_so_a_sync_does_not_grow_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let memory = DbMemory {
+        let memory = DbConfig {
             block_cache_bytes: 8 << 20,
             write_buffer_bytes: 2 << 20,
+            wal_recovery: WalRecovery::PointInTime,
         };
         let db = open(dir.path(), memory).expect("opens");
         let (log, meta) = (cf(&db, CF_LOG), cf(&db, CF_SM_META));

@@ -57,11 +57,16 @@ struct Storage {
     log_store: LogStore,
 }
 
-type OpenDb = fn(&std::path::Path, crate::db::DbMemory) -> Result<Arc<rocksdb::DB>, crate::format::FormatError>;
+type OpenDb = fn(&std::path::Path, crate::db::DbConfig) -> Result<Arc<rocksdb::DB>, crate::format::FormatError>;
 
 fn open_db(cfg: &NodeConfig, open: OpenDb) -> anyhow::Result<Arc<rocksdb::DB>> {
-    match open(&cfg.data.join("db"), cfg.tuning.db_memory()) {
+    match open(&cfg.data.join("db"), cfg.tuning.db_config()) {
         Ok(db) => Ok(db),
+        Err(crate::format::FormatError::Rocks(e)) if e.kind() == rocksdb::ErrorKind::Corruption => anyhow::bail!(
+            "the database in {} is damaged on disk: {e}. This node cannot start on it: replace the member \
+             (docs/operations.md, \"A damaged disk\")",
+            cfg.data.display()
+        ),
         Err(crate::format::FormatError::Rocks(e)) => anyhow::bail!(
             "opening the database in {} (is another node using this data dir?): {e}",
             cfg.data.display()

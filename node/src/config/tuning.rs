@@ -42,6 +42,7 @@ pub mod defaults {
     /// Room for a memtable flush (--write-buffer-mb) and a snapshot's
     /// first chunks past the moment the node stops taking entries.
     pub const MIN_FREE_DISK_MB: u64 = 256;
+    pub const WAL_RECOVERY: crate::db::WalRecovery = crate::db::WalRecovery::PointInTime;
 }
 
 /// A duration as a flag's default shows it ("5s", "800ms").
@@ -153,6 +154,13 @@ pub struct Tuning {
     /// reserve (a full disk then stops the node).
     #[arg(long, default_value_t = defaults::MIN_FREE_DISK_MB)]
     pub min_free_disk_mb: u64,
+    /// How RocksDB reads its write-ahead log back at start. point-in-time:
+    /// up to the first damaged record, reusing old log files so a sync
+    /// writes data alone. strict: new log files, and a damaged record
+    /// before the last one stops the node at start, naming it (replace the
+    /// member then); every sync also commits the file's growth.
+    #[arg(long, value_enum, default_value_t = defaults::WAL_RECOVERY)]
+    pub wal_recovery: crate::db::WalRecovery,
 }
 
 impl Default for Tuning {
@@ -182,6 +190,7 @@ impl Default for Tuning {
             max_concurrent_calls: d::MAX_CONCURRENT_CALLS,
             max_request_memory_mb: d::MAX_REQUEST_MEMORY_MB,
             min_free_disk_mb: d::MIN_FREE_DISK_MB,
+            wal_recovery: d::WAL_RECOVERY,
         }
     }
 }
@@ -250,10 +259,11 @@ impl Tuning {
     }
 
     /// RocksDB's memory.
-    pub fn db_memory(&self) -> crate::db::DbMemory {
-        crate::db::DbMemory {
+    pub fn db_config(&self) -> crate::db::DbConfig {
+        crate::db::DbConfig {
             block_cache_bytes: (self.block_cache_mb as usize) << 20,
             write_buffer_bytes: (self.write_buffer_mb as usize) << 20,
+            wal_recovery: self.wal_recovery,
         }
     }
 

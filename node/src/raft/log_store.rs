@@ -587,7 +587,7 @@ mod tests {
 
     async fn reopened_vote(stored: Vote, id: NodeId) -> Option<Vote> {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = db::open(dir.path(), db::DbMemory::default()).expect("db");
+        let db = db::open(dir.path(), db::DbConfig::default()).expect("db");
         {
             let mut log = LogStore::new(db.clone(), id).expect("log");
             log.save_vote(&stored).await.expect("save");

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use super::codec::{log_id_from_pb, stored_membership_to_pb};
 use super::{Membership, NodeId, StoredMembership, founding, log_store};
 use crate::config::Member;
-use crate::db::DbMemory;
+use crate::db::DbConfig;
 use crate::state::backup::{self, Backup};
 use crate::state::snapshot::{self, SnapshotDir};
 use crate::state::{StateLimits, StateStore};
@@ -111,7 +111,7 @@ fn make(backup: &Backup, dir: &Path, id: NodeId, members: &BTreeMap<NodeId, Memb
         .as_ref()
         .context("the backup holds no applied entry")?;
     let last = log_id_from_pb(last).context("the backup's log id")?;
-    let db = crate::db::open(&dir.join("db"), DbMemory::default())?;
+    let db = crate::db::open(&dir.join("db"), DbConfig::default())?;
     let state = StateStore::open(db.clone(), StateLimits::default())?;
     let snapshots = SnapshotDir::new(dir.join("snapshots"))?;
     let staged = dir.join("snapshots").join("restoring.snap");

@@ -5,17 +5,21 @@
 //! the leader sends what it lacks. Damage to applied entries is purged
 //! behind a snapshot; damage to entries not yet applied cuts the log there,
 //! and the node sits elections out until it holds them again. Either way
-//! every acknowledged write ends on every node, once.
+//! every acknowledged write ends on every node, once. A record damaged in
+//! the middle of RocksDB's write-ahead log ends its replay there (the
+//! default, `--wal-recovery point-in-time`), and the leader sends the rest
+//! to the node's shorter log; with `--wal-recovery strict` it stops the
+//! node at start instead, saying so.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use handlestore_client::{ClusterHandleStore, HandleStore, Ttl};
+use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
 use handlestore_node::failpoints::{ENV as FAILPOINTS, POINTS};
 use handlestore_tests::TestCluster;
-use handlestore_tests::acked::assert_whole;
+use handlestore_tests::acked::{assert_read_back, assert_whole};
 use serde_json::{Value, json};
 
 const WITHIN: Duration = Duration::from_secs(60);
@@ -71,11 +75,36 @@ fn log_tables(cluster: &TestCluster, id: u64) -> Vec<PathBuf> {
     tables
 }
 
-/// Overwrites 20 bytes of the first data block of `table`.
-fn damage(table: &Path) {
+/// Overwrites 20 bytes of `table` at `at` (of its length): 0.0 is its
+/// first data block, which holds its lowest entries; 0.5 a block amid its
+/// entries (a table a compaction merged may begin with old ones).
+fn damage(table: &Path, at: f64) {
     let mut bytes = std::fs::read(table).expect("read the table");
-    bytes[20..40].fill(0xA5);
+    let start = ((bytes.len() as f64 * at) as usize).max(20);
+    bytes[start..start + 20].fill(0xA5);
     std::fs::write(table, bytes).expect("damage the table");
+}
+
+/// Overwrites 64 bytes in the middle of node `id`'s newest write-ahead
+/// log file, which must hold at least `min_bytes`.
+fn damage_wal(cluster: &TestCluster, id: u64, min_bytes: usize) {
+    let db = cluster.dir().join(format!("n{id}/db"));
+    let wal = std::fs::read_dir(&db)
+        .expect("the node's database")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .max()
+        .expect("a WAL file");
+    let mut bytes = std::fs::read(&wal).expect("read the WAL");
+    assert!(
+        bytes.len() >= min_bytes,
+        "{} holds {} bytes",
+        wal.display(),
+        bytes.len()
+    );
+    let middle = bytes.len() / 2;
+    bytes[middle..middle + 64].fill(0xA5);
+    std::fs::write(&wal, bytes).expect("damage the WAL");
 }
 
 async fn follower(cluster: &TestCluster) -> u64 {
@@ -95,7 +124,7 @@ async fn damage_to_applied_log_entries_is_purged_behind_a_snapshot() {
     cluster.stop(victim).expect("stop");
     let tables = log_tables(&cluster, victim);
     assert!(!tables.is_empty(), "the follower's log reached a table file");
-    damage(&tables[0]);
+    damage(&tables[0], 0.0);
     cluster.restart(victim).expect("restart");
     acked.extend(mint(&store, 200, "after").await);
     assert_whole(&cluster, "rot", &acked, 0).await;
@@ -129,7 +158,7 @@ async fn damage_to_unapplied_log_entries_is_fetched_again_before_the_node_votes(
     cluster.kill(victim);
     let tables = log_tables(&cluster, victim);
     assert!(tables.len() > before, "the unapplied entries reached a table file");
-    damage(tables.last().expect("the newest table"));
+    damage(tables.last().expect("the newest table"), 0.5);
     cluster.restart_with_env(victim, &[]).expect("restart");
     acked.extend(mint(&store, 200, "after").await);
     assert_whole(&cluster, "lost", &acked, 0).await;
@@ -148,4 +177,66 @@ async fn damage_to_unapplied_log_entries_is_fetched_again_before_the_node_votes(
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// A follower's write-ahead log is damaged in its middle while it is down
+/// (its entries not yet flushed to table files): the replay ends at the
+/// damaged record, the node starts with a shorter log, and the leader,
+/// finding less there than the node had acknowledged, sends the rest.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_damaged_wal_record_ends_the_replay_and_the_leader_sends_the_rest() {
+    let mut cluster = TestCluster::builder(3).start().await.expect("cluster");
+    let victim = follower(&cluster).await;
+    let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("wal").build());
+    let mut acked = mint(&store, 400, "before").await;
+    cluster.kill(victim);
+    damage_wal(&cluster, victim, 800 * 1024);
+    cluster.restart(victim).expect("restart");
+    acked.extend(mint(&store, 200, "after").await);
+    assert_whole(&cluster, "wal", &acked, 0).await;
+    // RocksDB's own log (LOG, and LOG.old.* of each earlier open) says
+    // where the replay stopped.
+    let db = cluster.dir().join(format!("n{victim}/db"));
+    let rocks_log: String = std::fs::read_dir(&db)
+        .expect("the node's database")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("LOG")))
+        .map(|p| std::fs::read_to_string(p).expect("RocksDB's log"))
+        .collect();
+    assert!(
+        rocks_log.contains("Corruption"),
+        "the replay met the damaged record:\n{}",
+        rocks_log
+            .lines()
+            .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// The same damage under `--wal-recovery strict`: the node does not start,
+/// and says why; the other two go on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_damaged_wal_record_stops_a_strict_node_at_start() {
+    let mut cluster = TestCluster::builder(3)
+        .args(["--wal-recovery", "strict"])
+        .start()
+        .await
+        .expect("cluster");
+    let victim = follower(&cluster).await;
+    let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("strict").build());
+    let mut acked = mint(&store, 400, "before").await;
+    cluster.kill(victim);
+    damage_wal(&cluster, victim, 800 * 1024);
+    cluster.restart(victim).expect("restart");
+    let status = cluster.wait_exit(victim, WITHIN).await.expect("the node stops");
+    assert!(!status.success(), "{status}");
+    let log = cluster.log(victim);
+    assert!(
+        log.contains("is damaged on disk") && log.contains("replace the member"),
+        "{}",
+        cluster.log_tail(victim, 20)
+    );
+    acked.extend(mint(&store, 50, "after").await);
+    assert_read_back(&store, &acked, Consistency::Linearizable, "the two others").await;
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use openraft::{CommittedLeaderId, EntryPayload};
 
 use super::*;
-use crate::db::{CF_SM_META, DbMemory};
+use crate::db::{CF_SM_META, DbConfig};
 use crate::raft::Entry;
 use crate::raft::codec::entry_to_wire;
 
@@ -20,7 +20,7 @@ fn log_id(index: u64) -> LogId {
 }
 
 fn open(dir: &Path) -> Arc<DB> {
-    db::open(dir, DbMemory::default()).expect("open")
+    db::open(dir, DbConfig::default()).expect("open")
 }
 
 /// Writes entries 1..=300 (one table file per hundred), the applied
@@ -74,7 +74,7 @@ fn purged(db: &DB) -> Option<u64> {
 }
 
 fn checked(dir: &Path) -> (Option<Repaired>, Arc<DB>) {
-    let mut db = db::open_for_check(dir, DbMemory::default()).expect("open for the check");
+    let mut db = db::open_for_check(dir, DbConfig::default()).expect("open for the check");
     let repaired = check(Arc::get_mut(&mut db).expect("not shared")).expect("check");
     drop(db);
     (repaired, open(dir))

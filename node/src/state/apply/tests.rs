@@ -55,7 +55,7 @@ struct Run {
 /// are dropped before every batch (as after a restart).
 fn run_with(cmds: &[ipb::Command], per_batch: usize, limits: StateLimits, keep_hints: bool) -> Run {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = crate::db::open(dir.path(), crate::db::DbMemory::default()).expect("db");
+    let db = crate::db::open(dir.path(), crate::db::DbConfig::default()).expect("db");
     let hints = Mutex::new(AnswerHints::default());
     let mut auth = Arc::new(AuthView::default());
     let mut index = 0;
