@@ -102,6 +102,11 @@ impl CartServer {
         Self::start_with(vec!["--memory".into()], log_dir).await
     }
 
+    /// Starts a replica that keeps carts in the Redis at `url`.
+    pub async fn start_redis(url: &str, log_dir: &std::path::Path) -> Result<Self> {
+        Self::start_with(vec!["--redis".into(), url.into()], log_dir).await
+    }
+
     async fn start_with(args: Vec<String>, log_dir: &std::path::Path) -> Result<Self> {
         let mut s = Self::new(args, log_dir)?;
         s.spawn()?;

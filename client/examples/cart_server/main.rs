@@ -6,7 +6,11 @@
 //! cargo run --release -p handlestore-client --example cart_server -- \
 //!     --listen 127.0.0.1:8080 --endpoints http://127.0.0.1:7401,http://127.0.0.1:7402,http://127.0.0.1:7403
 //! cargo run --release -p handlestore-client --example cart_server -- --memory   # one replica, in memory
+//! cargo run --release -p handlestore-client --example cart_server -- --redis redis://127.0.0.1:6379/
 //! ```
+//!
+//! `--redis` keeps the carts in Redis instead, as a Redis-backed server
+//! would (`redis_store.rs`): the bench's comparison, not a recommendation.
 //!
 //! Tools: `create_cart`, `add_item(cart_id, sku, quantity, request_id?)`,
 //! `get_cart(cart_id)`, `checkout(cart_id)`. `add_item` is a compare-and-set
@@ -51,6 +55,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, schemars, tool, tool_handler, t
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+mod redis_bus;
+mod redis_store;
+
 #[derive(clap::Parser, Debug)]
 #[command(about = "Stateless MCP cart server backed by handlestore")]
 struct Args {
@@ -62,12 +69,16 @@ struct Args {
         long,
         env = "HANDLESTORE_ENDPOINTS",
         value_delimiter = ',',
-        conflicts_with = "memory"
+        conflicts_with_all = ["memory", "redis"]
     )]
     endpoints: Vec<String>,
     /// Keep carts in this process's memory instead (one replica only).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "redis")]
     memory: bool,
+    /// Keep carts in this Redis instead (`redis://HOST:PORT/`), as a
+    /// Redis-backed MCP server would: for comparison.
+    #[arg(long, conflicts_with_all = ["confirm_checkout", "legacy_sessions"])]
+    redis: Option<String>,
     /// handlestore namespace.
     #[arg(long, default_value = "default")]
     namespace: String,
@@ -193,6 +204,7 @@ struct CartServer {
 enum Bus {
     Cluster(ResourceBus),
     Local(tokio::sync::broadcast::Sender<ResourceUpdate>),
+    Redis(Arc<redis_bus::RedisBus>),
 }
 
 const CART_URI: &str = "cart://";
@@ -419,6 +431,11 @@ impl CartServer {
             Bus::Local(tx) => {
                 let _ = tx.send(ResourceUpdate { uri, revision: 0 });
             }
+            Bus::Redis(bus) => {
+                if let Err(e) = bus.publish(&uri).await {
+                    tracing::warn!(error = %e, %uri, "cart update not published");
+                }
+            }
         }
     }
 
@@ -433,6 +450,7 @@ impl CartServer {
                 .await
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
             Bus::Local(tx) => tx.subscribe(),
+            Bus::Redis(bus) => bus.subscribe(),
         };
         loop {
             let update = tokio::select! {
@@ -526,34 +544,7 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = <Args as clap::Parser>::parse();
-    let (carts, orders, bus): (Arc<dyn HandleStore<Cart>>, Arc<dyn HandleStore<Order>>, Bus) = if args.memory {
-        let opts = MemoryOptions {
-            default_ttl: Some(args.cart_ttl),
-            prefix: "cart".into(),
-            gc_interval: Some(Duration::from_secs(60)),
-        };
-        (
-            Arc::new(MemoryHandleStore::with_options(opts)),
-            Arc::new(MemoryHandleStore::with_options(MemoryOptions::default())),
-            Bus::Local(tokio::sync::broadcast::channel(1024).0),
-        )
-    } else {
-        if args.endpoints.is_empty() {
-            anyhow::bail!("give --endpoints (or HANDLESTORE_ENDPOINTS), or --memory");
-        }
-        let client = cluster_client(&args)?;
-        (
-            Arc::new(
-                client
-                    .handle_store::<Cart>("cart")
-                    .prefix("cart")
-                    .default_ttl(args.cart_ttl)
-                    .build(),
-            ),
-            Arc::new(client.handle_store::<Order>("order").build()),
-            Bus::Cluster(cart_updates(&client)),
-        )
-    };
+    let (carts, orders, bus) = stores(&args)?;
     let mut config = StreamableHttpServerConfig::default().with_legacy_session_mode(false);
     config = if args.allowed_hosts.iter().any(|h| h == "*") {
         config.disable_allowed_hosts()
@@ -587,7 +578,12 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.listen).await?.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    tracing::info!(listen = %args.listen, store = if args.memory { "memory" } else { "handlestore" }, "cart server ready at /mcp");
+    let store = match (args.memory, &args.redis) {
+        (true, _) => "memory",
+        (false, Some(_)) => "redis",
+        (false, None) => "handlestore",
+    };
+    tracing::info!(listen = %args.listen, store, "cart server ready at /mcp");
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
@@ -595,6 +591,48 @@ async fn main() -> anyhow::Result<()> {
         })
         .await?;
     Ok(())
+}
+
+type Stores = (Arc<dyn HandleStore<Cart>>, Arc<dyn HandleStore<Order>>, Bus);
+
+/// Where carts and orders live, and how their updates travel, as the flags
+/// say: this process's memory, Redis, or the cluster.
+fn stores(args: &Args) -> anyhow::Result<Stores> {
+    if args.memory {
+        let opts = MemoryOptions {
+            default_ttl: Some(args.cart_ttl),
+            prefix: "cart".into(),
+            gc_interval: Some(Duration::from_secs(60)),
+        };
+        return Ok((
+            Arc::new(MemoryHandleStore::with_options(opts)),
+            Arc::new(MemoryHandleStore::with_options(MemoryOptions::default())),
+            Bus::Local(tokio::sync::broadcast::channel(1024).0),
+        ));
+    }
+    if let Some(url) = &args.redis {
+        use redis_store::RedisHandleStore;
+        return Ok((
+            Arc::new(RedisHandleStore::new(url, "cart", "cart", Some(args.cart_ttl))?),
+            Arc::new(RedisHandleStore::new(url, "order", "", None)?),
+            Bus::Redis(Arc::new(redis_bus::RedisBus::start(url)?)),
+        ));
+    }
+    if args.endpoints.is_empty() {
+        anyhow::bail!("give --endpoints (or HANDLESTORE_ENDPOINTS), --memory or --redis");
+    }
+    let client = cluster_client(args)?;
+    Ok((
+        Arc::new(
+            client
+                .handle_store::<Cart>("cart")
+                .prefix("cart")
+                .default_ttl(args.cart_ttl)
+                .build(),
+        ),
+        Arc::new(client.handle_store::<Order>("order").build()),
+        Bus::Cluster(cart_updates(&client)),
+    ))
 }
 
 /// The codec for checkout confirmations: the cluster's replicated key ring

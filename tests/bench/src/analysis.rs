@@ -197,7 +197,7 @@ fn round_targets(rows: &[Row]) -> Vec<Target> {
         at_least(
             "mint x64 throughput / etcd put x64",
             ratio(tp("handlestore", "mint", 64), tp("etcd", "put", 64)),
-            2.0,
+            3.0,
         ),
         // Steadier than throughput on a shared machine: what one write costs
         // the servers, all members together.
@@ -246,9 +246,25 @@ fn round_targets(rows: &[Row]) -> Vec<Target> {
             "etcd put p50 x1 / one fdatasync p50 (reported)",
             ratio(p50("etcd", "put", 1), fsync),
         ),
+        // The MCP path as its authors compare it: the same cart_server over
+        // handlestore, over Redis (fsync before each reply, and as
+        // shipped), and in its own memory.
+        at_least(
+            "cart_flow x64 / Redis-backed cart_server (appendfsync always) cart_flow x64",
+            ratio(
+                tp("handlestore", "cart_flow", 64),
+                tp("cart-redis-fsync", "cart_flow", 64),
+            ),
+            1.0,
+        ),
         reported(
-            "cart_flow x64 / in-memory cart_server cart_flow x64 (reported)",
+            "cart_flow x64 / Redis-backed cart_server (as shipped) cart_flow x64 (reported)",
+            ratio(tp("handlestore", "cart_flow", 64), tp("cart-redis", "cart_flow", 64)),
+        ),
+        at_least(
+            "cart_flow x64 / in-memory cart_server cart_flow x64",
             ratio(tp("handlestore", "cart_flow", 64), tp("cart-memory", "cart_flow", 64)),
+            0.7,
         ),
         // TLS to clients and between peers (gRPC AppendEntries instead of
         // the Raft wire), auth checked on every call.
@@ -384,10 +400,10 @@ mod tests {
 
     #[test]
     fn over_rounds_a_target_is_the_median_of_each_rounds_ratio() {
-        // Round 1: 2.5x, round 2: 1.5x, round 3: 2.2x. The ratio of the
-        // medians (mint 3000 over put 1250) would be 2.4: not what is asked.
+        // Round 1: 3.5x, round 2: 1.5x, round 3: 3.2x. The ratio of the
+        // medians (mint 3500 over put 1000) would be 3.5: not what is asked.
         let mut rows = Vec::new();
-        for (n, mint, put) in [(1, 2500.0, 1000.0), (2, 3000.0, 2000.0), (3, 3300.0, 1500.0)] {
+        for (n, mint, put) in [(1, 3500.0, 1000.0), (2, 3000.0, 2000.0), (3, 3200.0, 1000.0)] {
             rows.push(in_round(n, row("handlestore", "mint", 64, 100, mint)));
             rows.push(in_round(n, row("etcd", "put", 64, 100, put)));
         }
@@ -396,12 +412,12 @@ mod tests {
             .iter()
             .find(|t| t.name.starts_with("mint x64 throughput / etcd put x64"))
             .unwrap();
-        assert_eq!(tp.per_round, vec![Some(2.5), Some(1.5), Some(2.2)]);
-        assert_eq!(tp.value, Some(2.2));
+        assert_eq!(tp.per_round, vec![Some(3.5), Some(1.5), Some(3.2)]);
+        assert_eq!(tp.value, Some(3.2));
         assert_eq!((tp.met, tp.met_in_rounds), (Some(true), Some(2)));
         assert!(
             tp.line()
-                .ends_with("2.20  (goal >= 2) met  [rounds: 2.50 1.50 2.20, met in 2 of 3]"),
+                .ends_with("3.20  (goal >= 3) met  [rounds: 3.50 1.50 3.20, met in 2 of 3]"),
             "{}",
             tp.line()
         );

@@ -134,7 +134,7 @@ impl BenchConfig {
     }
 }
 
-pub const SYSTEMS: [&str; 7] = [
+pub const SYSTEMS: [&str; 9] = [
     "fsync",
     "handlestore",
     "handlestore-secure",
@@ -142,6 +142,8 @@ pub const SYSTEMS: [&str; 7] = [
     "redis",
     "redis-fsync",
     "cart-memory",
+    "cart-redis",
+    "cart-redis-fsync",
 ];
 
 /// Systems run only when named: the overload rows (`--concurrency

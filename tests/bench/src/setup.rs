@@ -35,7 +35,7 @@ pub(super) fn plan(system: &str) -> Vec<&'static str> {
     match system {
         "handlestore" => vec!["mint", "get", "get_stale", "update", "batch_store", "cart_flow"],
         "handlestore-secure" | "handlestore-fleet" | "handlestore-fleet-unlimited" => vec!["mint", "get"],
-        "cart-memory" => vec!["cart_flow"],
+        "cart-memory" | "cart-redis" | "cart-redis-fsync" => vec!["cart_flow"],
         "etcd" => vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"],
         "redis" | "redis-fsync" => vec!["set_ex", "get", "multi_set10"],
         "fsync" => vec!["fdatasync"],
@@ -61,6 +61,8 @@ pub(super) async fn start(
         "handlestore-fleet" => start_handlestore_fleet(dir, &[], keep, pids).await,
         "handlestore-fleet-unlimited" => start_handlestore_fleet(dir, &UNLIMITED, keep, pids).await,
         "cart-memory" => start_cart_memory(dir, keep, pids).await,
+        "cart-redis" => start_cart_redis(dir, RedisMode::Shipped, keep, pids).await,
+        "cart-redis-fsync" => start_cart_redis(dir, RedisMode::FsyncAlways, keep, pids).await,
         "etcd" => start_etcd(dir, keep, pids).await,
         "redis" => start_redis(dir, RedisMode::Shipped, keep, pids).await,
         "redis-fsync" => start_redis(dir, RedisMode::FsyncAlways, keep, pids).await,
@@ -179,6 +181,28 @@ async fn start_cart_memory(
     pids.extend(server.pid());
     keep.push(Box::new(server));
     Ok(vec![("cart_flow", Op::Cart(Arc::new(vec![url]), Vec::new()))])
+}
+
+/// The server an author would write with Redis: two stateless replicas
+/// (as over handlestore) whose carts are keys in one Redis, with its TTL,
+/// `WATCH`/`MULTI` for concurrent adds, and `PUBLISH` for cart updates.
+async fn start_cart_redis(
+    dir: &Path,
+    mode: RedisMode,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    let redis = Redis::start(dir, mode).await?;
+    let mut carts = Vec::new();
+    for _ in 0..2 {
+        carts.push(CartServer::start_redis(&redis.url, dir).await?);
+    }
+    let cart_urls: Vec<String> = carts.iter().map(|c| format!("{}/mcp", c.url())).collect();
+    pids.extend(redis.pids());
+    pids.extend(carts.iter().filter_map(CartServer::pid));
+    keep.push(Box::new(carts));
+    keep.push(Box::new(redis));
+    Ok(vec![("cart_flow", Op::Cart(Arc::new(cart_urls), Vec::new()))])
 }
 
 async fn start_etcd(dir: &Path, keep: &mut Vec<Running>, pids: &mut Vec<u32>) -> Result<Vec<(&'static str, Op)>> {

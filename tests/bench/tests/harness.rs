@@ -19,8 +19,8 @@ async fn harness_runs_every_system() {
     };
     let rows = bench::run(&cfg).await.expect("bench run");
     // fsync once; handlestore 6 ops, secured handlestore 2, etcd 6, each
-    // Redis 3, in-memory carts 1; at 2 levels.
-    assert_eq!(rows.len(), 1 + (6 + 2 + 6 + 3 + 3 + 1) * 2, "{rows:#?}");
+    // Redis 3, carts in memory and over each Redis 1; at 2 levels.
+    assert_eq!(rows.len(), 1 + (6 + 2 + 6 + 3 + 3 + 1 + 1 + 1) * 2, "{rows:#?}");
     for r in &rows {
         assert!(r.ops > 0, "{r:?}");
         assert_eq!(r.errors, 0, "{r:?}");

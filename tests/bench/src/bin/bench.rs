@@ -2,7 +2,8 @@
 //! in one run on this machine.
 //!
 //! target/release/bench \
-//!     [--systems fsync,handlestore,etcd,redis,redis-fsync,cart-memory] [--concurrency 1,16,64,256] \
+//!     [--systems fsync,handlestore,etcd,redis,redis-fsync,cart-memory,cart-redis,cart-redis-fsync] \
+//!     [--concurrency 1,16,64,256] \
 //!     [--ops mint,put,...] [--duration 10s | --count 100000] [--rounds 3] [--out target/bench]
 //!
 //! Installs etcd and Redis (Debian packages) when missing, starts each system
