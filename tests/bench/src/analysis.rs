@@ -429,9 +429,9 @@ mod tests {
         // One round: as before, no per-round fields.
         let one = targets(&rows[..2]);
         let tp = &one[0];
-        assert_eq!((tp.value, tp.met, tp.met_in_rounds), (Some(2.5), Some(true), None));
+        assert_eq!((tp.value, tp.met, tp.met_in_rounds), (Some(3.5), Some(true), None));
         assert!(tp.per_round.is_empty());
-        assert!(tp.line().ends_with("2.50  (goal >= 2) met"), "{}", tp.line());
+        assert!(tp.line().ends_with("3.50  (goal >= 3) met"), "{}", tp.line());
     }
 
     #[test]
