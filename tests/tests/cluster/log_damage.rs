@@ -58,21 +58,29 @@ async fn mint(store: &Arc<ClusterHandleStore<Value>>, n: usize, tag: &str) -> Ha
     acked
 }
 
+/// The files of node `id`'s database whose names pass `keep`, by name
+/// (so oldest first, as RocksDB numbers them).
+fn db_files(cluster: &TestCluster, id: u64, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let db = cluster.dir().join(format!("n{id}/db"));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&db)
+        .expect("the node's database")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| keep(p))
+        .collect();
+    files.sort();
+    files
+}
+
 /// Node `id`'s table files of the Raft log (their properties name the
 /// column family), oldest first.
 fn log_tables(cluster: &TestCluster, id: u64) -> Vec<PathBuf> {
-    let db = cluster.dir().join(format!("n{id}/db"));
-    let mut tables: Vec<PathBuf> = std::fs::read_dir(&db)
-        .expect("the node's database")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+    db_files(cluster, id, |p| p.extension().is_some_and(|x| x == "sst"))
+        .into_iter()
         .filter(|p| {
             let bytes = std::fs::read(p).expect("a table file");
             bytes.windows(8).any(|w| w == b"raft_log")
         })
-        .collect();
-    tables.sort();
-    tables
+        .collect()
 }
 
 /// Overwrites 20 bytes of `table` at `at` (of its length): 0.0 is its
@@ -88,12 +96,8 @@ fn damage(table: &Path, at: f64) {
 /// Overwrites 64 bytes in the middle of node `id`'s newest write-ahead
 /// log file, which must hold at least `min_bytes`.
 fn damage_wal(cluster: &TestCluster, id: u64, min_bytes: usize) {
-    let db = cluster.dir().join(format!("n{id}/db"));
-    let wal = std::fs::read_dir(&db)
-        .expect("the node's database")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .max()
+    let wal = db_files(cluster, id, |p| p.extension().is_some_and(|x| x == "log"))
+        .pop()
         .expect("a WAL file");
     let mut bytes = std::fs::read(&wal).expect("read the WAL");
     assert!(
@@ -179,30 +183,44 @@ async fn damage_to_unapplied_log_entries_is_fetched_again_before_the_node_votes(
     }
 }
 
+/// A cluster (nodes run with `args`) whose follower, killed after 400
+/// mints to store `ns`, has its write-ahead log damaged in the middle
+/// (the entries not yet flushed to table files) and is started again.
+async fn wal_damaged_follower(
+    args: &[&str],
+    ns: &str,
+) -> (TestCluster, u64, Arc<ClusterHandleStore<Value>>, HashMap<String, Value>) {
+    let mut cluster = TestCluster::builder(3)
+        .args(args.iter().copied())
+        .start()
+        .await
+        .expect("cluster");
+    let victim = follower(&cluster).await;
+    let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store(ns).build());
+    let acked = mint(&store, 400, "before").await;
+    cluster.kill(victim);
+    damage_wal(&cluster, victim, 800 * 1024);
+    cluster.restart(victim).expect("restart");
+    (cluster, victim, store, acked)
+}
+
 /// A follower's write-ahead log is damaged in its middle while it is down
 /// (its entries not yet flushed to table files): the replay ends at the
 /// damaged record, the node starts with a shorter log, and the leader,
 /// finding less there than the node had acknowledged, sends the rest.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_damaged_wal_record_ends_the_replay_and_the_leader_sends_the_rest() {
-    let mut cluster = TestCluster::builder(3).start().await.expect("cluster");
-    let victim = follower(&cluster).await;
-    let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("wal").build());
-    let mut acked = mint(&store, 400, "before").await;
-    cluster.kill(victim);
-    damage_wal(&cluster, victim, 800 * 1024);
-    cluster.restart(victim).expect("restart");
+    let (cluster, victim, store, mut acked) = wal_damaged_follower(&[], "wal").await;
     acked.extend(mint(&store, 200, "after").await);
     assert_whole(&cluster, "wal", &acked, 0).await;
     // RocksDB's own log (LOG, and LOG.old.* of each earlier open) says
     // where the replay stopped.
-    let db = cluster.dir().join(format!("n{victim}/db"));
-    let rocks_log: String = std::fs::read_dir(&db)
-        .expect("the node's database")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("LOG")))
-        .map(|p| std::fs::read_to_string(p).expect("RocksDB's log"))
-        .collect();
+    let rocks_log: String = db_files(&cluster, victim, |p| {
+        p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("LOG"))
+    })
+    .into_iter()
+    .map(|p| std::fs::read_to_string(p).expect("RocksDB's log"))
+    .collect();
     assert!(
         rocks_log.contains("Corruption"),
         "the replay met the damaged record:\n{}",
@@ -218,17 +236,7 @@ async fn a_damaged_wal_record_ends_the_replay_and_the_leader_sends_the_rest() {
 /// and says why; the other two go on.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_damaged_wal_record_stops_a_strict_node_at_start() {
-    let mut cluster = TestCluster::builder(3)
-        .args(["--wal-recovery", "strict"])
-        .start()
-        .await
-        .expect("cluster");
-    let victim = follower(&cluster).await;
-    let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("strict").build());
-    let mut acked = mint(&store, 400, "before").await;
-    cluster.kill(victim);
-    damage_wal(&cluster, victim, 800 * 1024);
-    cluster.restart(victim).expect("restart");
+    let (mut cluster, victim, store, mut acked) = wal_damaged_follower(&["--wal-recovery", "strict"], "strict").await;
     let status = cluster.wait_exit(victim, WITHIN).await.expect("the node stops");
     assert!(!status.success(), "{status}");
     let log = cluster.log(victim);
