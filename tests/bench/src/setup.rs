@@ -87,10 +87,8 @@ async fn start_handlestore(
     for _ in 0..2 {
         carts.push(CartServer::start(&cluster.endpoints(), dir).await?);
     }
-    let cart_urls: Vec<String> = carts.iter().map(|c| format!("{}/mcp", c.url())).collect();
+    let cart_flow = cart_op(carts, keep, pids);
     pids.extend((1..=3).filter_map(|id| cluster.node(id).pid()));
-    pids.extend(carts.iter().filter_map(CartServer::pid));
-    keep.push(Box::new(carts));
     keep.push(Box::new(cluster));
     let store: Arc<ClusterHandleStore<Value>> = Arc::new(client.handle_store("bench").build());
     let keys = preload(&store).await?;
@@ -101,7 +99,7 @@ async fn start_handlestore(
         ("get_stale", Op::HsGet(Arc::new(vec![stale]), keys.clone())),
         ("update", Op::HsUpdate(store, keys)),
         ("batch_store", Op::HsBatch(client.state_tool())),
-        ("cart_flow", Op::Cart(Arc::new(cart_urls), Vec::new())),
+        ("cart_flow", cart_flow),
     ])
 }
 
@@ -177,10 +175,7 @@ async fn start_cart_memory(
     pids: &mut Vec<u32>,
 ) -> Result<Vec<(&'static str, Op)>> {
     let server = CartServer::start_memory(dir).await?;
-    let url = format!("{}/mcp", server.url());
-    pids.extend(server.pid());
-    keep.push(Box::new(server));
-    Ok(vec![("cart_flow", Op::Cart(Arc::new(vec![url]), Vec::new()))])
+    Ok(vec![("cart_flow", cart_op(vec![server], keep, pids))])
 }
 
 /// The server an author would write with Redis: two stateless replicas
@@ -197,12 +192,19 @@ async fn start_cart_redis(
     for _ in 0..2 {
         carts.push(CartServer::start_redis(&redis.url, dir).await?);
     }
-    let cart_urls: Vec<String> = carts.iter().map(|c| format!("{}/mcp", c.url())).collect();
+    let cart_flow = cart_op(carts, keep, pids);
     pids.extend(redis.pids());
+    keep.push(Box::new(redis));
+    Ok(vec![("cart_flow", cart_flow)])
+}
+
+/// The cart flow over `carts` (each call to the next replica in turn);
+/// their pids recorded, and kept running until the rows are measured.
+fn cart_op(carts: Vec<CartServer>, keep: &mut Vec<Running>, pids: &mut Vec<u32>) -> Op {
+    let urls: Vec<String> = carts.iter().map(CartServer::mcp_url).collect();
     pids.extend(carts.iter().filter_map(CartServer::pid));
     keep.push(Box::new(carts));
-    keep.push(Box::new(redis));
-    Ok(vec![("cart_flow", Op::Cart(Arc::new(cart_urls), Vec::new()))])
+    Op::Cart(Arc::new(urls), Vec::new())
 }
 
 async fn start_etcd(dir: &Path, keep: &mut Vec<Running>, pids: &mut Vec<u32>) -> Result<Vec<(&'static str, Op)>> {
