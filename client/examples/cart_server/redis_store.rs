@@ -173,19 +173,27 @@ where
                 .await
                 .map_err(unavailable)?;
             let json: Option<String> = conn.get(&key).await.map_err(unavailable)?;
-            let Some(json) = json else {
-                redis::cmd("UNWATCH")
-                    .query_async::<()>(&mut conn)
-                    .await
-                    .map_err(unavailable)?;
-                return Ok(None);
+            let changed = json.as_deref().map(|json| {
+                let mut value: T = decode(json)?;
+                f(&mut value);
+                Ok((encode(&value)?, value))
+            });
+            let (encoded, value) = match changed {
+                Some(Ok(changed)) => changed,
+                // No handle, or a value that does not decode: the pooled
+                // connection must not stay WATCHing for its next user.
+                other => {
+                    redis::cmd("UNWATCH")
+                        .query_async::<()>(&mut conn)
+                        .await
+                        .map_err(unavailable)?;
+                    return other.transpose().map(|_| None);
+                }
             };
-            let mut value: T = decode(&json)?;
-            f(&mut value);
             // The handle keeps its expiry (KEEPTTL); EXEC answers nil if the
             // key changed since WATCH, and the loop reads it again.
             let mut set = redis::cmd("SET");
-            set.arg(&key).arg(encode(&value)?).arg("KEEPTTL");
+            set.arg(&key).arg(encoded).arg("KEEPTTL");
             let done: Option<(String,)> = redis::pipe()
                 .atomic()
                 .add_command(set)
