@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Builds the node of an earlier release once per machine and prints the
 # path of its binary, for the rolling-upgrade test (tests/tests/system/
-# upgrade.rs). The build is kept outside the clone, by release name, as the
-# target directory is: building an older commit compiles RocksDB again (its
-# lock file differs), about 20 minutes on two cores, so it is done once.
+# upgrade.rs). The binary is kept outside the clone, by release name, so it
+# is built once per machine. It is built in the shared target directory
+# (CARGO_TARGET_DIR, as .ci/run sets it): v0.1.0 locks the same RocksDB,
+# bindgen and cc as today, so their compiled C++ is reused rather than
+# built a second time (about 20 minutes on two cores). A binary of today
+# already in that directory's release/ is put back afterwards; tests/run.sh
+# runs this before deploy/build.sh anyway.
 #
 #   tests/old-build.sh            # v0.1.0
 #
@@ -28,14 +32,28 @@ src="$cache/src-$name"
 rm -rf "$src"
 mkdir -p "$cache"
 git archive --format=tar "$commit" | (mkdir -p "$src" && tar -x -C "$src")
-echo "old-build: building $name ($commit) in $src; about 20 minutes on two cores, once per machine" >&2
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+case "$target" in /*) ;; *) target="$PWD/$target" ;; esac
+today="$target/release/handlestore"
+kept=""
+if [ -e "$today" ]; then
+  kept="$cache/handlestore-of-today.tmp"
+  cp -p "$today" "$kept"
+fi
+./deploy/ensure-build-deps.sh >&2
+echo "old-build: building $name ($commit) in $src, into $target; once per machine" >&2
 (
   cd "$src"
-  HANDLESTORE_COMMIT="${commit:0:12}" CARGO_TARGET_DIR="$cache/target-$name" \
+  HANDLESTORE_COMMIT="${commit:0:12}" CARGO_TARGET_DIR="$target" \
     cargo build --release -p handlestore-node --bin handlestore >&2
 )
 mkdir -p "$cache/$name"
-cp "$cache/target-$name/release/handlestore" "$bin.tmp"
+cp "$today" "$bin.tmp"
 mv "$bin.tmp" "$bin"
-rm -rf "$src" "$cache/target-$name"
+if [ -n "$kept" ]; then
+  mv "$kept" "$today"
+else
+  rm -f "$today"
+fi
+rm -rf "$src"
 echo "$bin"

@@ -11,12 +11,13 @@ cd "$(dirname "$0")/.."
 # interpreter here (they skip, saying why, when there is none).
 HANDLESTORE_TEST_PYTHON="$(./tests/ensure-python-env.sh)"
 export HANDLESTORE_TEST_PYTHON
-# Every binary the tests spawn, built exactly as deploy/dev.sh builds them.
-./deploy/build.sh
 # The previous release's node, for the rolling-upgrade test: built once per
-# machine and kept outside the clone (about 20 minutes the first time).
+# machine and kept outside the clone. First, so that its build compiles
+# RocksDB's C++ once for both releases.
 HANDLESTORE_OLD_BIN="$(./tests/old-build.sh)"
 export HANDLESTORE_OLD_BIN
+# Every binary the tests spawn, built exactly as deploy/dev.sh builds them.
+./deploy/build.sh
 # Every tier (tests/README.md): unit tests, api, cluster, security, mcp,
 # system (chaos and Docker), the benchmark harness's own tests.
 cargo test --release --workspace --features handlestore-tests/system "$@"
