@@ -9,6 +9,15 @@
 # already in that directory's release/ is put back afterwards; tests/run.sh
 # runs this before deploy/build.sh anyway.
 #
+# Cargo names a workspace crate's build by its path inside the workspace,
+# not by the clone it is in, and takes a build for fresh when it is newer
+# than the sources: so the old release's crates (handlestore-*) and
+# today's share names, and whichever was built last would pass for the
+# other. Their fingerprints are removed before and after the old build,
+# so that each release's own crates are compiled from its own sources
+# (the dependencies from crates.io are shared: same name, same version,
+# same code).
+#
 #   tests/old-build.sh            # v0.1.0
 #
 # Prints nothing (and says why on stderr) where the commit is not in this
@@ -42,11 +51,16 @@ if [ -e "$today" ]; then
 fi
 ./deploy/ensure-build-deps.sh >&2
 echo "old-build: building $name ($commit) in $src, into $target; once per machine" >&2
+forget_workspace_builds() {
+  rm -rf "$target"/release/.fingerprint/handlestore-*
+}
+forget_workspace_builds
 (
   cd "$src"
   HANDLESTORE_COMMIT="${commit:0:12}" CARGO_TARGET_DIR="$target" \
     cargo build --release -p handlestore-node --bin handlestore >&2
 )
+forget_workspace_builds
 mkdir -p "$cache/$name"
 cp "$today" "$bin.tmp"
 mv "$bin.tmp" "$bin"
