@@ -5,6 +5,12 @@
 //! write of the state key `mcp/resources/<digest of the URI>` and a
 //! listener is a watch on that prefix, so it resumes on another node after
 //! a failure and hears every publish made after it started, exactly once.
+//!
+//! A resource that is a handle (a cart kept in a handle store) needs no
+//! publish: [`ResourceBus::following_store`] makes a bus whose listeners
+//! hear every change to the store's handles as an update of
+//! `<uri prefix><handle id>`, from the same watch, so a change costs one
+//! replicated write instead of two.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +25,7 @@ use crate::cluster_state::ClusterStateTool;
 use crate::error::{Error, Result};
 use crate::state_tool::{StateTool, StateValue, StoreOptions};
 use crate::ttl::Ttl;
-use crate::watch::{ChangeKind, Watch, WatchOptions, WatchTarget};
+use crate::watch::{Change, ChangeKind, Watch, WatchOptions, WatchTarget};
 
 /// The key prefix updates are published under, in the client's namespace.
 pub const RESOURCES_PREFIX: &str = "mcp/resources";
@@ -33,9 +39,43 @@ pub const FAN_OUT_BUFFER: usize = 1024;
 pub struct ResourceBus {
     client: Client,
     state: ClusterStateTool,
-    prefix: String,
+    source: Source,
     /// The process's fan-out: one watch for every local subscriber.
     fan_out: Arc<OnceCell<broadcast::Sender<ResourceUpdate>>>,
+}
+
+/// What a bus's listeners hear.
+#[derive(Clone, Debug)]
+enum Source {
+    /// The URIs published under this key prefix.
+    Published(String),
+    /// The changes to this handle store's handles, each as the URI
+    /// `<uri_prefix><handle id>`.
+    Store { store: String, uri_prefix: String },
+}
+
+impl Source {
+    fn target(&self) -> WatchTarget {
+        match self {
+            Source::Published(prefix) => WatchTarget::prefix(format!("{prefix}/")),
+            Source::Store { store, .. } => WatchTarget::store(store.clone()),
+        }
+    }
+
+    /// The update a watched change is, if it is one.
+    fn update(&self, c: Change) -> Option<ResourceUpdate> {
+        let uri = match self {
+            Source::Published(_) if c.kind == ChangeKind::Put => {
+                c.value.as_ref()?.as_json()?.get("uri")?.as_str()?.to_string()
+            }
+            Source::Published(_) => return None,
+            Source::Store { uri_prefix, .. } => format!("{uri_prefix}{}", c.key),
+        };
+        Some(ResourceUpdate {
+            uri,
+            revision: c.revision,
+        })
+    }
 }
 
 /// One published update.
@@ -53,31 +93,53 @@ impl ResourceBus {
         Self {
             client: client.clone(),
             state: client.state_tool(),
-            prefix: RESOURCES_PREFIX.to_string(),
+            source: Source::Published(RESOURCES_PREFIX.to_string()),
             fan_out: Arc::default(),
         }
     }
 
-    /// Another key prefix (several buses in one namespace).
+    /// A bus whose updates are the changes to the handles of `store` (in
+    /// `client`'s namespace): a put, delete or expiry of handle `id` is an
+    /// update of `<uri_prefix><id>`, heard once committed, with nothing to
+    /// publish. For resources that are handles, as a cart is.
+    pub fn following_store(client: &Client, store: impl Into<String>, uri_prefix: impl Into<String>) -> Self {
+        Self {
+            source: Source::Store {
+                store: store.into(),
+                uri_prefix: uri_prefix.into(),
+            },
+            ..Self::new(client)
+        }
+    }
+
+    /// Another key prefix (several buses in one namespace); a bus that
+    /// followed a store publishes under it instead.
     pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
+        self.source = Source::Published(prefix.into());
         self
     }
 
-    fn key(&self, uri: &str) -> String {
-        let digest = Sha256::digest(uri.as_bytes());
-        format!("{}/{}", self.prefix, data_encoding::BASE32_NOPAD.encode(&digest[..16]))
-    }
-
     /// Tells every listener that `uri` changed; returns once the update is
-    /// committed (its revision).
+    /// committed (its revision). A bus [following a
+    /// store](Self::following_store) has nothing to publish: its store's
+    /// writes are its updates (`InvalidArgument`).
     pub async fn publish(&self, uri: &str) -> Result<u64> {
+        let prefix = match &self.source {
+            Source::Published(prefix) => prefix,
+            Source::Store { store, .. } => {
+                return Err(Error::InvalidArgument(format!(
+                    "this resource bus follows the handle store {store:?}: its writes are the updates, nothing is published"
+                )));
+            }
+        };
+        let digest = Sha256::digest(uri.as_bytes());
+        let key = format!("{prefix}/{}", data_encoding::BASE32_NOPAD.encode(&digest[..16]));
         let opts = StoreOptions {
             ttl: Ttl::After(KEEP),
             expected_revision: None,
         };
         let value = StateValue::Json(json!({ "uri": uri }));
-        self.state.store(&self.key(uri), value, opts).await
+        self.state.store(&key, value, opts).await
     }
 
     /// Listens from now on.
@@ -112,11 +174,13 @@ impl ResourceBus {
     async fn listen_with(&self, from: Option<u64>) -> Result<ResourceListener> {
         let opts = WatchOptions {
             from,
+            // A store's values (a whole cart) are not the update.
+            keys_only: matches!(self.source, Source::Store { .. }),
             ..WatchOptions::default()
         };
-        let target = WatchTarget::prefix(format!("{}/", self.prefix));
         Ok(ResourceListener {
-            watch: self.client.watch(target, opts).await?,
+            watch: self.client.watch(self.source.target(), opts).await?,
+            source: self.source.clone(),
             pending: Vec::new(),
         })
     }
@@ -125,6 +189,7 @@ impl ResourceBus {
 /// Hears the updates published after it started, in order.
 pub struct ResourceListener {
     watch: Watch,
+    source: Source,
     pending: Vec<ResourceUpdate>,
 }
 
@@ -145,14 +210,7 @@ impl ResourceListener {
             self.pending = batch
                 .changes
                 .into_iter()
-                .filter(|c| c.kind == ChangeKind::Put)
-                .filter_map(|c| {
-                    let uri = c.value.as_ref()?.as_json()?.get("uri")?.as_str()?.to_string();
-                    Some(ResourceUpdate {
-                        uri,
-                        revision: c.revision,
-                    })
-                })
+                .filter_map(|c| self.source.update(c))
                 .collect();
         }
     }

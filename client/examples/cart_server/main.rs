@@ -19,8 +19,10 @@
 //!
 //! Each cart is also a resource, `cart://<cart_id>`. A client on protocol
 //! 2026-07-28 may `subscriptions/listen` to carts; a change made through
-//! any replica reaches listeners on every replica (the cluster's
-//! [`ResourceBus`], a watch; with --memory, this process only).
+//! any replica reaches listeners on every replica (a [`ResourceBus`]
+//! following the cart store: a watch on the carts' own writes, so a change
+//! is one replicated write, with nothing published beside it; with
+//! --memory, this process only; with --redis, Redis pub/sub).
 //!
 //! With `--confirm-checkout`, checkout is a multi round-trip request
 //! (SEP-2322 MRTR): the first call answers "input required" with an
@@ -419,15 +421,12 @@ impl CartServer {
 
 impl CartServer {
     /// Tells listeners on every replica that a cart changed (best effort:
-    /// the tool's answer does not wait on a listener).
+    /// the tool's answer does not wait on a listener). Over the cluster,
+    /// the cart's write already did: its bus follows the cart store.
     async fn changed(&self, cart_id: &str) {
         let uri = format!("{CART_URI}{cart_id}");
         match &self.bus {
-            Bus::Cluster(bus) => {
-                if let Err(e) = bus.publish(&uri).await {
-                    tracing::warn!(error = %e, %uri, "cart update not published");
-                }
-            }
+            Bus::Cluster(_) => {}
             Bus::Local(tx) => {
                 let _ = tx.send(ResourceUpdate { uri, revision: 0 });
             }
@@ -681,11 +680,11 @@ mod sessions {
     }
 }
 
-/// The cluster's bus of cart updates, its watch started now (in the
-/// background: the cluster may not be up yet) so that the first listener
-/// misses nothing.
+/// The cluster's bus of cart updates: every change to a cart handle, its
+/// watch started now (in the background: the cluster may not be up yet)
+/// so that the first listener misses nothing.
 fn cart_updates(client: &Client) -> ResourceBus {
-    let bus = ResourceBus::new(client);
+    let bus = ResourceBus::following_store(client, "cart", CART_URI);
     let warm = bus.clone();
     tokio::spawn(async move {
         if let Err(e) = warm.subscribe().await {

@@ -48,6 +48,29 @@ async def test_the_bus_carries_events_between_replicas(replicas):
     await b.close()
 
 
+async def test_a_bus_following_a_store_hears_each_change_to_its_handles(replicas):
+    """`follow_store=(store, uri_prefix)`: a handle's mint and delete,
+    made through another replica, are heard as updates of its URI; another
+    store's writes are not."""
+    a, b = replicas
+    bus = ClusterSubscriptionBus(b, follow_store=("cart", "cart://"))
+    heard: list = []
+    bus.subscribe(heard.append)
+    await bus.start()
+    carts = a.handle_store("cart", prefix="cart")
+    cart_id = await carts.mint({"lines": []})
+    await a.handle_store("other").mint({})
+    await carts.delete(cart_id)
+    await a.handle_store("other").mint({})
+    for _ in range(200):
+        if len(heard) >= 2:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    await bus.close()
+    assert heard == [ResourceUpdated(uri=f"cart://{cart_id}")] * 2
+
+
 async def test_an_event_published_right_after_subscribe_returned_is_heard(cluster, namespace):
     """The SDK subscribes (synchronously) before it acknowledges a listen,
     so that no later event is lost: on a bus whose `start()` was never
@@ -119,7 +142,10 @@ async def test_request_state_sealed_by_one_replica_opens_in_another(replicas):
     codec_b = await KeyRingCodec.from_cluster(b)
     token = sec_a.codec.seal(b'{"step":1}')
     assert codec_b.unseal(token) == b'{"step":1}'
-    for bad in ["", "hs1.", token[:-2], token[:10] + "A" + token[11:], "v1." + token[4:], "x" * 70000]:
+    # One character changed (to another: an "A" where there was one would
+    # leave the token as it was, one run in 64).
+    flipped = token[:10] + ("B" if token[10] == "A" else "A") + token[11:]
+    for bad in ["", "hs1.", token[:-2], flipped, "v1." + token[4:], "x" * 70000]:
         with pytest.raises(InvalidRequestState):
             codec_b.unseal(bad)
     # A rotation: the new primary seals, the old key still opens; retired, it does not.

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use handlestore_client::ResourceBus;
+use handlestore_client::{ListOptions, ResourceBus, StateTool};
 use handlestore_tests::TestCluster;
 use handlestore_tests::mcp::{CartServer, call, connect, connect_confirming};
 use rmcp::model::{ReadResourceRequestParams, ResourceContents, ServerNotification, SubscriptionFilter};
@@ -82,6 +82,15 @@ async fn a_listener_on_one_replica_hears_changes_made_through_the_other() {
         .read_resource(ReadResourceRequestParams::new("cart://cart-AAAAAAAAAAAAAAAAAAAAAAAAAA"))
         .await;
     assert!(missing.is_err(), "an unknown cart is not a resource");
+
+    // The listeners followed the carts' own writes: nothing was published.
+    let published = cluster
+        .client()
+        .state_tool()
+        .list("mcp/resources/", ListOptions::default())
+        .await
+        .expect("list");
+    assert!(published.entries.is_empty(), "{:?}", published.entries);
 }
 
 /// A subscriber of the resource bus hears every update published after
@@ -110,4 +119,37 @@ async fn an_update_published_right_after_subscribe_returned_is_heard() {
         .unwrap_or_else(|_| panic!("round {i}: the update published after subscribe was lost"));
         assert_eq!(heard.revision, revision);
     }
+}
+
+/// A bus following a handle store hears each put and delete of its
+/// handles, made through another node, as an update of `<prefix><id>` at
+/// the write's revision, and has nothing to publish itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bus_following_a_store_hears_its_handles_writes_and_publishes_nothing() {
+    use handlestore_client::{Error, HandleStore, Ttl};
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let bus = ResourceBus::following_store(&cluster.client_for(3), "cart", "cart://");
+    let mut rx = bus.subscribe().await.expect("subscribe");
+    let writer = cluster.client_for(2);
+    let carts = writer.handle_store::<Value>("cart").prefix("cart").build();
+    let others = writer.handle_store::<Value>("other").build();
+    let id = carts.mint(json!({"lines": []}), Ttl::Default).await.expect("mint");
+    others
+        .mint(json!({}), Ttl::Default)
+        .await
+        .expect("another store's mint");
+    carts.put(&id, json!({"lines": [1]}), Ttl::Default).await.expect("put");
+    carts.delete(&id).await.expect("delete");
+    let uri = format!("cart://{id}");
+    let mut heard = Vec::new();
+    while heard.len() < 3 {
+        let u = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("heard only {heard:?}"))
+            .expect("open");
+        heard.push(u);
+    }
+    assert!(heard.iter().all(|u| u.uri == uri), "{heard:?}");
+    assert!(heard.windows(2).all(|w| w[0].revision < w[1].revision), "{heard:?}");
+    assert!(matches!(bus.publish(&uri).await, Err(Error::InvalidArgument(_))));
 }

@@ -9,13 +9,20 @@ Keys, in the client's namespace: `mcp/resources/<digest of the URI>` =
 writes the same, so Rust and Python replicas hear each other), and
 `mcp/lists/{tools,prompts,resources}` for list changes. Each key is kept
 for an hour (the latest publish of each).
+
+A server whose resources are handles (a cart in a handle store) need not
+publish them: with `follow_store=(store, uri_prefix)` the bus also hears
+every change to that store's handles as `ResourceUpdated(uri=uri_prefix +
+id)`, as the Rust crate's `ResourceBus::following_store` does, so a change
+costs its own write only and Rust and Python replicas following the same
+store hear each other.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+from typing import Any, Callable
 
 from mcp.server.subscriptions import (
     PromptsListChanged,
@@ -28,7 +35,7 @@ from mcp.server.subscriptions import (
 from handlestore import errors
 from handlestore._encoding import digest_name
 from handlestore.client import Client
-from handlestore.watch import ChangeKind, Watch, position_now
+from handlestore.watch import Change, ChangeKind, Watch, position_now
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +64,10 @@ class ClusterSubscriptionBus:
     `subscribe`s return at once. Await `start()` at server start-up to take
     that round trip off the first listen."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, follow_store: tuple[str, str] | None = None) -> None:
         self._state = client.state_tool(default_ttl=_KEEP)
         self._client = client
+        self._follow_store = follow_store
         self._listeners: dict[object, Callable[[ServerEvent], None]] = {}
         self._tasks: list[asyncio.Task] = []
         self._ready: asyncio.Event | None = None
@@ -107,44 +115,53 @@ class ClusterSubscriptionBus:
         return position_now(self._client, prefix=RESOURCES_PREFIX + "/")
 
     def _spawn(self, start: int) -> None:
+        """One watch per source of events, all from `start` (one revision
+        space); the bus is ready once every one is established."""
         self._ready = asyncio.Event()
-        opened = [asyncio.Event(), asyncio.Event()]
-        self._tasks = [
-            asyncio.create_task(self._follow(RESOURCES_PREFIX + "/", opened[0], start)),
-            asyncio.create_task(self._follow(LISTS_PREFIX + "/", opened[1], start)),
-        ]
+        targets: list[dict[str, Any]] = [{"prefix": RESOURCES_PREFIX + "/"}, {"prefix": LISTS_PREFIX + "/"}]
+        if self._follow_store is not None:
+            targets.append({"store": self._follow_store[0], "keys_only": True})
+        opened = [asyncio.Event() for _ in targets]
+        self._tasks = [asyncio.create_task(self._follow(t, o, start)) for t, o in zip(targets, opened, strict=True)]
 
-        async def both() -> None:
-            await opened[0].wait()
-            await opened[1].wait()
+        async def all_opened() -> None:
+            for o in opened:
+                await o.wait()
             assert self._ready is not None
             self._ready.set()
 
-        self._tasks.append(asyncio.create_task(both()))
+        self._tasks.append(asyncio.create_task(all_opened()))
 
-    async def _follow(self, prefix: str, opened: asyncio.Event, position: int) -> None:
+    async def _follow(self, target: dict[str, Any], opened: asyncio.Event, position: int) -> None:
         """One watch from `position`, kept alive: resumes from its position
         after failures."""
         while True:
             try:
-                watch: Watch = await self._client.watch(prefix=prefix, start_revision=position)
+                watch: Watch = await self._client.watch(**target, start_revision=position)
                 opened.set()
                 async with watch:
                     async for batch in watch:
                         position = watch.position
                         for change in batch.changes:
-                            if change.kind is ChangeKind.PUT:
-                                self._deliver(change.value)
+                            self._deliver(self._event(change))
             except asyncio.CancelledError:
                 raise
             except errors.Compacted as e:
                 position = e.compact_revision
             except Exception as e:  # keep listening: log, back off, resume
-                logger.warning("subscription bus watch on %s lost (%s); resuming", prefix, e)
+                logger.warning("subscription bus watch on %s lost (%s); resuming", target, e)
                 await asyncio.sleep(1.0)
 
-    def _deliver(self, value: object) -> None:
-        event = _event_of(value)
+    def _event(self, change: Change) -> ServerEvent | None:
+        """The event a watched change is, if any: a followed store's
+        handle changed, or an event published under the bus's prefixes."""
+        if change.store is not None and self._follow_store is not None:
+            return ResourceUpdated(uri=self._follow_store[1] + change.key)
+        if change.kind is ChangeKind.PUT:
+            return _event_of(change.value)
+        return None
+
+    def _deliver(self, event: ServerEvent | None) -> None:
         if event is None:
             return
         for listener in list(self._listeners.values()):
