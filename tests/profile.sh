@@ -48,9 +48,9 @@ if ! command -v inferno-flamegraph >/dev/null 2>&1; then
   cargo install --locked inferno >&2
 fi
 
-./deploy/ensure-build-deps.sh
 ./deploy/install-bench-deps.sh
-cargo build --release --workspace --bins --examples
+# The README commands' build (same features), so nothing is rebuilt twice.
+./deploy/build.sh
 target_dir="${CARGO_TARGET_DIR:-target}"
 mkdir -p "$out"
 

@@ -17,9 +17,25 @@ use pb::admin_client::AdminClient;
 use crate::netns::NetNs;
 use crate::powercut::mount::PowercutMount;
 
-/// The `handlestore` binary under test: `$HANDLESTORE_BIN`, or the one
-/// built beside this test executable (`target/<profile>/handlestore`).
+/// The binary chosen by this process for what it starts next (the bench's
+/// A/B mode), before `$HANDLESTORE_BIN`.
+static BIN_CHOSEN: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// Makes the nodes and example servers this process starts from now on run
+/// `bin` (and the examples in `examples/` beside it); with none, the binary
+/// [`handlestore_bin`] finds otherwise. For a process that starts one
+/// system at a time, as the bench does.
+pub fn choose_handlestore_bin(bin: Option<PathBuf>) {
+    *BIN_CHOSEN.lock().unwrap_or_else(|p| p.into_inner()) = bin;
+}
+
+/// The `handlestore` binary under test: the one chosen by
+/// [`choose_handlestore_bin`], `$HANDLESTORE_BIN`, or the one built beside
+/// this test executable (`target/<profile>/handlestore`).
 pub fn handlestore_bin() -> PathBuf {
+    if let Some(p) = BIN_CHOSEN.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        return p;
+    }
     if let Some(p) = std::env::var_os("HANDLESTORE_BIN") {
         return PathBuf::from(p);
     }

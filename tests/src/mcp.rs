@@ -40,10 +40,12 @@ pub fn example_bin(name: &str) -> PathBuf {
     bin
 }
 
-/// A running cart_server process.
+/// A running cart_server process (the Rust example, or the FastMCP one).
 pub struct CartServer {
     pub addr: SocketAddr,
     child: Option<Child>,
+    /// An interpreter and the Python example; none: the example binary.
+    program: Vec<std::ffi::OsString>,
     args: Vec<String>,
     /// Credentials for the cluster, as environment.
     env: Vec<(String, String)>,
@@ -107,6 +109,18 @@ impl CartServer {
         Self::start_with(vec!["--redis".into(), url.into()], log_dir).await
     }
 
+    /// Starts the FastMCP twin (`client/python/examples/fastmcp_cart.py`)
+    /// under `python`, with `args` (e.g. `--kv memory`).
+    pub async fn start_fastmcp(python: &std::path::Path, args: &[&str], log_dir: &std::path::Path) -> Result<Self> {
+        let script = crate::repo_root().join("client/python/examples/fastmcp_cart.py");
+        let mut s = Self::new(args.iter().map(|a| a.to_string()).collect(), log_dir)?;
+        s.program = vec![python.into(), script.into()];
+        s.spawn()?;
+        // An interpreter importing FastMCP takes longer than a binary.
+        s.wait_ready_within(Duration::from_secs(60)).await?;
+        Ok(s)
+    }
+
     async fn start_with(args: Vec<String>, log_dir: &std::path::Path) -> Result<Self> {
         let mut s = Self::new(args, log_dir)?;
         s.spawn()?;
@@ -120,6 +134,7 @@ impl CartServer {
         Ok(Self {
             addr,
             child: None,
+            program: Vec::new(),
             args,
             env: Vec::new(),
             log,
@@ -128,7 +143,12 @@ impl CartServer {
 
     fn spawn(&mut self) -> Result<()> {
         let log = std::fs::File::options().create(true).append(true).open(&self.log)?;
-        let child = Command::new(example_bin("cart_server"))
+        let program = match self.program.split_first() {
+            Some((p, rest)) => (p.clone(), rest.to_vec()),
+            None => (example_bin("cart_server").into(), Vec::new()),
+        };
+        let child = Command::new(program.0)
+            .args(program.1)
             .args(["--listen", &self.addr.to_string()])
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -141,7 +161,11 @@ impl CartServer {
     }
 
     async fn wait_ready(&self) -> Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        self.wait_ready_within(Duration::from_secs(20)).await
+    }
+
+    async fn wait_ready_within(&self, limit: Duration) -> Result<()> {
+        let deadline = Instant::now() + limit;
         while tokio::net::TcpStream::connect(self.addr).await.is_err() {
             if Instant::now() > deadline {
                 bail!("cart_server on {} did not start:\n{}", self.addr, self.log());

@@ -12,42 +12,109 @@ sku, quantity, request_id?)`, `get_cart(cart_id)`, `checkout(cart_id)`.
 `add_item` is a compare-and-set update, so replicas adding to one cart at
 once never lose an item; a `request_id` makes a retried add_item a no-op;
 `checkout` records one order per cart however often it is called, on
-whichever replica. Each change is published as `cart://<cart_id>` on the
-cluster's subscription bus. FastMCP's own session state goes to the
-cluster too (`session_state_store`).
+whichever replica. A change is its cart's own write, with nothing
+published beside it: listeners that follow the cart store hear it as
+`cart://<cart_id>` (the Rust cart_server's, or an MCP SDK server's
+`ClusterSubscriptionBus(client, follow_store=("cart", "cart://"))`).
+FastMCP's own session state goes to the cluster too
+(`session_state_store`).
+
+With `--kv handlestore|redis|memory` the carts go through a py-key-value
+`AsyncKeyValue` instead (FastMCP's storage interface): `HandlestoreStore`,
+py-key-value's own `RedisStore` (`--redis URL`) or its `MemoryStore`, for
+the bench's comparison. That interface has no compare-and-set, so an
+update there is a read and then a write, as a FastMCP author writes it
+today: two replicas adding to one cart at once can lose an add.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable, Protocol
 
 import uvicorn
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from mcp.server.subscriptions import ResourceUpdated
 from pydantic import Field
 
-from handlestore import NEVER, Client, HandlestoreError, InvalidArgument, new_handle_id
+from handlestore import NEVER, Client, InvalidArgument, new_handle_id
 from handlestore.kv import HandlestoreStore
-from handlestore.mcp import ClusterSubscriptionBus
 
 CART_URI = "cart://"
 
 
-def build(client: Client, cart_ttl: float = 3600.0) -> FastMCP:
-    """The server: its tools over the cluster."""
-    carts = client.handle_store("cart", prefix="cart", default_ttl=cart_ttl)
-    orders = client.handle_store("order")
-    bus = ClusterSubscriptionBus(client)
-    mcp = FastMCP("handlestore-cart", session_state_store=HandlestoreStore(client, prefix="fastmcp"))
+class Carts(Protocol):
+    """Where the carts and orders live."""
 
-    async def changed(cart_id: str) -> None:
-        try:
-            await bus.publish(ResourceUpdated(uri=CART_URI + cart_id))
-        except HandlestoreError:
-            pass  # best effort: the tool's answer does not wait on listeners
+    async def create(self) -> str: ...
+
+    async def get(self, cart_id: str) -> dict | None: ...
+
+    async def update(self, cart_id: str, change: Callable[[dict], None]) -> dict | None: ...
+
+    async def record_order(self, order_id: str, order: dict) -> None: ...
+
+
+class ClusterCarts:
+    """Carts as the cluster's handles: `update` is a compare-and-set, so
+    replicas adding to one cart at once never lose an item."""
+
+    def __init__(self, client: Client, cart_ttl: float) -> None:
+        self._carts = client.handle_store("cart", prefix="cart", default_ttl=cart_ttl)
+        self._orders = client.handle_store("order")
+
+    async def create(self) -> str:
+        return await self._carts.mint({"lines": []})
+
+    async def get(self, cart_id: str) -> dict | None:
+        return await self._carts.get(cart_id)
+
+    async def update(self, cart_id: str, change: Callable[[dict], None]) -> dict | None:
+        return await self._carts.update(cart_id, change)
+
+    async def record_order(self, order_id: str, order: dict) -> None:
+        await self._orders.put(order_id, order, NEVER)
+
+
+class KvCarts:
+    """Carts in a py-key-value `AsyncKeyValue` (collections `cart` and
+    `order`): an update reads, then writes (the interface has no
+    compare-and-set), and a write resets the cart's TTL."""
+
+    def __init__(self, kv: Any, cart_ttl: float) -> None:
+        self._kv = kv
+        self._ttl = cart_ttl
+
+    async def create(self) -> str:
+        cart_id = new_handle_id("cart")
+        await self._kv.put(cart_id, {"lines": []}, collection="cart", ttl=self._ttl)
+        return cart_id
+
+    async def get(self, cart_id: str) -> dict | None:
+        return await self._kv.get(cart_id, collection="cart")
+
+    async def update(self, cart_id: str, change: Callable[[dict], None]) -> dict | None:
+        cart = await self.get(cart_id)
+        if cart is None:
+            return None
+        change(cart)
+        await self._kv.put(cart_id, cart, collection="cart", ttl=self._ttl)
+        return cart
+
+    async def record_order(self, order_id: str, order: dict) -> None:
+        await self._kv.put(order_id, order, collection="order")
+
+
+def build(client: Client, cart_ttl: float = 3600.0) -> FastMCP:
+    """The server over the cluster: carts as handles, FastMCP's session
+    state in its key-value store."""
+    return build_on(ClusterCarts(client, cart_ttl), HandlestoreStore(client, prefix="fastmcp"))
+
+
+def build_on(carts: Carts, session_state_store: Any) -> FastMCP:
+    """The server: its tools over `carts`."""
+    mcp = FastMCP("handlestore-cart", session_state_store=session_state_store)
 
     async def existing(cart_id: str, read: Any) -> dict:
         """The cart `read` (a store call) returns, or the tool error a
@@ -56,7 +123,7 @@ def build(client: Client, cart_ttl: float = 3600.0) -> FastMCP:
             cart = await read
         except InvalidArgument:
             raise ToolError(f"unknown cart_id: {cart_id}") from None
-        except HandlestoreError as e:
+        except Exception as e:  # any store's failure: the outcome is unknown
             raise ToolError(f"cart store unavailable, retry: {e}") from None
         if cart is None:
             raise ToolError(f"unknown cart_id: {cart_id}")
@@ -65,8 +132,8 @@ def build(client: Client, cart_ttl: float = 3600.0) -> FastMCP:
     @mcp.tool(description="Create an empty shopping cart and return its cart_id.")
     async def create_cart() -> dict[str, Any]:
         try:
-            return {"cart_id": await carts.mint({"lines": []})}
-        except HandlestoreError as e:
+            return {"cart_id": await carts.create()}
+        except Exception as e:
             raise ToolError(f"cart store unavailable, retry: {e}") from None
 
     @mcp.tool(description="Add quantity units of a SKU to a cart. Returns the cart.")
@@ -96,7 +163,6 @@ def build(client: Client, cart_ttl: float = 3600.0) -> FastMCP:
         cart = await existing(cart_id, carts.update(cart_id, add))
         if refused:
             raise ToolError(refused[0])
-        await changed(cart_id)
         return {"cart_id": cart_id, "cart": cart}
 
     @mcp.tool(description="Show a cart's lines and, once checked out, its order_id.")
@@ -121,10 +187,9 @@ def build(client: Client, cart_ttl: float = 3600.0) -> FastMCP:
         # same content again.
         order = {"cart_id": cart_id, "lines": cart["lines"]}
         try:
-            await orders.put(order_id, order, NEVER)
-        except HandlestoreError as e:
+            await carts.record_order(order_id, order)
+        except Exception as e:
             raise ToolError(f"cart store unavailable, retry: {e}") from None
-        await changed(cart_id)
         return {"cart_id": cart_id, "order_id": order_id, "lines": len(cart["lines"])}
 
     @mcp.resource(CART_URI + "{cart_id}", description="A cart, as get_cart shows it.")
@@ -134,18 +199,43 @@ def build(client: Client, cart_ttl: float = 3600.0) -> FastMCP:
     return mcp
 
 
+def kv_store(args: argparse.Namespace, client: Client | None) -> Any:
+    """The py-key-value store `--kv` names."""
+    if args.kv == "handlestore":
+        assert client is not None
+        return HandlestoreStore(client, prefix="carts-kv")
+    if args.kv == "redis":
+        from key_value.aio.stores.redis import RedisStore
+
+        if not args.redis:
+            raise SystemExit("--kv redis needs --redis URL")
+        return RedisStore(url=args.redis)
+    from key_value.aio.stores.memory import MemoryStore
+
+    return MemoryStore()
+
+
 async def serve(args: argparse.Namespace) -> None:
-    overrides: dict[str, Any] = {"namespace": args.namespace} if args.namespace else {}
-    if args.endpoints:
-        overrides["endpoints"] = args.endpoints
-    client = Client.from_env(**overrides)
-    app = build(client, args.cart_ttl).http_app(path="/mcp", stateless_http=True)
+    client = None
+    if args.kv in (None, "handlestore"):
+        overrides: dict[str, Any] = {"namespace": args.namespace} if args.namespace else {}
+        if args.endpoints:
+            overrides["endpoints"] = args.endpoints
+        client = Client.from_env(**overrides)
+    if args.kv is None:
+        assert client is not None
+        server = build(client, args.cart_ttl)
+    else:
+        kv = kv_store(args, client)
+        server = build_on(KvCarts(kv, args.cart_ttl), kv)
+    app = server.http_app(path="/mcp", stateless_http=True)
     host, _, port = args.listen.rpartition(":")
     config = uvicorn.Config(app, host=host or "127.0.0.1", port=int(port), log_level="warning", lifespan="on")
     try:
         await uvicorn.Server(config).serve()
     finally:
-        await client.close()
+        if client is not None:
+            await client.close()
 
 
 def main() -> None:
@@ -154,6 +244,12 @@ def main() -> None:
     parser.add_argument("--endpoints", help="handlestore endpoints, comma-separated (or HANDLESTORE_ENDPOINTS)")
     parser.add_argument("--namespace", help="handlestore namespace (or HANDLESTORE_NAMESPACE; default: default)")
     parser.add_argument("--cart-ttl", type=float, default=3600.0, help="seconds an idle cart lives (default 3600)")
+    parser.add_argument(
+        "--kv",
+        choices=["handlestore", "redis", "memory"],
+        help="keep carts in a py-key-value store instead of as handles (read, then write): for comparison",
+    )
+    parser.add_argument("--redis", help="with --kv redis: the Redis URL (redis://host:port/)")
     asyncio.run(serve(parser.parse_args()))
 
 

@@ -125,3 +125,30 @@ async def test_a_rust_and_a_python_replica_share_carts(cluster, namespace, repli
             assert (await call(rust, "checkout", cart_id=cart_id))["order_id"] == order, "checked out once"
     finally:
         stop([proc])
+
+
+@pytest.mark.parametrize("kv", ["handlestore", "memory"])
+async def test_the_key_value_mode_runs_the_same_tools(cluster, namespace, client, kv):
+    """`--kv`: the carts in a py-key-value store (the bench's comparison);
+    over `HandlestoreStore` two replicas share them, and the cluster holds
+    them under the store's prefix."""
+    cmd = [sys.executable, str(EXAMPLE), "--kv", kv, "--endpoints", ",".join(cluster.endpoints)]
+    cmd += ["--namespace", namespace]
+    started = [start(cmd) for _ in range(2 if kv == "handlestore" else 1)]
+    try:
+        urls = [url for _, url in started]
+        async with McpClient(urls[0], mode="auto") as a, McpClient(urls[-1], mode="auto") as b:
+            cart_id = (await call(a, "create_cart"))["cart_id"]
+            await call(b, "add_item", cart_id=cart_id, sku="tea", quantity=2)
+            await call(a, "add_item", cart_id=cart_id, sku="cake", quantity=1)
+            lines = (await call(b, "get_cart", cart_id=cart_id))["cart"]["lines"]
+            assert [(x["sku"], x["quantity"]) for x in lines] == [("tea", 2), ("cake", 1)]
+            order = (await call(a, "checkout", cart_id=cart_id))["order_id"]
+            assert (await call(b, "checkout", cart_id=cart_id))["order_id"] == order
+            missing = await a.call_tool("get_cart", {"cart_id": "cart-AAAAAAAAAAAAAAAAAAAAAAAAAA"})
+            assert missing.is_error and "unknown cart_id" in missing.content[0].text
+    finally:
+        stop([p for p, _ in started])
+    if kv == "handlestore":
+        keys = [e.key async for e in client.state_tool().scan("carts-kv/")]
+        assert any(cart_id in k for k in keys), keys

@@ -63,7 +63,7 @@ fn rounds(rows: &[Row]) -> Vec<Option<usize>> {
     seen
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+pub(super) fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
@@ -170,27 +170,71 @@ fn goal_met(goal: &str, v: f64) -> Option<bool> {
     None
 }
 
-/// The targets computed from one round's rows.
-fn round_targets(rows: &[Row]) -> Vec<Target> {
-    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => Some(a / b),
         _ => None,
-    };
-    let tp = |s, o, c| cell(rows, s, o, c).map(|r| r.throughput);
-    let p99 = |s, o, c| cell(rows, s, o, c).map(|r| r.p99_us as f64);
-    let p50 = |s, o, c| cell(rows, s, o, c).map(|r| r.p50_us as f64);
-    let cpu = |s, o, c| cell(rows, s, o, c).and_then(|r| r.server_cpu_us);
-    let target = |name: &str, v: Option<f64>, goal: String| Target {
+    }
+}
+
+fn target(name: &str, v: Option<f64>, goal: String) -> Target {
+    Target {
         name: name.into(),
         value: v,
         met: v.and_then(|v| goal_met(&goal, v)),
         goal,
         per_round: Vec::new(),
         met_in_rounds: None,
-    };
-    let at_least = |name: &str, v: Option<f64>, goal: f64| target(name, v, format!(">= {goal}"));
-    let at_most = |name: &str, v: Option<f64>, goal: f64| target(name, v, format!("<= {goal}"));
-    let reported = |name: &str, v: Option<f64>| target(name, v, "reported".into());
+    }
+}
+
+fn at_least(name: &str, v: Option<f64>, goal: f64) -> Target {
+    target(name, v, format!(">= {goal}"))
+}
+
+fn at_most(name: &str, v: Option<f64>, goal: f64) -> Target {
+    target(name, v, format!("<= {goal}"))
+}
+
+fn reported(name: &str, v: Option<f64>) -> Target {
+    target(name, v, "reported".into())
+}
+
+/// One round's cells, by system, operation and concurrency.
+struct Cells<'a>(&'a [Row]);
+
+impl Cells<'_> {
+    fn tp(&self, s: &str, o: &str, c: usize) -> Option<f64> {
+        cell(self.0, s, o, c).map(|r| r.throughput)
+    }
+
+    fn p99(&self, s: &str, o: &str, c: usize) -> Option<f64> {
+        cell(self.0, s, o, c).map(|r| r.p99_us as f64)
+    }
+
+    fn p50(&self, s: &str, o: &str, c: usize) -> Option<f64> {
+        cell(self.0, s, o, c).map(|r| r.p50_us as f64)
+    }
+
+    fn cpu(&self, s: &str, o: &str, c: usize) -> Option<f64> {
+        cell(self.0, s, o, c).and_then(|r| r.server_cpu_us)
+    }
+}
+
+/// The targets computed from one round's rows.
+fn round_targets(rows: &[Row]) -> Vec<Target> {
+    let cells = Cells(rows);
+    [write_read_targets(&cells), mcp_targets(&cells), secure_targets(&cells)].concat()
+}
+
+/// handlestore's writes and reads against etcd's and one fdatasync.
+fn write_read_targets(c: &Cells) -> Vec<Target> {
+    let (tp, p99, p50, cpu) = (
+        |s, o, n| c.tp(s, o, n),
+        |s, o, n| c.p99(s, o, n),
+        |s, o, n| c.p50(s, o, n),
+        |s, o, n| c.cpu(s, o, n),
+    );
     let fsync = p50("fsync", "fdatasync", 1);
     let floor = p50("handlestore", "get", 1).zip(fsync).map(|(g, f)| g + f);
     vec![
@@ -246,6 +290,14 @@ fn round_targets(rows: &[Row]) -> Vec<Target> {
             "etcd put p50 x1 / one fdatasync p50 (reported)",
             ratio(p50("etcd", "put", 1), fsync),
         ),
+    ]
+}
+
+/// The MCP path: the cart flow over handlestore against the same server
+/// over Redis and in memory, in Rust and through FastMCP.
+fn mcp_targets(c: &Cells) -> Vec<Target> {
+    let tp = |s, o, n| c.tp(s, o, n);
+    vec![
         // The MCP path as its authors compare it: the same cart_server over
         // handlestore, over Redis (fsync before each reply, and as
         // shipped), and in its own memory.
@@ -266,6 +318,31 @@ fn round_targets(rows: &[Row]) -> Vec<Target> {
             ratio(tp("handlestore", "cart_flow", 64), tp("cart-memory", "cart_flow", 64)),
             0.7,
         ),
+        // The same flow through the FastMCP twin, carts in a py-key-value
+        // store as a FastMCP author keeps them (`--systems fastmcp,...`).
+        at_least(
+            "FastMCP cart_flow x64 over HandlestoreStore / over py-key-value RedisStore (appendfsync always)",
+            ratio(
+                tp("fastmcp", "cart_flow", 64),
+                tp("fastmcp-redis-fsync", "cart_flow", 64),
+            ),
+            1.0,
+        ),
+        reported(
+            "FastMCP cart_flow x64 over HandlestoreStore / over py-key-value MemoryStore (reported)",
+            ratio(tp("fastmcp", "cart_flow", 64), tp("fastmcp-memory", "cart_flow", 64)),
+        ),
+        reported(
+            "FastMCP cart_flow x64 over handles / over HandlestoreStore (reported)",
+            ratio(tp("fastmcp-handles", "cart_flow", 64), tp("fastmcp", "cart_flow", 64)),
+        ),
+    ]
+}
+
+/// The secured cluster against the clear one, and the stretch goal.
+fn secure_targets(c: &Cells) -> Vec<Target> {
+    let tp = |s, o, n| c.tp(s, o, n);
+    vec![
         // TLS to clients and between peers (gRPC AppendEntries instead of
         // the Raft wire), auth checked on every call.
         at_least(

@@ -7,8 +7,10 @@
 //! `workload.rs` is those operations, `measure.rs` runs one cell and times
 //! it (with `cpu.rs` for the CPU it cost and `mem.rs` for the servers'
 //! peak memory), `analysis.rs` takes the medians
-//! over rounds and the targets' ratios; `plot.rs` draws the run.
+//! over rounds and the targets' ratios; `plot.rs` draws the run. `ab.rs`
+//! runs two builds side by side and compares them.
 
+pub mod ab;
 mod analysis;
 pub mod cpu;
 pub mod fs;
@@ -126,6 +128,9 @@ pub struct BenchConfig {
     /// How many times the whole run is repeated, every system started
     /// afresh each time; even rounds take the systems in reverse order.
     pub rounds: usize,
+    /// The A/B mode: the release directory of another build, whose node
+    /// and cart_server run every system of ours a second time (`ab.rs`).
+    pub b_build: Option<std::path::PathBuf>,
 }
 
 impl BenchConfig {
@@ -150,22 +155,34 @@ pub const SYSTEMS: [&str; 9] = [
 /// 1024,4096`), handlestore as shipped and with admission off.
 pub const OVERLOAD_SYSTEMS: [&str; 2] = ["handlestore-fleet", "handlestore-fleet-unlimited"];
 
+/// Systems run only when named, with the tests' Python environment: the
+/// FastMCP cart example (`client/python/examples/fastmcp_cart.py`) over
+/// `HandlestoreStore`, over the cluster's handles, over py-key-value's
+/// `RedisStore` (Redis with `appendfsync always`) and its `MemoryStore`.
+pub const PYTHON_SYSTEMS: [&str; 4] = ["fastmcp", "fastmcp-handles", "fastmcp-redis-fsync", "fastmcp-memory"];
+
 /// Runs every system's operations at every concurrency, `cfg.rounds` times.
 pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
     anyhow::ensure!(cfg.rounds >= 1, "a run needs at least one round");
+    let mut cfg = cfg.clone();
+    if let Some(dir) = &cfg.b_build {
+        ab::check_build(dir)?;
+        cfg.systems = ab::with_twins(&cfg.systems);
+    }
+    let cfg = &cfg;
     for op in &cfg.ops {
-        if !cfg.systems.iter().any(|s| plan(s).contains(&op.as_str())) {
+        if !cfg.systems.iter().any(|s| plan(ab::base(s)).contains(&op.as_str())) {
             anyhow::bail!(
                 "no selected system has an operation {op:?}; they have: {}",
-                cfg.systems.iter().flat_map(|s| plan(s)).collect::<Vec<_>>().join(", ")
+                cfg.systems
+                    .iter()
+                    .flat_map(|s| plan(ab::base(s)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
     }
-    if cfg
-        .systems
-        .iter()
-        .any(|s| ["etcd", "redis", "redis-fsync"].contains(&s.as_str()))
-    {
+    if cfg.systems.iter().any(|s| s == "etcd" || s.contains("redis")) {
         systems::ensure_installed()?;
     }
     let cells: u64 = cfg
@@ -173,7 +190,7 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
         .iter()
         .map(|s| {
             let per_op = if s == "fsync" { 1 } else { cfg.concurrency.len() };
-            (plan(s).into_iter().filter(|op| cfg.wants(op)).count() * per_op) as u64
+            (plan(ab::base(s)).into_iter().filter(|op| cfg.wants(op)).count() * per_op) as u64
         })
         .sum();
     let bar = ProgressBar::new(cfg.rounds as u64 * cells * cfg.length.units());
@@ -215,7 +232,8 @@ async fn run_system(
     std::fs::create_dir_all(&dir)?;
     let mut keep = Vec::new();
     let mut pids = Vec::new();
-    let ops = setup::start(system, &dir, &mut keep, &mut pids)
+    handlestore_tests::cluster::choose_handlestore_bin(ab::bin_for(system, cfg.b_build.as_deref()));
+    let ops = setup::start(ab::base(system), &dir, &mut keep, &mut pids)
         .await
         .with_context(|| format!("starting {system}"))?;
     for (name, op) in ops.into_iter().filter(|(name, _)| cfg.wants(name)) {

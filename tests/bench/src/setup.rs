@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::systems::{Etcd, Redis, RedisMode};
 use super::workload::Op;
-use super::{OVERLOAD_SYSTEMS, SYSTEMS, VALUE_BYTES};
+use super::{OVERLOAD_SYSTEMS, PYTHON_SYSTEMS, SYSTEMS, VALUE_BYTES};
 use handlestore_tests::cluster::TestCluster;
 use handlestore_tests::mcp::CartServer;
 
@@ -36,6 +36,7 @@ pub(super) fn plan(system: &str) -> Vec<&'static str> {
         "handlestore" => vec!["mint", "get", "get_stale", "update", "batch_store", "cart_flow"],
         "handlestore-secure" | "handlestore-fleet" | "handlestore-fleet-unlimited" => vec!["mint", "get"],
         "cart-memory" | "cart-redis" | "cart-redis-fsync" => vec!["cart_flow"],
+        "fastmcp" | "fastmcp-handles" | "fastmcp-redis-fsync" | "fastmcp-memory" => vec!["cart_flow"],
         "etcd" => vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"],
         "redis" | "redis-fsync" => vec!["set_ex", "get", "multi_set10"],
         "fsync" => vec!["fdatasync"],
@@ -63,14 +64,19 @@ pub(super) async fn start(
         "cart-memory" => start_cart_memory(dir, keep, pids).await,
         "cart-redis" => start_cart_redis(dir, RedisMode::Shipped, keep, pids).await,
         "cart-redis-fsync" => start_cart_redis(dir, RedisMode::FsyncAlways, keep, pids).await,
+        "fastmcp" => start_fastmcp_cluster(dir, &["--kv", "handlestore"], keep, pids).await,
+        "fastmcp-handles" => start_fastmcp_cluster(dir, &[], keep, pids).await,
+        "fastmcp-redis-fsync" => start_fastmcp_redis(dir, keep, pids).await,
+        "fastmcp-memory" => start_fastmcp_memory(dir, keep, pids).await,
         "etcd" => start_etcd(dir, keep, pids).await,
         "redis" => start_redis(dir, RedisMode::Shipped, keep, pids).await,
         "redis-fsync" => start_redis(dir, RedisMode::FsyncAlways, keep, pids).await,
         "fsync" => start_fsync(dir, keep),
         other => anyhow::bail!(
-            "unknown system {other:?}; known: {}, {}",
+            "unknown system {other:?}; known: {}, {}, {}",
             SYSTEMS.join(", "),
-            OVERLOAD_SYSTEMS.join(", ")
+            OVERLOAD_SYSTEMS.join(", "),
+            PYTHON_SYSTEMS.join(", ")
         ),
     }
 }
@@ -196,6 +202,66 @@ async fn start_cart_redis(
     pids.extend(redis.pids());
     keep.push(Box::new(redis));
     Ok(vec![("cart_flow", cart_flow)])
+}
+
+/// The tests' Python (the MCP SDK, FastMCP, py-key-value and the client),
+/// or why there is none.
+fn python() -> Result<std::path::PathBuf> {
+    handlestore_tests::python::interpreter()
+        .map_err(|why| anyhow::anyhow!("the FastMCP systems need the tests' Python environment: {why}"))
+}
+
+/// `fastmcp_cart.py` as two stateless replicas over three nodes, with
+/// `args`: carts in `HandlestoreStore` (`--kv handlestore`), or as handles
+/// (none).
+async fn start_fastmcp_cluster(
+    dir: &Path,
+    args: &[&str],
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    let python = python()?;
+    let cluster = TestCluster::builder(3).dir_in(dir).start().await?;
+    let endpoints = cluster.endpoints().join(",");
+    let mut carts = Vec::new();
+    for _ in 0..2 {
+        let mut a = vec!["--endpoints", endpoints.as_str()];
+        a.extend_from_slice(args);
+        carts.push(CartServer::start_fastmcp(&python, &a, dir).await?);
+    }
+    let cart_flow = cart_op(carts, keep, pids);
+    pids.extend((1..=3).filter_map(|id| cluster.node(id).pid()));
+    keep.push(Box::new(cluster));
+    Ok(vec![("cart_flow", cart_flow)])
+}
+
+/// `fastmcp_cart.py` as two replicas over py-key-value's `RedisStore`, on
+/// a Redis with `appendfsync always`: what a FastMCP author picks today.
+async fn start_fastmcp_redis(
+    dir: &Path,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    let python = python()?;
+    let redis = Redis::start(dir, RedisMode::FsyncAlways).await?;
+    let mut carts = Vec::new();
+    for _ in 0..2 {
+        carts.push(CartServer::start_fastmcp(&python, &["--kv", "redis", "--redis", &redis.url], dir).await?);
+    }
+    let cart_flow = cart_op(carts, keep, pids);
+    pids.extend(redis.pids());
+    keep.push(Box::new(redis));
+    Ok(vec![("cart_flow", cart_flow)])
+}
+
+/// `fastmcp_cart.py` alone, carts in py-key-value's `MemoryStore`.
+async fn start_fastmcp_memory(
+    dir: &Path,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    let server = CartServer::start_fastmcp(&python()?, &["--kv", "memory"], dir).await?;
+    Ok(vec![("cart_flow", cart_op(vec![server], keep, pids))])
 }
 
 /// The cart flow over `carts` (each call to the next replica in turn);

@@ -16,6 +16,7 @@ async fn harness_runs_every_system() {
         data_dir: dir.path().to_path_buf(),
         ops: Vec::new(),
         rounds: 1,
+        b_build: None,
     };
     let rows = bench::run(&cfg).await.expect("bench run");
     // fsync once; handlestore 6 ops, secured handlestore 2, etcd 6, each
@@ -33,8 +34,15 @@ async fn harness_runs_every_system() {
         assert_eq!(r.server_peak_rss_mib.is_empty(), r.system == "fsync", "{r:?}");
         assert!(r.server_peak_rss_mib.iter().all(|m| *m >= 1.0), "{r:?}");
     }
+    // Every target but the FastMCP ones (their systems need Python; the
+    // test below runs them).
     let targets = bench::targets(&rows);
-    assert!(targets.iter().all(|t| t.value.is_some()), "{targets:#?}");
+    assert!(
+        targets
+            .iter()
+            .all(|t| t.value.is_some() || t.name.starts_with("FastMCP")),
+        "{targets:#?}"
+    );
     let svg = dir.path().join("plot.svg");
     bench::plot::svg(&rows, "test", &svg).expect("plot");
     let text = std::fs::read_to_string(&svg).expect("svg");
@@ -55,6 +63,7 @@ async fn ops_filter_keeps_only_named_operations() {
         data_dir: dir.path().to_path_buf(),
         ops: vec!["get".into()],
         rounds: 1,
+        b_build: None,
     };
     let unknown = BenchConfig {
         ops: vec!["get".into(), "gte".into()],
@@ -87,6 +96,7 @@ async fn handlestore_nodes_keep_their_data_under_the_data_dir() {
         data_dir: dir.path().to_path_buf(),
         ops: vec!["mint".into()],
         rounds: 1,
+        b_build: None,
     };
     // The cluster's directory is removed when the run ends: look while it runs.
     let root = dir.path().join("handlestore");
@@ -122,6 +132,7 @@ async fn a_counted_cell_runs_exactly_that_many_operations() {
         data_dir: dir.path().to_path_buf(),
         ops: vec!["fdatasync".into(), "set_ex".into()],
         rounds: 1,
+        b_build: None,
     };
     let rows = bench::run(&cfg).await.expect("bench run");
     let cells: Vec<(&str, usize)> = rows.iter().map(|r| (r.system.as_str(), r.concurrency)).collect();
@@ -149,6 +160,7 @@ async fn rounds_repeat_the_run_in_alternating_order() {
         data_dir: dir.path().to_path_buf(),
         ops: vec!["fdatasync".into(), "set_ex".into()],
         rounds: 3,
+        b_build: None,
     };
     let rows = bench::run(&cfg).await.expect("bench run");
     let cells: Vec<(Option<usize>, &str, usize)> = rows
@@ -264,6 +276,7 @@ async fn overload_systems_run_and_give_each_nodes_peak_memory() {
         data_dir: dir.path().to_path_buf(),
         ops: Vec::new(),
         rounds: 1,
+        b_build: None,
     };
     let rows = bench::run(&cfg).await.expect("bench run");
     assert_eq!(rows.len(), 2 * 2, "{rows:#?}");
@@ -272,4 +285,95 @@ async fn overload_systems_run_and_give_each_nodes_peak_memory() {
         assert_eq!(r.server_peak_rss_mib.len(), 3, "one per node: {r:?}");
         assert!(r.server_peak_rss_mib.iter().all(|m| *m >= 1.0), "{r:?}");
     }
+}
+
+/// The FastMCP systems, where the tests' Python environment exists: each
+/// starts its servers and runs the cart flow without errors, and the
+/// FastMCP targets have their values.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_systems_run_the_cart_flow() {
+    if let Err(why) = handlestore_tests::python::interpreter() {
+        println!("SKIPPED: the FastMCP systems need the tests' Python environment: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = BenchConfig {
+        systems: bench::PYTHON_SYSTEMS.map(String::from).to_vec(),
+        concurrency: vec![1, 64],
+        length: Length::For(Duration::from_millis(500)),
+        data_dir: dir.path().to_path_buf(),
+        ops: Vec::new(),
+        rounds: 1,
+        b_build: None,
+    };
+    let rows = bench::run(&cfg).await.expect("bench run");
+    assert_eq!(rows.len(), bench::PYTHON_SYSTEMS.len() * 2, "{rows:#?}");
+    for r in &rows {
+        assert!(r.ops > 0 && r.errors == 0, "{r:?}");
+    }
+    let targets = bench::targets(&rows);
+    let fastmcp: Vec<_> = targets.iter().filter(|t| t.name.starts_with("FastMCP")).collect();
+    assert_eq!(fastmcp.len(), 3, "{targets:#?}");
+    assert!(fastmcp.iter().all(|t| t.value.is_some()), "{fastmcp:#?}");
+}
+
+/// `--ab`: each system of ours runs again on the other build, right after
+/// this build's (the order reversed in even rounds), and each of its cells
+/// gets its ratios; the B systems really run the other build's binaries.
+#[tokio::test(flavor = "multi_thread")]
+async fn ab_runs_each_system_of_ours_on_both_builds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let release = handlestore_tests::handlestore_bin()
+        .parent()
+        .expect("release dir")
+        .to_path_buf();
+    // The other build: this one's node, and a cart_server that leaves a
+    // mark when it starts.
+    let b = dir.path().join("b");
+    std::fs::create_dir_all(b.join("examples")).expect("mkdir");
+    std::os::unix::fs::symlink(release.join("handlestore"), b.join("handlestore")).expect("symlink");
+    let wrapper = b.join("examples/cart_server");
+    let real = release.join("examples/cart_server");
+    let script = format!(
+        "#!/bin/sh\ntouch '{}'\nexec '{}' \"$@\"\n",
+        b.join("used").display(),
+        real.display()
+    );
+    std::fs::write(&wrapper, script).expect("wrapper");
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let cfg = BenchConfig {
+        systems: vec!["fsync".into(), "cart-memory".into()],
+        concurrency: vec![1],
+        length: Length::For(Duration::from_millis(300)),
+        data_dir: dir.path().join("data"),
+        ops: Vec::new(),
+        rounds: 2,
+        b_build: Some(b.clone()),
+    };
+    let rows = bench::run(&cfg).await.expect("bench run");
+    let order: Vec<(&str, Option<usize>)> = rows.iter().map(|r| (r.system.as_str(), r.round)).collect();
+    assert_eq!(
+        order,
+        [
+            ("fsync", Some(1)),
+            ("cart-memory", Some(1)),
+            ("cart-memory@b", Some(1)),
+            ("cart-memory@b", Some(2)),
+            ("cart-memory", Some(2)),
+            ("fsync", Some(2)),
+        ]
+    );
+    assert!(b.join("used").exists(), "the B system ran B's cart_server");
+    let ab = bench::ab::ratios(&rows);
+    assert_eq!(ab.len(), 2, "{ab:#?}");
+    assert!(
+        ab.iter().all(|t| t.per_round.len() == 2 && t.value.is_some()),
+        "{ab:#?}"
+    );
+    // A directory without the other build is refused before anything runs.
+    let missing = BenchConfig {
+        b_build: Some(dir.path().join("nothing")),
+        ..cfg
+    };
+    assert!(bench::run(&missing).await.is_err());
 }

@@ -5,6 +5,7 @@
 //!     [--systems fsync,handlestore,etcd,redis,redis-fsync,cart-memory,cart-redis,cart-redis-fsync] \
 //!     [--concurrency 1,16,64,256] \
 //!     [--ops mint,put,...] [--duration 10s | --count 100000] [--rounds 3] [--out target/bench]
+//!     [--ab path/to/other/target/release]
 //!
 //! Installs etcd and Redis (Debian packages) when missing, starts each system
 //! on free loopback ports with its data on one disk, and writes
@@ -51,6 +52,13 @@ struct Args {
     /// directory).
     #[arg(long)]
     data_dir: Option<std::path::PathBuf>,
+    /// A/B: the release directory of another build (its `handlestore` and
+    /// `examples/cart_server`). Every system of ours (handlestore*, cart-*)
+    /// then runs again as `<system>@b` on that build, right after this
+    /// build's, and each A cell is reported as a ratio to its B cell of the
+    /// same round.
+    #[arg(long, value_name = "DIR")]
+    ab: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -82,6 +90,7 @@ async fn main() -> anyhow::Result<()> {
         data_dir: tmp.path().to_path_buf(),
         ops: args.ops.clone(),
         rounds: args.rounds as usize,
+        b_build: args.ab.clone(),
     };
     let started = unix_now();
     let rows = bench::run(&cfg).await?;
@@ -89,6 +98,13 @@ async fn main() -> anyhow::Result<()> {
     println!();
     for t in &targets {
         println!("{}", t.line());
+    }
+    let ab = bench::ab::ratios(&rows);
+    if let Some(dir) = args.ab.as_ref().filter(|_| !ab.is_empty()) {
+        println!("\nThis build (A) against {} (B):", dir.display());
+        for t in &ab {
+            println!("{}", t.line());
+        }
     }
     let medians = bench::medians(&rows);
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
@@ -100,6 +116,9 @@ async fn main() -> anyhow::Result<()> {
         "rows": rows,
         "targets": targets,
     });
+    if let Some(dir) = &args.ab {
+        report["ab"] = serde_json::json!({ "b_build": dir, "ratios": ab });
+    }
     let (key, per_cell, per_point) = match length {
         Length::For(d) => (
             "duration_per_cell_s",
