@@ -15,6 +15,7 @@ write retried after a leader crash is applied exactly once.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import random
 import secrets
@@ -33,7 +34,10 @@ from handlestore.v1 import (
     handles_pb2_grpc,
     state_pb2_grpc,
     watch_pb2_grpc,
+    writes_pb2,
+    writes_pb2_grpc,
 )
+from handlestore.writes import MAX_WRITE_CALLS, Writes, WriteStats
 
 #: The metadata key a node names the leader's client address under.
 LEADER_HEADER = "x-handlestore-leader"
@@ -45,6 +49,7 @@ if TYPE_CHECKING:
     from handlestore.keyring import RingKey
     from handlestore.state import StateTool
     from handlestore.watch import Watch
+    from handlestore.writes import Failure
 
 _STUBS: dict[str, Callable[[grpc.aio.Channel], Any]] = {
     "handles": handles_pb2_grpc.HandlesStub,
@@ -52,6 +57,7 @@ _STUBS: dict[str, Callable[[grpc.aio.Channel], Any]] = {
     "watch": watch_pb2_grpc.WatchStub,
     "admin": admin_pb2_grpc.AdminStub,
     "auth": auth_pb2_grpc.AuthStub,
+    "writes": writes_pb2_grpc.WritesStub,
 }
 
 _RETRYABLE = {
@@ -222,6 +228,7 @@ class Client:
         deadline: float = 15.0,
         attempt_timeout: float = 3.0,
         backoff: tuple[float, float] = (0.025, 1.0),
+        max_write_calls: int = MAX_WRITE_CALLS,
     ) -> None:
         if isinstance(endpoints, str):
             endpoints = [e for e in endpoints.split(",") if e.strip()]
@@ -239,6 +246,7 @@ class Client:
         self.attempt_timeout = attempt_timeout
         self._backoff = backoff
         self._ids = _WriteIds()
+        self._writes = Writes(max_write_calls)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "Client":
@@ -348,12 +356,30 @@ class Client:
         release it when the write is answered (`with client.write_id() as w`)."""
         return self._ids.ticket()
 
-    async def call(self, service: str, method: str, request: Any) -> Any:
+    @property
+    def write_stats(self) -> WriteStats:
+        """Writes sent so far and the calls that carried them (of this
+        client and its clones): under load, several writes per call."""
+        return dataclasses.replace(self._writes.stats)
+
+    async def write(self, kind: str, request: Any) -> Any:
+        """Sends one write (`kind` is its field in `Write`: "mint", "put",
+        "delete", "store", "state_delete", "batch_store"), alone or with
+        other callers' (see `handlestore.writes`); returns the response its
+        own method would, or raises its error."""
+        result = await self._writes.write(self, writes_pb2.Write(**{kind: request}))
+        if result.WhichOneof("result") != kind:
+            raise errors.HandlestoreError(f"the node answered a {kind} with {result.WhichOneof('result')}")
+        return getattr(result, kind)
+
+    async def call(
+        self, service: str, method: str, request: Any, check: Callable[[Any], Failure | None] | None = None
+    ) -> Any:
         """Calls `service.method` with failover, retries and the deadline;
-        returns the response or raises a `HandlestoreError`."""
+        returns the response or raises a `HandlestoreError`. `check` finds
+        a failure inside a response that is worth trying elsewhere."""
         shared, n = self._shared, len(self._shared.nodes)
-        start = time.monotonic()
-        end = start + self.deadline
+        end = time.monotonic() + self.deadline
         index = shared.preferred % n
         tries = 0
         while True:
@@ -363,22 +389,25 @@ class Client:
                 call = fn(request, timeout=timeout, metadata=shared.metadata)
                 response = await call
                 leader = self._leader_index(await call.initial_metadata())
-                # A follower that forwarded a write names the leader: the
-                # next call goes there, without the extra hop.
-                shared.preferred = index if leader is None else leader
-                return response
+                failure = check(response) if check else None
+                if failure is None:
+                    # A follower that forwarded a write names the leader:
+                    # the next call goes there, without the extra hop.
+                    shared.preferred = index if leader is None else leader
+                    return response
+                message, detail, asked = failure.message, failure.detail, 0.0
             except grpc.aio.AioRpcError as err:
                 if _tls_refused(err):
                     target = shared.nodes[index].target
                     raise errors.Unauthenticated(f"{target}: TLS: {err.details()}") from None
-                if not _retryable(err):
+                message, detail = err.details() or "", errors.detail_of(err)
+                if not retryable(err.code(), detail, message):
                     raise errors.from_rpc_error(err) from None
-                last = f"{shared.nodes[index].target}: {err.details()}"
                 asked = _pushback(err.trailing_metadata())
-                hint = self._leader_index(err.trailing_metadata())
-                if hint is None:
-                    hint = self._index_of(errors.detail_of(err).leader_addr)
-                index = hint if hint is not None else (index + 1) % n
+                leader = self._leader_index(err.trailing_metadata())
+            last = f"{shared.nodes[index].target}: {message}"
+            hint = leader if leader is not None else self._index_of(detail.leader_addr)
+            index = hint if hint is not None else (index + 1) % n
             shared.preferred = index
             sleep = max(self.backoff(tries), asked)
             tries += 1
@@ -442,23 +471,29 @@ def _tls_refused(err: grpc.aio.AioRpcError) -> bool:
     """A TLS handshake that failed (the node's certificate is not from the
     trusted CA, or it refused ours): it would fail again, so it is not
     worth retrying, as in the Rust client."""
-    details = (err.details() or "").lower()
-    return (
-        err.code() == grpc.StatusCode.UNAVAILABLE and "handshake" in details and ("ssl" in details or "tls" in details)
-    )
+    return _tls_refused_status(err.code(), err.details() or "")
 
 
-def _retryable(err: grpc.aio.AioRpcError) -> bool:
+def _tls_refused_status(code: grpc.StatusCode, message: str) -> bool:
+    details = message.lower()
+    return code == grpc.StatusCode.UNAVAILABLE and "handshake" in details and ("ssl" in details or "tls" in details)
+
+
+def retryable(code: grpc.StatusCode, detail: common_pb2.ErrorDetail, message: str) -> bool:
     """Worth trying again elsewhere: the node could not serve it now."""
-    code = err.code()
-    row = reasons.TABLE.get(errors.detail_of(err).reason)
+    row = reasons.TABLE.get(detail.reason)
     if row is not None:
         return row.retried == "yes"
     if code in _RETRYABLE:
-        return not _tls_refused(err)
+        return not _tls_refused_status(code, message)
     if code in (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL):
-        return not errors.detail_of(err).reason
+        return not detail.reason
     return False
+
+
+def _retryable(err: grpc.aio.AioRpcError) -> bool:
+    """`retryable` for a failed call."""
+    return retryable(err.code(), errors.detail_of(err), err.details() or "")
 
 
 def _check_namespace(ns: str) -> None:

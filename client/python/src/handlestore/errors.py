@@ -133,8 +133,12 @@ _BY_CODE = {
 
 def from_rpc_error(err: grpc.aio.AioRpcError) -> HandlestoreError:
     """The client's exception for a failed call."""
-    code, message = err.code(), err.details() or ""
-    detail = detail_of(err)
+    return from_status(err.code(), err.details() or "", detail_of(err))
+
+
+def from_status(code: grpc.StatusCode, message: str, detail: common_pb2.ErrorDetail) -> HandlestoreError:
+    """The client's exception for a status (a call's, or one write's of a
+    `Writes.Submit`)."""
     if code == grpc.StatusCode.OUT_OF_RANGE and detail.reason == reasons.COMPACTED:
         out: HandlestoreError = Compacted(message, detail.compact_revision)
     elif code == grpc.StatusCode.FAILED_PRECONDITION and detail.reason == reasons.REVISION_MISMATCH:

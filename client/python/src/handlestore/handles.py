@@ -90,7 +90,7 @@ class HandleStore:
                 ttl=self._ttl(ttl),
                 write_id=write_id,
             )
-            resp = await self.client.call("handles", "Mint", req)
+            resp = await self.client.write("mint", req)
         return WriteOutcome(False, resp.revision)
 
     async def put(self, handle_id: str, value: Any, ttl: TtlLike = DEFAULT) -> bool:
@@ -118,7 +118,7 @@ class HandleStore:
                 write_id=write_id,
                 expected_revision=expected_revision,
             )
-            resp = await self.client.call("handles", "Put", req)
+            resp = await self.client.write("put", req)
         return WriteOutcome(resp.existed, resp.revision)
 
     async def get(self, handle_id: str, consistency: Consistency | None = None) -> Any | None:
@@ -156,7 +156,7 @@ class HandleStore:
                 write_id=write_id,
                 expected_revision=expected_revision,
             )
-            resp = await self.client.call("handles", "Delete", req)
+            resp = await self.client.write("delete", req)
         return WriteOutcome(resp.existed, resp.revision)
 
     async def len(self, consistency: Consistency | None = None) -> int:

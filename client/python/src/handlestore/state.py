@@ -107,7 +107,7 @@ class StateTool:
                 expected_revision=expected_revision,
                 write_id=write_id,
             )
-            return (await self.client.call("state", "Store", req)).revision
+            return (await self.client.write("store", req)).revision
 
     async def retrieve(self, key: str, consistency: Consistency | None = None) -> StateEntry | None:
         """The entry, or None if the key is absent or expired."""
@@ -137,7 +137,7 @@ class StateTool:
                 expected_revision=expected_revision,
                 write_id=write_id,
             )
-            resp = await self.client.call("state", "Delete", req)
+            resp = await self.client.write("state_delete", req)
         return Deleted(resp.deleted, resp.more, resp.revision)
 
     async def list(
@@ -193,7 +193,7 @@ class StateTool:
         ]
         with self.client.write_id() as write_id:
             req = state_pb2.BatchStoreRequest(namespace=self.client.namespace, items=pb_items, write_id=write_id)
-            return (await self.client.call("state", "BatchStore", req)).revision
+            return (await self.client.write("batch_store", req)).revision
 
     async def batch_retrieve(
         self, keys: Sequence[str], consistency: Consistency | None = None
