@@ -19,10 +19,11 @@ pub fn base(system: &str) -> &str {
 }
 
 /// Whether the system runs this repository's binaries (the node, or the
-/// cart_server example): those are the ones an A/B run doubles.
+/// cart_server example): those are the ones an A/B run doubles. The
+/// FastMCP servers over a cluster run B's node under this tree's Python.
 fn is_ours(system: &str) -> bool {
     let s = base(system);
-    s.starts_with("handlestore") || s.starts_with("cart-")
+    s.starts_with("handlestore") || s.starts_with("cart-") || matches!(s, "fastmcp" | "fastmcp-handles")
 }
 
 /// The systems in run order, each of ours followed by its B twin.
@@ -136,7 +137,7 @@ mod tests {
 
     #[test]
     fn each_of_our_systems_is_followed_by_its_twin_and_the_others_run_once() {
-        let systems: Vec<String> = ["fsync", "handlestore", "etcd", "cart-memory"]
+        let systems: Vec<String> = ["fsync", "handlestore", "etcd", "cart-memory", "fastmcp", "fastmcp-memory"]
             .map(String::from)
             .to_vec();
         assert_eq!(
@@ -147,7 +148,10 @@ mod tests {
                 "handlestore@b",
                 "etcd",
                 "cart-memory",
-                "cart-memory@b"
+                "cart-memory@b",
+                "fastmcp",
+                "fastmcp@b",
+                "fastmcp-memory"
             ]
         );
         assert_eq!(base("cart-memory@b"), "cart-memory");

@@ -193,10 +193,23 @@ async fn start_cart_redis(
     keep: &mut Vec<Running>,
     pids: &mut Vec<u32>,
 ) -> Result<Vec<(&'static str, Op)>> {
+    let replica = async |url: &str| CartServer::start_redis(url, dir).await;
+    start_over_redis(dir, mode, replica, keep, pids).await
+}
+
+/// Two stateless replicas (started by `replica`, given the Redis URL) over
+/// one Redis in `mode`.
+async fn start_over_redis(
+    dir: &Path,
+    mode: RedisMode,
+    replica: impl AsyncFn(&str) -> Result<CartServer>,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
     let redis = Redis::start(dir, mode).await?;
     let mut carts = Vec::new();
     for _ in 0..2 {
-        carts.push(CartServer::start_redis(&redis.url, dir).await?);
+        carts.push(replica(&redis.url).await?);
     }
     let cart_flow = cart_op(carts, keep, pids);
     pids.extend(redis.pids());
@@ -243,15 +256,8 @@ async fn start_fastmcp_redis(
     pids: &mut Vec<u32>,
 ) -> Result<Vec<(&'static str, Op)>> {
     let python = python()?;
-    let redis = Redis::start(dir, RedisMode::FsyncAlways).await?;
-    let mut carts = Vec::new();
-    for _ in 0..2 {
-        carts.push(CartServer::start_fastmcp(&python, &["--kv", "redis", "--redis", &redis.url], dir).await?);
-    }
-    let cart_flow = cart_op(carts, keep, pids);
-    pids.extend(redis.pids());
-    keep.push(Box::new(redis));
-    Ok(vec![("cart_flow", cart_flow)])
+    let replica = async |url: &str| CartServer::start_fastmcp(&python, &["--kv", "redis", "--redis", url], dir).await;
+    start_over_redis(dir, RedisMode::FsyncAlways, replica, keep, pids).await
 }
 
 /// `fastmcp_cart.py` alone, carts in py-key-value's `MemoryStore`.
