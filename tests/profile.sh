@@ -58,6 +58,6 @@ mkdir -p "$out"
 $sudo perf record -F "$freq" -a --call-graph dwarf,16384 -o "$out/perf.data" -- \
   "$target_dir/release/bench" --systems "$systems" --ops "$ops" --concurrency "$concurrency" \
   --duration "$duration" --out "$out"
-$sudo perf script -i "$out/perf.data" -F comm,pid,tid,cpu,time,period,event,ip,sym,dso 2>/dev/null | inferno-collapse-perf --all --pid > "$out/folded.txt"
+$sudo perf script --no-inline -i "$out/perf.data" -F comm,pid,tid,cpu,time,period,event,ip,sym,dso 2>/dev/null | inferno-collapse-perf --all --pid > "$out/folded.txt"
 inferno-flamegraph --minwidth 0.3 --title "$systems $ops x$concurrency (all processes)" < "$out/folded.txt" > "$out/flamegraph.svg"
 echo "flamegraph: $out/flamegraph.svg (folded stacks: $out/folded.txt)" >&2
