@@ -137,9 +137,16 @@ mod tests {
 
     #[test]
     fn each_of_our_systems_is_followed_by_its_twin_and_the_others_run_once() {
-        let systems: Vec<String> = ["fsync", "handlestore", "etcd", "cart-memory", "fastmcp", "fastmcp-memory"]
-            .map(String::from)
-            .to_vec();
+        let systems: Vec<String> = [
+            "fsync",
+            "handlestore",
+            "etcd",
+            "cart-memory",
+            "fastmcp",
+            "fastmcp-memory",
+        ]
+        .map(String::from)
+        .to_vec();
         assert_eq!(
             with_twins(&systems),
             [
