@@ -6,18 +6,23 @@ use std::time::Duration;
 
 use handlestore_bench::{self as bench, BenchConfig, Length};
 
-#[tokio::test(flavor = "multi_thread")]
-async fn harness_runs_every_system() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let cfg = BenchConfig {
-        systems: bench::SYSTEMS.map(String::from).to_vec(),
-        concurrency: vec![1, 64],
+/// One round of 500 ms cells of every operation of `systems`.
+fn every_op(systems: &[&str], concurrency: &[usize], dir: &std::path::Path) -> BenchConfig {
+    BenchConfig {
+        systems: systems.iter().map(|s| s.to_string()).collect(),
+        concurrency: concurrency.to_vec(),
         length: Length::For(Duration::from_millis(500)),
-        data_dir: dir.path().to_path_buf(),
+        data_dir: dir.to_path_buf(),
         ops: Vec::new(),
         rounds: 1,
         b_build: None,
-    };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn harness_runs_every_system() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = every_op(&bench::SYSTEMS, &[1, 64], dir.path());
     let rows = bench::run(&cfg).await.expect("bench run");
     // fsync once; handlestore 6 ops, secured handlestore 2, etcd 6, each
     // Redis 3, carts in memory and over each Redis 1; at 2 levels.
@@ -269,15 +274,7 @@ fn the_bench_binary_warns_when_the_data_is_on_tmpfs() {
 #[tokio::test(flavor = "multi_thread")]
 async fn overload_systems_run_and_give_each_nodes_peak_memory() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let cfg = BenchConfig {
-        systems: bench::OVERLOAD_SYSTEMS.map(String::from).to_vec(),
-        concurrency: vec![256],
-        length: Length::For(Duration::from_millis(500)),
-        data_dir: dir.path().to_path_buf(),
-        ops: Vec::new(),
-        rounds: 1,
-        b_build: None,
-    };
+    let cfg = every_op(&bench::OVERLOAD_SYSTEMS, &[256], dir.path());
     let rows = bench::run(&cfg).await.expect("bench run");
     assert_eq!(rows.len(), 2 * 2, "{rows:#?}");
     for r in &rows {
@@ -297,15 +294,7 @@ async fn python_systems_run_the_cart_flow() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let cfg = BenchConfig {
-        systems: bench::PYTHON_SYSTEMS.map(String::from).to_vec(),
-        concurrency: vec![1, 64],
-        length: Length::For(Duration::from_millis(500)),
-        data_dir: dir.path().to_path_buf(),
-        ops: Vec::new(),
-        rounds: 1,
-        b_build: None,
-    };
+    let cfg = every_op(&bench::PYTHON_SYSTEMS, &[1, 64], dir.path());
     let rows = bench::run(&cfg).await.expect("bench run");
     assert_eq!(rows.len(), bench::PYTHON_SYSTEMS.len() * 2, "{rows:#?}");
     for r in &rows {
