@@ -111,6 +111,29 @@ fn damage_wal(cluster: &TestCluster, id: u64, min_bytes: usize) {
     std::fs::write(&wal, bytes).expect("damage the WAL");
 }
 
+/// Waits until node `id`'s log reaches the leader's last entry as it is
+/// now.
+async fn log_caught_up(cluster: &TestCluster, id: u64) {
+    let leader = cluster.wait_leader(WITHIN).await.expect("leader");
+    let target = cluster
+        .status(leader)
+        .await
+        .expect("the leader's status")
+        .last_log_index;
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        let at = cluster.status(id).await.map(|s| s.last_log_index).ok();
+        if at >= Some(target) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "node {id}'s log never reached {target} (at {at:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 async fn follower(cluster: &TestCluster) -> u64 {
     let leader = cluster.wait_leader(WITHIN).await.expect("leader");
     (1..=3).find(|id| *id != leader).expect("a follower")
@@ -153,12 +176,21 @@ async fn damage_to_unapplied_log_entries_is_fetched_again_before_the_node_votes(
     let victim = follower(&cluster).await;
     let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("lost").build());
     let mut acked = mint(&store, 100, "applied").await;
+    // Everything in the victim's log applied before it stops: a node that
+    // restarts with entries to apply serves nothing until it has, and its
+    // applies are about to stall.
+    let leader = cluster.wait_leader(WITHIN).await.expect("leader");
+    let last = cluster.status(leader).await.expect("the leader's status").last_log_index;
+    cluster.wait_applied(victim, last, WITHIN).await.expect("the victim applied");
     cluster.stop(victim).expect("stop");
     cluster
         .restart_with_env(victim, &[(FAILPOINTS, "apply-mid-batch=sleep(600000)")])
         .expect("restart with stalled applies");
     let before = log_tables(&cluster, victim).len();
     acked.extend(mint(&store, 3000, "unapplied").await);
+    // The mints need only the other two nodes: wait for the victim's log
+    // to hold them too (the leader may still be dialing it again).
+    log_caught_up(&cluster, victim).await;
     cluster.kill(victim);
     let tables = log_tables(&cluster, victim);
     assert!(tables.len() > before, "the unapplied entries reached a table file");
