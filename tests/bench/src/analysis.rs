@@ -63,7 +63,7 @@ fn rounds(rows: &[Row]) -> Vec<Option<usize>> {
     seen
 }
 
-pub(super) fn median(mut v: Vec<f64>) -> Option<f64> {
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }

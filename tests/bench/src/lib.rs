@@ -27,7 +27,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-pub use self::analysis::{Target, medians, targets};
+pub use self::analysis::{Target, median, medians, targets};
 use self::measure::{Cell, measure};
 use self::setup::plan;
 

@@ -2,7 +2,8 @@
 //! operations, handlestore beside Redis doing the same job, in one run.
 //!
 //! target/release/seams \
-//!     [--listeners 1,16,64] [--writers 16] [--duration 10s] [--out target/seams]
+//!     [--listeners 1,16,64] [--writers 16] [--duration 10s] [--rounds 3] \
+//!     [--out target/seams]
 //!
 //! Fan-out: one stream of writes heard by each number of listeners.
 //! - `handlestore`: 3 nodes; writers store state keys under one prefix,
@@ -22,7 +23,13 @@
 //! `session_store` (`ClusterSessionStore::store` / SET EX) and
 //! `session_load` (`load` / GET), against Redis with `appendfsync always`.
 //!
-//! Writes results.json and results.md to --out.
+//! With `--rounds N` every system runs N times, each round on fresh
+//! servers and in the other order than the round before; each target's
+//! ratio is taken within a round, and the verdict is the median of the
+//! rounds' ratios, with every round's beside it (as the bench's).
+//!
+//! Writes results.json (every cell, with its round, and the targets) and
+//! results.md to --out.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,6 +62,9 @@ struct Args {
     /// Systems to run.
     #[arg(long, value_delimiter = ',', default_values_t = ["handlestore".to_string(), "redis-pubsub".to_string(), "redis-streams".to_string()])]
     systems: Vec<String>,
+    /// Rounds: each runs every system, in the other order than the last.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
     /// Also measure the session and event store operations.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     store_ops: bool,
@@ -64,6 +74,8 @@ struct Args {
 
 #[derive(Debug, Clone, Serialize)]
 struct Cell {
+    /// 1, 2, ... (`--rounds`).
+    round: usize,
     system: String,
     /// `fan_out`, or a store operation.
     op: String,
@@ -93,6 +105,7 @@ fn cell(system: &str, listeners: usize, writers: usize, writes: u64, secs: f64, 
     let mut all: Vec<u64> = lat.into_iter().flatten().collect();
     all.sort_unstable();
     Cell {
+        round: 0,
         system: system.into(),
         op: "fan_out".into(),
         listeners,
@@ -314,6 +327,7 @@ async fn redis_streams(redis: &Redis, a: &Args, listeners: usize, base: Instant)
 fn op_cell(system: &str, op: &str, writers: usize, (writes, secs, mut lat): (u64, f64, Vec<u64>)) -> Cell {
     lat.sort_unstable();
     Cell {
+        round: 0,
         system: system.into(),
         op: op.into(),
         listeners: 0,
@@ -441,71 +455,190 @@ async fn redis_ops(redis: &Redis, a: &Args) -> Result<Vec<Cell>> {
     ])
 }
 
-fn markdown(cells: &[Cell], a: &Args) -> String {
+/// A ratio the seams are held to: handlestore's ops/s in one cell over
+/// the other system's in the same cell and round.
+struct Goal {
+    name: &'static str,
+    op: &'static str,
+    other: &'static str,
+    /// None: reported only.
+    goal: Option<f64>,
+}
+
+const GOALS: [Goal; 4] = [
+    Goal {
+        name: "fan-out to the most listeners / Redis streams (appendfsync always)",
+        op: "fan_out",
+        other: "redis-streams",
+        goal: Some(1.0),
+    },
+    Goal {
+        name: "event_append / XADD (appendfsync always)",
+        op: "event_append",
+        other: "redis-fsync",
+        goal: Some(0.5),
+    },
+    Goal {
+        name: "session_store / SET EX (appendfsync always)",
+        op: "session_store",
+        other: "redis-fsync",
+        goal: None,
+    },
+    Goal {
+        name: "session_load / GET (appendfsync always)",
+        op: "session_load",
+        other: "redis-fsync",
+        goal: Some(0.5),
+    },
+];
+
+/// A goal's ratio in each round and their median.
+#[derive(Debug, Serialize)]
+struct Target {
+    name: &'static str,
+    goal: Option<f64>,
+    per_round: Vec<f64>,
+    median: Option<f64>,
+    met_in_rounds: usize,
+}
+
+fn targets(cells: &[Cell], a: &Args) -> Vec<Target> {
+    let listeners = a.listeners.iter().copied().max().unwrap_or(0);
+    let rate = |round: usize, system: &str, op: &str| {
+        cells
+            .iter()
+            .find(|c| {
+                c.round == round && c.system == system && c.op == op && (op != "fan_out" || c.listeners == listeners)
+            })
+            .map(|c| c.writes_per_s)
+    };
+    GOALS
+        .iter()
+        .map(|g| {
+            let per_round: Vec<f64> = (1..=a.rounds)
+                .filter_map(|r| Some(rate(r, "handlestore", g.op)? / rate(r, g.other, g.op)?))
+                .collect();
+            Target {
+                name: g.name,
+                goal: g.goal,
+                met_in_rounds: per_round
+                    .iter()
+                    .filter(|&&x| g.goal.is_some_and(|goal| x >= goal))
+                    .count(),
+                median: handlestore_bench::median(per_round.clone()),
+                per_round,
+            }
+        })
+        .collect()
+}
+
+fn markdown(cells: &[Cell], targets: &[Target], a: &Args) -> String {
     let mut md = format!(
-        "# Fan-out run\n\n{} writers for {:?} per cell; delivery latency from the write's send to each listener's receipt.\n\n\
-         | system | listeners | writes/s | deliveries / expected | p50 (us) | p99 (us) |\n|---|---|---|---|---|---|\n",
-        a.writers, a.duration
+        "# Seams run\n\n{} writers for {:?} per cell, {} round(s); delivery latency from the write's send to each listener's receipt.\n\n\
+         | target | median | rounds | goal |\n|---|---:|---|---|\n",
+        a.writers, a.duration, a.rounds
+    );
+    for t in targets {
+        let rounds: Vec<String> = t.per_round.iter().map(|x| format!("{x:.2}")).collect();
+        let goal = t.goal.map_or("reported".to_string(), |g| {
+            format!(">= {g} (met in {} of {})", t.met_in_rounds, t.per_round.len())
+        });
+        let median = t.median.map_or("-".to_string(), |m| format!("{m:.2}"));
+        md.push_str(&format!("| {} | {median} | {} | {goal} |\n", t.name, rounds.join(", ")));
+    }
+    md.push_str(
+        "\n| round | system | listeners | writes/s | deliveries / expected | p50 (us) | p99 (us) |\n|---|---|---|---|---|---|---|\n",
     );
     for c in cells.iter().filter(|c| c.op == "fan_out") {
         md.push_str(&format!(
-            "| {} | {} | {:.0} | {} / {} | {} | {} |\n",
-            c.system, c.listeners, c.writes_per_s, c.deliveries, c.expected, c.p50_us, c.p99_us
+            "| {} | {} | {} | {:.0} | {} / {} | {} | {} |\n",
+            c.round, c.system, c.listeners, c.writes_per_s, c.deliveries, c.expected, c.p50_us, c.p99_us
         ));
     }
-    md.push_str("\nStore operations (latency per operation):\n\n| system | op | ops/s | p50 (us) | p99 (us) |\n|---|---|---|---|---|\n");
+    md.push_str("\nStore operations (latency per operation):\n\n| round | system | op | ops/s | p50 (us) | p99 (us) |\n|---|---|---|---|---|---|\n");
     for c in cells.iter().filter(|c| c.op != "fan_out") {
         md.push_str(&format!(
-            "| {} | {} | {:.0} | {} | {} |\n",
-            c.system, c.op, c.writes_per_s, c.p50_us, c.p99_us
+            "| {} | {} | {} | {:.0} | {} | {} |\n",
+            c.round, c.system, c.op, c.writes_per_s, c.p50_us, c.p99_us
         ));
     }
     md
 }
 
+/// Every cell of one system, on servers of its own under `dir`.
+async fn run_system(system: &str, a: &Args, dir: &std::path::Path, base: Instant) -> Result<Vec<Cell>> {
+    let mut cells = Vec::new();
+    match system {
+        "handlestore" => {
+            let cluster = TestCluster::builder(3).dir_in(dir).start().await?;
+            for &n in &a.listeners {
+                cells.push(handlestore(&cluster, a, n, base).await?);
+                println!("{:?}", cells.last());
+            }
+            if a.store_ops {
+                cells.extend(handlestore_ops(&cluster, a).await?);
+            }
+        }
+        "redis-pubsub" | "redis-streams" => {
+            let redis = Redis::start(dir, RedisMode::FsyncAlways).await?;
+            for &n in &a.listeners {
+                let c = if system == "redis-pubsub" {
+                    redis_pubsub(&redis, a, n, base).await?
+                } else {
+                    redis_streams(&redis, a, n, base).await?
+                };
+                println!("{c:?}");
+                cells.push(c);
+            }
+            if a.store_ops && system == "redis-streams" {
+                cells.extend(redis_ops(&redis, a).await?);
+            }
+        }
+        other => bail!("unknown system {other}"),
+    }
+    Ok(cells)
+}
+
+#[derive(Serialize)]
+struct Results<'a> {
+    targets: &'a [Target],
+    cells: &'a [Cell],
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let a = Args::parse();
-    let redis_wanted = a.systems.iter().any(|s| s.starts_with("redis"));
-    if redis_wanted {
+    if a.rounds == 0 {
+        bail!("--rounds must be at least 1");
+    }
+    if a.systems.iter().any(|s| s.starts_with("redis")) {
         ensure_installed()?;
     }
     let dir = tempfile::Builder::new().prefix("handlestore-fanout-").tempdir()?;
     let base = Instant::now();
     let mut cells = Vec::new();
-    for system in &a.systems {
-        match system.as_str() {
-            "handlestore" => {
-                let cluster = TestCluster::builder(3).dir_in(dir.path()).start().await?;
-                for &n in &a.listeners {
-                    cells.push(handlestore(&cluster, &a, n, base).await?);
-                    println!("{:?}", cells.last());
-                }
-                if a.store_ops {
-                    cells.extend(handlestore_ops(&cluster, &a).await?);
-                }
+    for round in 1..=a.rounds {
+        let mut order: Vec<&String> = a.systems.iter().collect();
+        if round % 2 == 0 {
+            order.reverse();
+        }
+        for system in order {
+            let sub = dir.path().join(format!("round-{round}-{system}"));
+            std::fs::create_dir_all(&sub)?;
+            for mut c in run_system(system, &a, &sub, base).await? {
+                c.round = round;
+                cells.push(c);
             }
-            "redis-pubsub" | "redis-streams" => {
-                let redis = Redis::start(dir.path(), RedisMode::FsyncAlways).await?;
-                for &n in &a.listeners {
-                    let c = if system == "redis-pubsub" {
-                        redis_pubsub(&redis, &a, n, base).await?
-                    } else {
-                        redis_streams(&redis, &a, n, base).await?
-                    };
-                    println!("{c:?}");
-                    cells.push(c);
-                }
-                if a.store_ops && system == "redis-streams" {
-                    cells.extend(redis_ops(&redis, &a).await?);
-                }
-            }
-            other => bail!("unknown system {other}"),
         }
     }
+    let targets = targets(&cells, &a);
     std::fs::create_dir_all(&a.out)?;
-    std::fs::write(a.out.join("results.json"), serde_json::to_string_pretty(&cells)?)?;
-    let md = markdown(&cells, &a);
+    let results = Results {
+        targets: &targets,
+        cells: &cells,
+    };
+    std::fs::write(a.out.join("results.json"), serde_json::to_string_pretty(&results)?)?;
+    let md = markdown(&cells, &targets, &a);
     std::fs::write(a.out.join("results.md"), &md)?;
     println!("{md}");
     Ok(())
