@@ -1,4 +1,4 @@
-"""The Python client's mint, get and put against a cluster, beside redis-py's
+"""The Python client's mint, get, put and state get against a cluster, beside redis-py's
 SET EX and GET against a Redis, each with N asyncio tasks at once for a
 while: what `target/release/pyclient` runs (tests/bench/src/bin/pyclient.rs),
 one JSON object per cell on stdout.
@@ -68,6 +68,7 @@ async def cell(system: str, name: str, op: Op, tasks: int, seconds: float) -> di
 
 async def handlestore_ops(endpoints: list[str]) -> tuple[dict[str, Op], Any]:
     from handlestore import Client
+    from handlestore.state import StoreItem
 
     client = Client(endpoints, namespace="bench")
     store = client.handle_store("bench")
@@ -80,7 +81,21 @@ async def handlestore_ops(endpoints: list[str]) -> tuple[dict[str, Op], Any]:
     async def put(_: int) -> None:
         await store.put(random.choice(keys), VALUE)
 
-    ops: dict[str, Op] = {"mint": lambda _: store.mint(VALUE), "get": get, "put": put}
+    tool = client.state_tool()
+    names = [f"bench/read/{i}" for i in range(PRELOAD)]
+    for start in range(0, PRELOAD, 100):
+        await tool.batch_store([StoreItem(k, VALUE) for k in names[start : start + 100]])
+
+    async def state_get(_: int) -> None:
+        if await tool.get(random.choice(names)) is None:
+            raise KeyError("a preloaded state key is missing")
+
+    ops: dict[str, Op] = {
+        "mint": lambda _: store.mint(VALUE),
+        "get": get,
+        "put": put,
+        "state_get": state_get,
+    }
     return ops, client
 
 

@@ -5,13 +5,10 @@ a lone writer's write goes at once, alone."""
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 
 import pytest
 
 from handlestore import Conflict, NotFound
-from handlestore.v1 import writes_pb2
-from handlestore.writes import MAX_SUBMIT_BYTES, MAX_SUBMIT_WRITES, _Waiting, take_batch
 
 
 async def test_concurrent_writes_share_calls_and_each_gets_its_own_answer(cluster, namespace):
@@ -67,32 +64,3 @@ async def test_state_tool_writes_go_through_the_same_calls(cluster, namespace):
         assert await tool.retrieve("k7") is None
     finally:
         await client.close()
-
-
-def _waiting(loop: asyncio.AbstractEventLoop, size: int) -> _Waiting:
-    return _Waiting(writes_pb2.Write(), size, loop.create_future())
-
-
-async def test_a_call_takes_writes_in_order_within_its_bounds_and_skips_the_abandoned():
-    loop = asyncio.get_running_loop()
-    queue: deque[_Waiting] = deque()
-    kept = []
-    for i in range(MAX_SUBMIT_WRITES * 2):
-        w = _waiting(loop, 100)
-        queue.append(w)
-        if i % 3 == 0:
-            w.done.cancel()  # this caller has given up
-        else:
-            kept.append(w)
-    first = take_batch(queue)
-    assert first == kept[:MAX_SUBMIT_WRITES]
-    second = take_batch(queue)
-    assert first + second == kept and not queue
-
-    # By bytes: a write that would pass the bound waits for the next call;
-    # one larger than the bound goes alone.
-    sizes = [MAX_SUBMIT_BYTES // 2, MAX_SUBMIT_BYTES // 2 + 1, MAX_SUBMIT_BYTES * 2, 10]
-    queue.extend(_waiting(loop, s) for s in sizes)
-    for s in sizes:
-        assert [w.size for w in take_batch(queue)] == [s]
-    assert take_batch(queue) == []

@@ -26,12 +26,15 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import grpc
 
 from handlestore import errors, reasons
+from handlestore.coalesce import Stats
 from handlestore.ids import is_name
+from handlestore.reads import MAX_READ_CALLS, Reads
 from handlestore.v1 import (
     admin_pb2_grpc,
     auth_pb2_grpc,
     common_pb2,
     handles_pb2_grpc,
+    state_pb2,
     state_pb2_grpc,
     watch_pb2_grpc,
     writes_pb2,
@@ -229,6 +232,7 @@ class Client:
         attempt_timeout: float = 3.0,
         backoff: tuple[float, float] = (0.025, 1.0),
         max_write_calls: int = MAX_WRITE_CALLS,
+        max_read_calls: int = MAX_READ_CALLS,
     ) -> None:
         if isinstance(endpoints, str):
             endpoints = [e for e in endpoints.split(",") if e.strip()]
@@ -247,6 +251,7 @@ class Client:
         self._backoff = backoff
         self._ids = _WriteIds()
         self._writes = Writes(max_write_calls)
+        self._reads = Reads(max_read_calls)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "Client":
@@ -371,6 +376,17 @@ class Client:
         if result.WhichOneof("result") != kind:
             raise errors.HandlestoreError(f"the node answered a {kind} with {result.WhichOneof('result')}")
         return getattr(result, kind)
+
+    @property
+    def read_stats(self) -> Stats:
+        """State reads sent so far (`sent`) and the calls that carried
+        them: under load, several reads per call."""
+        return dataclasses.replace(self._reads.calls.stats)
+
+    async def read_state(self, request: state_pb2.RetrieveRequest) -> state_pb2.StateEntry | None:
+        """Reads one state key, alone or with other callers' reads (see
+        `handlestore.reads`): its entry, or None if absent or expired."""
+        return await self._reads.read(self, request)
 
     async def call(
         self, service: str, method: str, request: Any, check: Callable[[Any], Failure | None] | None = None

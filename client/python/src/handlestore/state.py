@@ -12,7 +12,6 @@ import builtins
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Sequence
 
-from handlestore import errors
 from handlestore._encoding import json_text, json_value
 from handlestore.client import LINEARIZABLE, Client, Consistency
 from handlestore.ttl import DEFAULT, TtlLike, default_millis, to_millis
@@ -112,11 +111,8 @@ class StateTool:
     async def retrieve(self, key: str, consistency: Consistency | None = None) -> StateEntry | None:
         """The entry, or None if the key is absent or expired."""
         req = state_pb2.RetrieveRequest(namespace=self.client.namespace, key=key, read=self._read(consistency))
-        try:
-            resp = await self.client.call("state", "Retrieve", req)
-        except errors.NotFound:
-            return None
-        return entry_from_pb(resp.entry)
+        entry = await self.client.read_state(req)
+        return None if entry is None else entry_from_pb(entry)
 
     async def get(self, key: str, default: Any = None) -> Any:
         """Just the value (or `default`)."""

@@ -1,5 +1,5 @@
-//! The Python client beside redis-py, in one run: its mint, get and put
-//! against three nodes, and redis-py's SET EX and GET against Redis with
+//! The Python client beside redis-py, in one run: its mint, get, put and
+//! state get against three nodes, and redis-py's SET EX and GET against Redis with
 //! `appendfsync always`, each at every task count, driven by the tests'
 //! Python environment (`tests/python/client_bench.py`).
 //!
@@ -37,13 +37,18 @@ struct Args {
 }
 
 /// The ratios reported: (name, Python client's op, redis-py's op).
-const RATIOS: [(&str, &str, &str); 2] = [
+const RATIOS: [(&str, &str, &str); 3] = [
     (
         "Python client mint / redis-py SET EX (appendfsync always)",
         "mint",
         "set_ex",
     ),
     ("Python client linearizable get / redis-py GET", "get", "get"),
+    (
+        "Python client linearizable state get / redis-py GET",
+        "state_get",
+        "get",
+    ),
 ];
 
 #[tokio::main]
