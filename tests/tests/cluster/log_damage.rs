@@ -180,8 +180,15 @@ async fn damage_to_unapplied_log_entries_is_fetched_again_before_the_node_votes(
     // restarts with entries to apply serves nothing until it has, and its
     // applies are about to stall.
     let leader = cluster.wait_leader(WITHIN).await.expect("leader");
-    let last = cluster.status(leader).await.expect("the leader's status").last_log_index;
-    cluster.wait_applied(victim, last, WITHIN).await.expect("the victim applied");
+    let last = cluster
+        .status(leader)
+        .await
+        .expect("the leader's status")
+        .last_log_index;
+    cluster
+        .wait_applied(victim, last, WITHIN)
+        .await
+        .expect("the victim applied");
     cluster.stop(victim).expect("stop");
     cluster
         .restart_with_env(victim, &[(FAILPOINTS, "apply-mid-batch=sleep(600000)")])
