@@ -111,15 +111,20 @@ fn damage_wal(cluster: &TestCluster, id: u64, min_bytes: usize) {
     std::fs::write(&wal, bytes).expect("damage the WAL");
 }
 
-/// Waits until node `id`'s log reaches the leader's last entry as it is
-/// now.
-async fn log_caught_up(cluster: &TestCluster, id: u64) {
+/// The index of the leader's last log entry, now.
+async fn leader_last_index(cluster: &TestCluster) -> u64 {
     let leader = cluster.wait_leader(WITHIN).await.expect("leader");
-    let target = cluster
+    cluster
         .status(leader)
         .await
         .expect("the leader's status")
-        .last_log_index;
+        .last_log_index
+}
+
+/// Waits until node `id`'s log reaches the leader's last entry as it is
+/// now.
+async fn log_caught_up(cluster: &TestCluster, id: u64) {
+    let target = leader_last_index(cluster).await;
     let deadline = tokio::time::Instant::now() + WITHIN;
     loop {
         let at = cluster.status(id).await.map(|s| s.last_log_index).ok();
@@ -179,12 +184,7 @@ async fn damage_to_unapplied_log_entries_is_fetched_again_before_the_node_votes(
     // Everything in the victim's log applied before it stops: a node that
     // restarts with entries to apply serves nothing until it has, and its
     // applies are about to stall.
-    let leader = cluster.wait_leader(WITHIN).await.expect("leader");
-    let last = cluster
-        .status(leader)
-        .await
-        .expect("the leader's status")
-        .last_log_index;
+    let last = leader_last_index(&cluster).await;
     cluster
         .wait_applied(victim, last, WITHIN)
         .await
