@@ -16,6 +16,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "handlestore/v1/handles.proto",
         "handlestore/v1/state.proto",
         "handlestore/v1/writes.proto",
+        "handlestore/v1/reads.proto",
         "handlestore/v1/admin.proto",
         "handlestore/v1/auth.proto",
         "handlestore/v1/watch.proto",

@@ -91,6 +91,7 @@ pub struct ClientBuilder {
     backoff_base: Duration,
     backoff_max: Duration,
     max_write_calls: usize,
+    max_read_calls: usize,
     tls: Option<crate::tls::ClientTls>,
     token: Option<String>,
 }
@@ -152,6 +153,16 @@ impl ClientBuilder {
         self
     }
 
+    /// At most this many calls carrying point reads (handle gets, state
+    /// retrieves) in flight at once (default 8, at least 1). Reads issued
+    /// while all are busy wait and leave together in the next free call,
+    /// one `Reads.Submit` (see the `reads` module). A read that finds a
+    /// call free goes at once, on its own method.
+    pub fn max_read_calls(mut self, n: usize) -> Self {
+        self.max_read_calls = n.max(1);
+        self
+    }
+
     /// Creates the client. Connections are made lazily, so this succeeds
     /// while nodes are down; it fails only on malformed endpoints.
     pub fn build(self) -> Result<Client> {
@@ -181,9 +192,8 @@ impl ClientBuilder {
                 attempt_timeout: self.attempt_timeout,
                 backoff_base: self.backoff_base,
                 backoff_max: self.backoff_max,
-                max_write_calls: self.max_write_calls,
-                writes: Mutex::default(),
-                write_stats: Default::default(),
+                writes: Arc::new(crate::writes::coalescer(self.max_write_calls)),
+                reads: Arc::new(crate::reads::coalescer(self.max_read_calls)),
             }),
         })
     }
@@ -227,11 +237,13 @@ pub(crate) struct Inner {
     attempt_timeout: Duration,
     backoff_base: Duration,
     backoff_max: Duration,
-    pub(crate) max_write_calls: usize,
-    /// Writes waiting for a call, and the calls in flight.
-    pub(crate) writes: Mutex<crate::writes::WriteQueue>,
-    /// Writes sent, and the calls that carried them.
-    pub(crate) write_stats: crate::writes::Counters,
+    /// Writes waiting for a call, and the calls in flight (shared with
+    /// the clients of other namespaces made from this one, as the
+    /// connections are).
+    pub(crate) writes: Arc<crate::coalesce::Coalescer<crate::writes::Queued, pb::write_result::Result>>,
+    /// Point reads waiting for a call, and the calls in flight (shared
+    /// the same way).
+    pub(crate) reads: Arc<crate::coalesce::Coalescer<pb::Read, pb::read_result::Result>>,
 }
 
 /// A handle to a cluster. Cheap to clone; clones share connections and the
@@ -283,6 +295,7 @@ impl Client {
             backoff_base: Duration::from_millis(25),
             backoff_max: Duration::from_secs(1),
             max_write_calls: 8,
+            max_read_calls: 8,
             tls: None,
             token: None,
         }
@@ -321,7 +334,8 @@ impl Client {
     }
 
     /// The same cluster connection in another namespace (shares
-    /// connections; its own exactly-once sequence).
+    /// connections, and the calls that carry concurrent writes and reads;
+    /// its own exactly-once sequence).
     pub fn with_namespace(&self, ns: &str) -> Result<Client> {
         if !crate::id::is_name(ns, 64) {
             return Err(Error::InvalidArgument(format!(
@@ -349,9 +363,8 @@ impl Client {
                 attempt_timeout: i.attempt_timeout,
                 backoff_base: i.backoff_base,
                 backoff_max: i.backoff_max,
-                max_write_calls: i.max_write_calls,
-                writes: Mutex::default(),
-                write_stats: Default::default(),
+                writes: i.writes.clone(),
+                reads: i.reads.clone(),
             }),
         })
     }

@@ -10,6 +10,7 @@ use pb::write::Op;
 
 use crate::cluster::{Client, Consistency, MAX_MESSAGE, rpc};
 use crate::error::{Error, Result};
+use crate::reads::read_answer;
 use crate::state_tool::*;
 use crate::ttl::Ttl;
 use crate::writes::answer;
@@ -123,7 +124,7 @@ impl StateTool for ClusterStateTool {
             key: key.to_string(),
             read: self.read(),
         };
-        let resp = rpc!(self.client, client, retrieve, msg);
+        let resp = read_answer!(self.client.read(pb::read::Op::Retrieve(msg)).await, Retrieve);
         match resp {
             Ok(r) => r.entry.map(entry_from_pb).transpose(),
             Err(Error::NotFound(_)) => Ok(None),

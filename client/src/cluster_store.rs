@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use crate::cluster::{Client, Consistency, MAX_MESSAGE, rpc};
 use crate::error::{Error, Result};
 use crate::handle_store::HandleStore;
+use crate::reads::read_answer;
 use crate::ttl::Ttl;
 use crate::writes::answer;
 
@@ -205,7 +206,7 @@ where
             id: id.to_string(),
             read: Some(consistency.to_pb()),
         };
-        let resp = rpc!(self.client, handles, get, msg);
+        let resp = read_answer!(self.client.read(pb::read::Op::Get(msg)).await, Get);
         match resp {
             Ok(r) => Ok(Some(Versioned {
                 value: serde_json::from_slice(&r.value)?,

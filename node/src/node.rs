@@ -15,6 +15,7 @@ use crate::api::{
     admin::{AdminService, MemoryProbe},
     handles::HandlesService,
     read::ReadGate,
+    reads::ReadsService,
     state::StateService,
     watch::WatchService,
     writes::WritesService,
@@ -274,6 +275,9 @@ fn client_routes(
     let max_submit = max_msg
         .max(handlestore_proto::limits::MAX_SUBMIT_BYTES)
         .saturating_add(64 << 10);
+    // A response of the Reads service carries answers up to this bound, or
+    // one answer of any allowed size.
+    let max_reads_response = max_msg.max(handlestore_proto::limits::MAX_READS_RESPONSE_BYTES);
     let admin = AdminService::new(
         api.clone(),
         node.admin.clone(),
@@ -299,6 +303,11 @@ fn client_routes(
             pb::writes_server::WritesServer::new(WritesService::new(api.clone()))
                 .max_decoding_message_size(max_submit)
                 .max_encoding_message_size(max_submit),
+        )
+        .add_service(
+            pb::reads_server::ReadsServer::new(ReadsService::new(api.clone(), max_reads_response))
+                .max_decoding_message_size(max_msg)
+                .max_encoding_message_size(max_reads_response.saturating_add(max_msg)),
         )
         .add_service(
             // A response carries whole revisions: one may hold a full

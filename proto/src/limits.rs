@@ -23,6 +23,12 @@ pub const MAX_BATCH_BYTES: usize = 4 << 20;
 
 /// Most writes in one `Writes.Submit` call.
 pub const MAX_SUBMIT_WRITES: usize = 1000;
+/// Most reads in one `Reads.Submit` call.
+pub const MAX_SUBMIT_READS: usize = 1000;
+/// Most bytes of answers one `Reads.Submit` response carries, unless a
+/// node's single answer may be larger (`--max-value-bytes`): a read whose
+/// answer would pass it is not served in that call (`batch_full`).
+pub const MAX_READS_RESPONSE_BYTES: usize = 4 << 20;
 /// Most bytes of writes a client puts in one `Writes.Submit` call (one
 /// write larger than this still goes, alone).
 pub const MAX_SUBMIT_BYTES: usize = 4 << 20;

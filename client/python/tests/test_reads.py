@@ -1,7 +1,8 @@
-"""Read coalescing (handlestore.reads): state reads made at the same time
-share calls of State.BatchRetrieve, each getting its own answer or error;
-a lone reader's read goes at once, alone; coalesced reads stay
-linearizable."""
+"""Read coalescing (handlestore.reads): point reads made at the same time
+(state retrieves and handle gets) share calls of Reads.Submit, each getting
+its own answer or error; a lone reader's read goes at once, alone, on its
+own method; a response that would be too large is split over calls;
+coalesced reads stay linearizable."""
 
 from __future__ import annotations
 
@@ -52,21 +53,48 @@ async def test_a_key_the_node_refuses_fails_alone(cluster, namespace):
 
         got = await asyncio.gather(*(read(i) for i in range(40)), return_exceptions=True)
         assert isinstance(got[7], InvalidArgument), got[7]
-        assert got[:7] + got[8:] == ["yes"] * 39, "the others were read again alone"
+        assert got[:7] + got[8:] == ["yes"] * 39, "the others got their own answers"
         assert client.read_stats.calls < 40, "the reads did share calls"
     finally:
         await client.close()
 
 
-async def test_reads_of_other_options_or_namespaces_do_not_share_a_call(cluster, namespace):
+async def test_reads_of_other_kinds_options_and_namespaces_share_a_call_each_served_as_its_own(cluster, namespace):
     client = cluster.client(namespace=namespace, max_read_calls=1)
     other = client.with_namespace(namespace[:60] + "-b")
     try:
         await client.state_tool().store("k", "here")
         await other.state_tool().store("k", "there")
+        carts = client.handle_store("carts")
+        cart = await carts.mint({"lines": 1})
         mine, theirs = client.state_tool(), other.state_tool(consistency=STALE)
-        got = await asyncio.gather(*(t.get("k") for _ in range(20) for t in (mine, theirs)))
-        assert got == ["here", "there"] * 20
+        before = client.read_stats
+
+        async def three() -> list[object]:
+            return [await mine.get("k"), await theirs.get("k"), await carts.get(cart)]
+
+        got = await asyncio.gather(*(three() for _ in range(20)), carts.get("h-" + "A" * 26))
+        assert got[:20] == [["here", "there", {"lines": 1}]] * 20
+        assert got[20] is None, "an unknown handle reads as None"
+        stats = client.read_stats
+        assert stats.calls - before.calls < stats.sent - before.sent, "the reads did share calls"
+    finally:
+        await client.close()
+
+
+async def test_a_response_too_large_for_one_call_is_split_over_calls(cluster, namespace):
+    client = cluster.client(namespace=namespace, max_read_calls=1)
+    try:
+        tool = client.state_tool()
+        big = "x" * (900 << 10)
+        for i in range(12):
+            await tool.store(f"big{i}", big + str(i))
+        before = client.read_stats
+        got = await asyncio.gather(*(tool.get(f"big{i % 12}") for i in range(24)))
+        assert got == [big + str(i % 12) for i in range(24)]
+        stats = client.read_stats
+        assert stats.sent - before.sent == 24
+        assert stats.calls - before.calls < 24, "the reads did share calls"
     finally:
         await client.close()
 

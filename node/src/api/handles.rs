@@ -26,8 +26,8 @@ impl HandlesService {
     }
 }
 
-/// The calls, as one caller makes them (the Writes service calls these
-/// for each write it carries).
+/// The calls, as one caller makes them (the Writes and Reads services call
+/// these for each write or read they carry).
 impl HandlesService {
     pub async fn mint_as(&self, creds: &Credentials, r: pb::MintRequest) -> Result<pb::MintResponse, Status> {
         let l = &self.api.limits;
@@ -106,6 +106,29 @@ impl HandlesService {
             revision: res.revision,
         })
     }
+
+    pub async fn get_as(&self, creds: &Credentials, r: pb::GetRequest) -> Result<pb::GetResponse, Status> {
+        let l = &self.api.limits;
+        let namespace = validate::namespace(&r.namespace, l)?;
+        validate::store(&r.store, l)?;
+        validate::handle_id(&r.id)?;
+        let need = Need::store(&namespace, Access::Read, &r.store);
+        let (at, d) = self.api.read_as(creds, &need, r.read.as_ref()).await?;
+        let rec = point_read(|| self.api.state.get_handle(&namespace, &r.store, &r.id, &at.time))?;
+        // In an owner-bound store another user's handle is not there.
+        let bound = d.view().owner_bound(&namespace, &r.store);
+        let rec = rec.filter(|rec| !bound || d.sees_owner(&need, &rec.owner));
+        let Some(rec) = rec else {
+            return Err(Reason::NotFound.status(format!("unknown handle {}", r.id)));
+        };
+        Ok(pb::GetResponse {
+            value: rec.value,
+            create_revision: rec.create_revision,
+            mod_revision: rec.mod_revision,
+            expires_at_ms: rec.expires_at_ms,
+            read_revision: at.revision,
+        })
+    }
 }
 
 #[tonic::async_trait]
@@ -131,27 +154,7 @@ impl pb::handles_server::Handles for HandlesService {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn get(&self, request: Request<pb::GetRequest>) -> Result<Response<pb::GetResponse>, Status> {
         let creds = Credentials::of(&request);
-        let r = request.into_inner();
-        let l = &self.api.limits;
-        let namespace = validate::namespace(&r.namespace, l)?;
-        validate::store(&r.store, l)?;
-        validate::handle_id(&r.id)?;
-        let need = Need::store(&namespace, Access::Read, &r.store);
-        let (at, d) = self.api.read_as(&creds, &need, r.read.as_ref()).await?;
-        let rec = point_read(|| self.api.state.get_handle(&namespace, &r.store, &r.id, &at.time))?;
-        // In an owner-bound store another user's handle is not there.
-        let bound = d.view().owner_bound(&namespace, &r.store);
-        let rec = rec.filter(|rec| !bound || d.sees_owner(&need, &rec.owner));
-        let Some(rec) = rec else {
-            return Err(Reason::NotFound.status(format!("unknown handle {}", r.id)));
-        };
-        Ok(Response::new(pb::GetResponse {
-            value: rec.value,
-            create_revision: rec.create_revision,
-            mod_revision: rec.mod_revision,
-            expires_at_ms: rec.expires_at_ms,
-            read_revision: at.revision,
-        }))
+        self.get_as(&creds, request.into_inner()).await.map(Response::new)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

@@ -8,6 +8,7 @@ pub mod backup;
 pub mod handles;
 pub mod handles_admin;
 pub mod read;
+pub mod reads;
 pub mod state;
 pub mod validate;
 pub mod watch;

@@ -180,6 +180,27 @@ impl StateService {
             .await?;
         Ok(pb::BatchStoreResponse { revision: res.revision })
     }
+
+    /// A point read, as one caller makes it (the Reads service calls this
+    /// for each retrieve it carries).
+    pub async fn retrieve_as(
+        &self,
+        creds: &Credentials,
+        r: pb::RetrieveRequest,
+    ) -> Result<pb::RetrieveResponse, Status> {
+        let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
+        validate::state_key(&r.key, &self.api.limits)?;
+        let need = Need::key(&namespace, Access::Read, &r.key);
+        let (at, _) = self.api.read_as(creds, &need, r.read.as_ref()).await?;
+        let rec = point_read(|| self.api.state.get_state(&namespace, &r.key, &at.time))?;
+        match rec {
+            Some(rec) => Ok(pb::RetrieveResponse {
+                entry: Some(entry(r.key, rec, true)),
+                read_revision: at.revision,
+            }),
+            None => Err(Reason::NotFound.status(format!("unknown key {}", r.key))),
+        }
+    }
 }
 
 /// Ok if every key is allowed `access` by `d`; else the first that is not.
@@ -225,19 +246,7 @@ impl pb::state_server::State for StateService {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn retrieve(&self, request: Request<pb::RetrieveRequest>) -> Result<Response<pb::RetrieveResponse>, Status> {
         let creds = Credentials::of(&request);
-        let r = request.into_inner();
-        let namespace = validate::namespace(&r.namespace, &self.api.limits)?;
-        validate::state_key(&r.key, &self.api.limits)?;
-        let need = Need::key(&namespace, Access::Read, &r.key);
-        let (at, _) = self.api.read_as(&creds, &need, r.read.as_ref()).await?;
-        let rec = point_read(|| self.api.state.get_state(&namespace, &r.key, &at.time))?;
-        match rec {
-            Some(rec) => Ok(Response::new(pb::RetrieveResponse {
-                entry: Some(entry(r.key, rec, true)),
-                read_revision: at.revision,
-            })),
-            None => Err(Reason::NotFound.status(format!("unknown key {}", r.key))),
-        }
+        self.retrieve_as(&creds, request.into_inner()).await.map(Response::new)
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

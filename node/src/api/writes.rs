@@ -53,7 +53,7 @@ impl WritesService {
 }
 
 /// A status as a write's answer inside a call that succeeded.
-fn failure(s: &Status) -> pb::WriteFailure {
+pub(crate) fn failure(s: &Status) -> pb::WriteFailure {
     pb::WriteFailure {
         code: s.code() as i32,
         message: s.message().to_string(),

@@ -8,6 +8,7 @@ mod contract;
 mod fuzz;
 mod handle_admin;
 mod overload;
+mod reads;
 mod replication;
 mod state;
 mod ttl;

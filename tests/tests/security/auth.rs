@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use futures::future::join_all;
+
 use handlestore_client::auth::{Access, Permission};
 use handlestore_client::{Client, HandleStore, NodeChannel, StateTool, StateValue, StoreOptions, Ttl};
 use handlestore_proto::v1 as pb;
@@ -493,6 +495,76 @@ async fn submit_refuses_bad_credentials_whole_and_denied_writes_one_by_one() {
             .expect("len"),
         0
     );
+}
+
+/// Reads carried by one Reads.Submit call: bad credentials fail the call,
+/// a missing permission fails each read it covers, and the others are
+/// served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_submit_refuses_bad_credentials_whole_and_denied_reads_one_by_one() {
+    let (cluster, tokens) = cluster_with_users().await;
+    let token = |u: &str| tokens.iter().find(|(n, _)| n == u).map(|(_, t)| t.clone());
+    let root = cluster.client().with_namespace(NS).expect("a");
+    let cart = root
+        .handle_store::<serde_json::Value>("cart")
+        .build()
+        .mint(serde_json::json!({"mine": true}), Ttl::Never)
+        .await
+        .expect("mint");
+    let get = |ns: &str| pb::Read {
+        op: Some(pb::read::Op::Get(pb::GetRequest {
+            namespace: ns.into(),
+            store: "cart".into(),
+            id: cart.clone(),
+            read: None,
+        })),
+    };
+    let submit = |t: Option<String>| {
+        let ch = client_as(&cluster, t.as_deref(), NS).channel(0).expect("channel");
+        let req = pb::ReadsRequest {
+            reads: vec![get(NS), get(OTHER_NS)],
+        };
+        async move { pb::reads_client::ReadsClient::new(ch).submit(req).await }
+    };
+    let s = submit(None).await.expect_err("no credentials");
+    assert_eq!(s.code(), Code::Unauthenticated);
+    let s = submit(Some("hs1_AAAAAAAAAAAAAAAA_BBBB".into()))
+        .await
+        .expect_err("a forged token");
+    assert_eq!(s.code(), Code::Unauthenticated);
+    let r = submit(token("writer")).await.expect("call").into_inner();
+    let results: Vec<_> = r.results.into_iter().map(|w| w.result.expect("a result")).collect();
+    match &results[0] {
+        pb::read_result::Result::Get(g) => assert_eq!(g.value, br#"{"mine":true}"#),
+        other => panic!("a read of a by a writer of a: {other:?}"),
+    }
+    match &results[1] {
+        pb::read_result::Result::Failure(f) => assert_eq!(f.code, Code::PermissionDenied as i32, "{f:?}"),
+        other => panic!("a read of b by a writer of a: {other:?}"),
+    }
+    // A user of b, reading a's cart among reads of its own: only a's is refused.
+    let intruder = client_as(&cluster, token("other").as_deref(), NS);
+    let reads = intruder.handle_store::<serde_json::Value>("cart").build();
+    let own = intruder.with_namespace(OTHER_NS).expect("b").state_tool();
+    let got = join_all((0..20).map(|i| {
+        let (reads, own, cart) = (&reads, &own, &cart);
+        async move {
+            if i == 7 {
+                reads.get(cart).await.map(|_| ())
+            } else {
+                own.retrieve("nothing").await.map(|_| ())
+            }
+        }
+    }))
+    .await;
+    assert!(
+        matches!(got[7], Err(handlestore_client::Error::PermissionDenied(_))),
+        "{:?}",
+        got[7]
+    );
+    assert!(got.iter().enumerate().all(|(i, g)| i == 7 || g.is_ok()), "{got:?}");
+    let stats = intruder.read_stats();
+    assert!(stats.calls < stats.reads, "the reads shared calls: {stats:?}");
 }
 
 /// A user of namespace b cannot get, list, batch-read or delete in a, and

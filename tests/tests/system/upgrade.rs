@@ -87,6 +87,7 @@ async fn the_previous_release_upgrades_one_node_at_a_time_under_load_and_refuses
             "node {id} is v0.1.0"
         );
     }
+    reads_without_the_reads_service(&cluster).await;
     let acked = Arc::new(Mutex::new(Acked::default()));
     let stop = Arc::new(tokio::sync::Notify::new());
     write_under_load(cluster.client().handle_store("up").build(), acked.clone(), stop.clone());
@@ -160,6 +161,20 @@ async fn the_previous_release_upgrades_one_node_at_a_time_under_load_and_refuses
     let id = order[0];
     tokio::task::block_in_place(|| cluster.stop(id)).expect("stop");
     a_newer_directory_is_refused_by(&old, id, &cluster.node(id).data);
+}
+
+/// This client's concurrent reads share `Reads.Submit` calls, which a
+/// v0.1.0 node does not have: it gets each read on its own method.
+async fn reads_without_the_reads_service(cluster: &TestCluster) {
+    let client = cluster.client();
+    let store: ClusterHandleStore<String> = client.handle_store("old-reads").build();
+    let id = store.mint("v".into(), Ttl::Never).await.expect("mint");
+    let got = futures::future::join_all((0..40).map(|_| store.get(&id))).await;
+    for g in got {
+        assert_eq!(g.expect("get"), Some("v".to_string()));
+    }
+    let stats = client.read_stats();
+    assert!(stats.calls < stats.reads, "the reads went together: {stats:?}");
 }
 
 fn a_newer_directory_is_refused_by(old: &std::path::Path, id: u64, data: &std::path::Path) {

@@ -21,7 +21,7 @@ import random
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import grpc
 
@@ -33,7 +33,10 @@ from handlestore.v1 import (
     admin_pb2_grpc,
     auth_pb2_grpc,
     common_pb2,
+    handles_pb2,
     handles_pb2_grpc,
+    reads_pb2,
+    reads_pb2_grpc,
     state_pb2,
     state_pb2_grpc,
     watch_pb2_grpc,
@@ -41,6 +44,8 @@ from handlestore.v1 import (
     writes_pb2_grpc,
 )
 from handlestore.writes import MAX_WRITE_CALLS, Writes, WriteStats
+
+T = TypeVar("T")
 
 #: The metadata key a node names the leader's client address under.
 LEADER_HEADER = "x-handlestore-leader"
@@ -61,6 +66,7 @@ _STUBS: dict[str, Callable[[grpc.aio.Channel], Any]] = {
     "admin": admin_pb2_grpc.AdminStub,
     "auth": auth_pb2_grpc.AuthStub,
     "writes": writes_pb2_grpc.WritesStub,
+    "reads": reads_pb2_grpc.ReadsStub,
 }
 
 _RETRYABLE = {
@@ -379,14 +385,22 @@ class Client:
 
     @property
     def read_stats(self) -> Stats:
-        """State reads sent so far (`sent`) and the calls that carried
-        them: under load, several reads per call."""
+        """Point reads (handle gets, state retrieves) sent so far (`sent`)
+        and the calls that carried them: under load, several reads per
+        call."""
         return dataclasses.replace(self._reads.calls.stats)
 
     async def read_state(self, request: state_pb2.RetrieveRequest) -> state_pb2.StateEntry | None:
         """Reads one state key, alone or with other callers' reads (see
         `handlestore.reads`): its entry, or None if absent or expired."""
-        return await self._reads.read(self, request)
+        resp = await self._reads.read(self, reads_pb2.Read(retrieve=request))
+        return None if resp is None else _expect(resp, state_pb2.RetrieveResponse).entry
+
+    async def read_handle(self, request: handles_pb2.GetRequest) -> handles_pb2.GetResponse | None:
+        """Reads one handle, alone or with other callers' reads (see
+        `handlestore.reads`): the answer, or None if absent or expired."""
+        resp = await self._reads.read(self, reads_pb2.Read(get=request))
+        return None if resp is None else _expect(resp, handles_pb2.GetResponse)
 
     async def call(
         self, service: str, method: str, request: Any, check: Callable[[Any], Failure | None] | None = None
@@ -493,6 +507,13 @@ def _tls_refused(err: grpc.aio.AioRpcError) -> bool:
 def _tls_refused_status(code: grpc.StatusCode, message: str) -> bool:
     details = message.lower()
     return code == grpc.StatusCode.UNAVAILABLE and "handshake" in details and ("ssl" in details or "tls" in details)
+
+
+def _expect(resp: Any, kind: type[T]) -> T:
+    """`resp`, if it is an answer of this kind."""
+    if not isinstance(resp, kind):
+        raise errors.HandlestoreError(f"the node answered a read with a {type(resp).__name__}")
+    return resp
 
 
 def retryable(code: grpc.StatusCode, detail: common_pb2.ErrorDetail, message: str) -> bool:

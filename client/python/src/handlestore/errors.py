@@ -95,6 +95,10 @@ class Compacted(HandlestoreError):
         self.compact_revision = compact_revision
 
 
+class Unimplemented(HandlestoreError):
+    """The node does not know the method: it is older than this client."""
+
+
 class CodecError(HandlestoreError):
     """A value could not be encoded or decoded as JSON."""
 
@@ -128,6 +132,7 @@ _BY_CODE = {
     grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
     grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
+    grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
 }
 
 

@@ -135,9 +135,8 @@ class HandleStore:
             id=handle_id,
             read=(consistency or self.consistency).to_pb(),
         )
-        try:
-            resp = await self.client.call("handles", "Get", req)
-        except errors.NotFound:
+        resp = await self.client.read_handle(req)
+        if resp is None:
             return None
         return Versioned(json_value(resp.value), resp.create_revision, resp.mod_revision, resp.expires_at_ms or None)
 

@@ -1,80 +1,113 @@
-"""Read coalescing: concurrent state-tool reads of one client share calls
-of `State.BatchRetrieve`, as writes share `Writes.Submit`.
+"""Read coalescing, as the Rust client's `reads.rs`: concurrent point
+reads of one client (handle gets, state retrieves) share calls of the
+Reads service, as writes share `Writes.Submit`.
 
-Every `StateTool.retrieve` goes through `Client.read_state`, and calls are
-shared as `handlestore.coalesce` says: at most `max_read_calls` in flight
-per client, a lone reader's read sent at once as a plain `Retrieve`, and
-under load the reads queued meanwhile in one `BatchRetrieve`: one call and,
-for linearizable reads, one read-index round for all of them. Only reads
-of one namespace with the same read options share a call.
+Every `HandleStore.get` and `StateTool.retrieve` goes through
+`Client.read`, and calls are shared as `handlestore.coalesce` says: at most
+`max_read_calls` in flight per client, a lone reader's read sent at once on
+its own method (`Handles.Get`, `State.Retrieve`), and under load the reads
+queued meanwhile in one `Reads.Submit`: one call and, for the linearizable
+ones, one read-index round on the node.
 
-What a read sees does not change. Each read in a call was asked for
-before the call was sent, and the node fixes the call's read point after
-it arrives, so it is a point within each read's own lifetime: a
-linearizable read stays linearizable, an `at_least(revision)` read sees
-at least its revision. A key the node refuses (malformed, or one the
-caller may not read) refuses the whole batch, so then each read of that
-call is sent again alone, and only the refused one fails.
+What a read sees does not change: the node serves each read of a call
+exactly as its own method would, with its own read options, authorization
+and answer. A read the node left unserved because the response was full
+(`batch_full`) goes again in the next call; a node without the Reads
+service (older than this client) gets each read on its own method.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Union
 
 from handlestore import errors
 from handlestore.coalesce import Coalescer
-from handlestore.v1 import state_pb2
+from handlestore.reasons import BATCH_FULL
+from handlestore.v1 import handles_pb2, reads_pb2, state_pb2
+from handlestore.writes import Failure, retryable_failure
 
 if TYPE_CHECKING:
     from handlestore.client import Client
 
-#: Calls of the state reads in flight per client, by default.
+#: Calls of point reads in flight per client, by default.
 MAX_READ_CALLS = 8
-#: The most reads in one call (the node accepts 1000 keys).
+#: The most reads in one call (the node accepts 1000).
 MAX_BATCH_READS = 256
-#: Bound on the keys' bytes in one call (a key is at most 1 KiB).
-MAX_BATCH_KEY_BYTES = 256 << 10
+#: Bound on the reads' bytes in one call (a key is at most 1 KiB).
+MAX_BATCH_READ_BYTES = 256 << 10
 
-#: Failures of a whole batch that no read of it would escape alone.
-_SHARED_FAILURES = (errors.DeadlineExceeded, errors.Unavailable, errors.Unauthenticated, errors.Closed)
-
-Read = state_pb2.RetrieveRequest
-#: The entry, or None if the key is absent or expired.
-Found = Optional[state_pb2.StateEntry]
+#: A read's answer: its method's response, or None if the handle or key is
+#: absent or expired.
+Answer = Union[handles_pb2.GetResponse, state_pb2.RetrieveResponse, None]
 
 
 class Reads:
-    """A client's state reads and the calls carrying them."""
+    """A client's point reads and the calls carrying them."""
 
     def __init__(self, max_calls: int = MAX_READ_CALLS) -> None:
-        self.calls: Coalescer[Read, Found] = Coalescer(_submit, "read", max_calls, MAX_BATCH_READS, MAX_BATCH_KEY_BYTES)
+        self.calls: Coalescer[reads_pb2.Read, Answer] = Coalescer(
+            _submit, "read", max_calls, MAX_BATCH_READS, MAX_BATCH_READ_BYTES
+        )
 
-    async def read(self, client: Client, req: Read) -> Found:
-        group = (req.namespace, req.read.SerializeToString(deterministic=True))
-        return await self.calls.run(client, req, len(req.key), group)
+    async def read(self, client: Client, read: reads_pb2.Read) -> Answer:
+        return await self.calls.run(client, read, read.ByteSize())
 
 
-async def _submit(client: Client, reads: list[Read]) -> list[Found | BaseException]:
-    """One read alone as `Retrieve`, several as one `BatchRetrieve`."""
+async def _submit(client: Client, reads: list[reads_pb2.Read]) -> list[Answer | BaseException]:
+    """One read alone on its own method; several in calls of `Reads.Submit`
+    until each is answered."""
     if len(reads) == 1:
-        return [await _one(client, reads[0])]
-    first = reads[0]
-    req = state_pb2.BatchRetrieveRequest(namespace=first.namespace, keys=[r.key for r in reads], read=first.read)
+        return list(await asyncio.gather(_one(client, reads[0]), return_exceptions=True))
+    answers: list[Answer | BaseException | None] = [None] * len(reads)
+    pending = list(range(len(reads)))
+    while pending:
+        results = await _submit_once(client, [reads[i] for i in pending])
+        unserved = []
+        for i, r in zip(pending, results, strict=True):
+            if isinstance(r, errors.HandlestoreError) and r.reason == BATCH_FULL:
+                unserved.append(i)
+            else:
+                answers[i] = r
+        pending = unserved
+    return answers
+
+
+async def _submit_once(client: Client, reads: list[reads_pb2.Read]) -> list[Answer | BaseException]:
+    """One call of the Reads service, with failover and retries: a read
+    that failed for a reason another node can fix fails the whole attempt,
+    so the call goes again where that error points."""
     try:
-        resp = await client.call("state", "BatchRetrieve", req)
-    except _SHARED_FAILURES:
-        raise
-    except errors.HandlestoreError:
-        # One read may be the cause: each alone, so only its own fails.
+        resp = await client.call("reads", "Submit", reads_pb2.ReadsRequest(reads=reads), check=retryable_failure)
+    except errors.Unimplemented:
         return list(await asyncio.gather(*(_one(client, r) for r in reads), return_exceptions=True))
-    if len(resp.entries) != len(reads):
-        raise errors.HandlestoreError(f"the node answered {len(resp.entries)} entries for {len(reads)} keys")
-    return [m.entry if m.HasField("entry") else None for m in resp.entries]
+    if len(resp.results) != len(reads):
+        raise errors.HandlestoreError(f"the node answered {len(resp.results)} results for {len(reads)} reads")
+    return [_answer(r) for r in resp.results]
 
 
-async def _one(client: Client, req: Read) -> Found:
+def _answer(r: reads_pb2.ReadResult) -> Answer | BaseException:
+    kind = r.WhichOneof("result")
+    if kind == "failure":
+        error = Failure(r.failure).error()
+        return None if isinstance(error, errors.NotFound) else error
+    if kind == "get":
+        return r.get
+    if kind == "retrieve":
+        return r.retrieve
+    return errors.HandlestoreError("the node answered a read with nothing")
+
+
+async def _one(client: Client, read: reads_pb2.Read) -> Answer:
+    """A read on its own method."""
+    kind = read.WhichOneof("op")
     try:
-        return (await client.call("state", "Retrieve", req)).entry
+        if kind == "get":
+            resp: Answer = await client.call("handles", "Get", read.get)
+        elif kind == "retrieve":
+            resp = await client.call("state", "Retrieve", read.retrieve)
+        else:
+            raise errors.InvalidArgument("a read names no operation")
     except errors.NotFound:
         return None
+    return resp

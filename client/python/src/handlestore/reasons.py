@@ -32,6 +32,7 @@ COMPACTED = "compacted"
 SLOW_WATCHER = "slow_watcher"
 DISK_FULL = "disk_full"
 OVERLOADED = "overloaded"
+BATCH_FULL = "batch_full"
 QUOTA = "quota"
 UNAUTHENTICATED = "unauthenticated"
 PERMISSION_DENIED = "permission_denied"
@@ -58,6 +59,7 @@ TABLE: dict[str, Row] = {
     SLOW_WATCHER: Row("RESOURCE_EXHAUSTED", "resume", "A watcher did not take its events while its share of --watch-memory-mb was full, or fell behind the history kept while it was served."),
     DISK_FULL: Row("UNAVAILABLE", "yes", "This node's disk has less free space than --min-free-disk-mb: it takes no new entries until space is freed (as leader it refuses writes and hands leadership to a member with room)."),
     OVERLOADED: Row("UNAVAILABLE", "yes", "This node serves --max-concurrent-calls calls already, or holds --max-request-memory-mb of requests; it answered at once, before reading (or decoding) the request, and the answer's grpc-retry-pushback-ms says how long to wait before trying again."),
+    BATCH_FULL: Row("RESOURCE_EXHAUSTED", "no", "A read of Reads.Submit whose answer would have taken the call's response past its size limit: it was not served (the clients send it again in another call)."),
     QUOTA: Row("RESOURCE_EXHAUSTED", "no", "A write would take its namespace over its quota of entries or bytes."),
     UNAUTHENTICATED: Row("UNAUTHENTICATED", "no", "Missing, malformed, unknown or expired credentials, or a peer port reached without TLS."),
     PERMISSION_DENIED: Row("PERMISSION_DENIED", "no", "The caller's roles do not grant the call; on the peer port, a certificate that names no member."),

@@ -25,7 +25,7 @@ import grpc
 
 from handlestore import errors
 from handlestore.coalesce import Coalescer
-from handlestore.v1 import common_pb2, writes_pb2
+from handlestore.v1 import common_pb2, reads_pb2, writes_pb2
 
 if TYPE_CHECKING:
     from handlestore.client import Client
@@ -50,7 +50,8 @@ class WriteStats:
 
 
 class Failure:
-    """A write's failure as the status its own method would have answered."""
+    """A write's (or read's) failure as the status its own method would
+    have answered."""
 
     def __init__(self, failure: writes_pb2.WriteFailure) -> None:
         self.code = _CODES.get(failure.code, grpc.StatusCode.UNKNOWN)
@@ -90,12 +91,13 @@ async def _submit(client: Client, writes: list[writes_pb2.Write]) -> list[writes
     so the call goes again where that error points. Each write's failure
     is its own exception."""
     req = writes_pb2.SubmitRequest(writes=writes)
-    resp = await client.call("writes", "Submit", req, check=_retryable_failure)
+    resp = await client.call("writes", "Submit", req, check=retryable_failure)
     return [Failure(r.failure).error() if r.WhichOneof("result") == "failure" else r for r in resp.results]
 
 
-def _retryable_failure(resp: writes_pb2.SubmitResponse) -> Failure | None:
-    """The first write failure in `resp` that another node could fix."""
+def retryable_failure(resp: writes_pb2.SubmitResponse | reads_pb2.ReadsResponse) -> Failure | None:
+    """The first failure among `resp`'s results (of writes, or of reads)
+    that another node could fix."""
     from handlestore.client import retryable
 
     for r in resp.results:

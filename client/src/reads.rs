@@ -1,0 +1,245 @@
+//! Read coalescing: concurrent point reads of one [`Client`] (handle gets,
+//! state retrieves) share calls of the Reads service (the `coalesce` module
+//! says how).
+//!
+//! A read that finds a call free goes alone on its own method
+//! (`Handles.Get`, `State.Retrieve`), exactly as before; reads that queued
+//! while every call was busy leave together in one `Reads.Submit`. The node
+//! answers each as its own method would, and its linearizable reads share
+//! one quorum round. A read the node left unserved because the response was
+//! full (`batch_full`) goes again in the next call; a node without the
+//! Reads service (older than this client) gets them one by one, each on
+//! its own method.
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use handlestore_proto::reason::Reason;
+use handlestore_proto::v1 as pb;
+use pb::read::Op;
+use pb::read_result::Result as Res;
+use pb::reads_client::ReadsClient;
+use prost::Message;
+
+use crate::cluster::{Client, MAX_MESSAGE, retryable, rpc};
+use crate::coalesce::{Bounds, Calls, Coalescer};
+use crate::error::{Error, Result};
+use crate::transport::NodeChannel;
+use crate::writes::status;
+
+/// The most reads in one call.
+const MAX_SUBMIT_READS: usize = 256;
+const _: () = assert!(MAX_SUBMIT_READS <= handlestore_proto::limits::MAX_SUBMIT_READS);
+
+/// How many point reads a client has sent, in how many calls (retries of a
+/// call not counted again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReadStats {
+    pub reads: u64,
+    pub calls: u64,
+}
+
+/// A client's queue of reads.
+pub(crate) fn coalescer(max_calls: usize) -> Coalescer<pb::Read, Res> {
+    Coalescer::new(Bounds {
+        max_calls,
+        max_items: MAX_SUBMIT_READS,
+        max_bytes: handlestore_proto::limits::MAX_SUBMIT_BYTES,
+    })
+}
+
+/// The read calls of one client.
+#[derive(Clone)]
+struct ReadCalls(Client);
+
+impl Calls for ReadCalls {
+    type Item = pb::Read;
+    type Answer = Res;
+    const WHAT: &'static str = "read";
+
+    fn coalescer(&self) -> &Coalescer<pb::Read, Res> {
+        &self.0.inner.reads
+    }
+
+    fn deadline(&self) -> Duration {
+        self.0.inner.deadline
+    }
+
+    async fn send(&self, mut reads: Vec<pb::Read>) -> Result<Vec<Result<Res>>> {
+        if reads.len() == 1 {
+            let read = reads.pop().expect("one read");
+            return Ok(vec![self.0.read_alone(read).await]);
+        }
+        self.0.submit_reads(reads).await
+    }
+}
+
+impl Client {
+    /// Point reads sent so far and the calls that carried them: under
+    /// load, several reads per call.
+    pub fn read_stats(&self) -> ReadStats {
+        let s = self.inner.reads.stats();
+        ReadStats {
+            reads: s.sent,
+            calls: s.calls,
+        }
+    }
+
+    /// Sends one point read, alone or with others (see the module
+    /// comment), and returns its answer.
+    pub(crate) async fn read(&self, op: Op) -> Result<Res> {
+        let read = pb::Read { op: Some(op) };
+        let size = read.encoded_len();
+        crate::coalesce::send_one(&ReadCalls(self.clone()), read, size).await
+    }
+
+    /// One read on its own method.
+    async fn read_alone(&self, read: pb::Read) -> Result<Res> {
+        match read.op {
+            Some(Op::Get(r)) => rpc!(self, handles, get, r).map(Res::Get),
+            Some(Op::Retrieve(r)) => rpc!(self, state, retrieve, r).map(Res::Retrieve),
+            None => Err(Error::InvalidArgument("a read names no operation".into())),
+        }
+    }
+
+    /// Several reads in calls of the Reads service, until each is answered
+    /// (those a full response left unserved go in the next call).
+    async fn submit_reads(&self, reads: Vec<pb::Read>) -> Result<Vec<Result<Res>>> {
+        let mut answers: Vec<Option<Result<Res>>> = reads.iter().map(|_| None).collect();
+        let mut pending: Vec<usize> = (0..reads.len()).collect();
+        while !pending.is_empty() {
+            let batch: Vec<pb::Read> = pending.iter().map(|&i| reads[i].clone()).collect();
+            let results = self.submit_once(batch).await?;
+            let mut unserved = Vec::new();
+            for (i, r) in pending.into_iter().zip(results) {
+                match r {
+                    Err(Error::ResourceExhausted {
+                        reason: Some(Reason::BatchFull),
+                        ..
+                    }) => unserved.push(i),
+                    r => answers[i] = Some(r),
+                }
+            }
+            pending = unserved;
+        }
+        Ok(answers.into_iter().map(|a| a.expect("every read answered")).collect())
+    }
+
+    /// One call of the Reads service, with failover and retries: a read
+    /// that failed for a reason another node can fix fails the attempt, so
+    /// the call goes again where that error points.
+    async fn submit_once(&self, reads: Vec<pb::Read>) -> Result<Vec<Result<Res>>> {
+        let n = reads.len();
+        let msg = pb::ReadsRequest { reads };
+        let resp = self
+            .call(|ch, timeout| {
+                let msg = msg.clone();
+                async move {
+                    let resp = submit_on(ch, msg, timeout).await?;
+                    let retry = resp.get_ref().results.iter().find_map(|r| match &r.result {
+                        Some(Res::Failure(f)) => Some(status(f)).filter(retryable),
+                        _ => None,
+                    });
+                    retry.map_or(Ok(resp), Err)
+                }
+            })
+            .await?;
+        if resp.results.len() != n {
+            return Err(Error::Other(format!(
+                "the node answered {} results for {n} reads",
+                resp.results.len()
+            )));
+        }
+        Ok(resp
+            .results
+            .into_iter()
+            .map(|r| match r.result {
+                Some(Res::Failure(f)) => Err(Error::from(status(&f))),
+                Some(ok) => Ok(ok),
+                None => Err(Error::Other("the node answered a read with nothing".into())),
+            })
+            .collect())
+    }
+}
+
+/// One `Reads.Submit` to one node; a node without the Reads service (older
+/// than this client) gets each read on its own method instead.
+async fn submit_on(
+    ch: NodeChannel,
+    msg: pb::ReadsRequest,
+    timeout: Duration,
+) -> std::result::Result<tonic::Response<pb::ReadsResponse>, tonic::Status> {
+    let mut req = tonic::Request::new(msg.clone());
+    req.set_timeout(timeout);
+    let mut stub = ReadsClient::new(ch.clone())
+        .max_decoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE);
+    match stub.submit(req).await {
+        Err(s) if s.code() == tonic::Code::Unimplemented => {}
+        other => return other,
+    }
+    let one = |read: pb::Read| {
+        let ch = ch.clone();
+        async move {
+            let result = match read.op {
+                Some(Op::Get(r)) => handles(ch)
+                    .get(timed(r, timeout))
+                    .await
+                    .map(|a| Res::Get(a.into_inner())),
+                Some(Op::Retrieve(r)) => state(ch)
+                    .retrieve(timed(r, timeout))
+                    .await
+                    .map(|a| Res::Retrieve(a.into_inner())),
+                None => Err(tonic::Status::invalid_argument("a read names no operation")),
+            };
+            pb::ReadResult {
+                result: Some(result.unwrap_or_else(|s| Res::Failure(failure(&s)))),
+            }
+        }
+    };
+    let results = join_all(msg.reads.into_iter().map(one)).await;
+    Ok(tonic::Response::new(pb::ReadsResponse { results }))
+}
+
+fn timed<T>(msg: T, timeout: Duration) -> tonic::Request<T> {
+    let mut req = tonic::Request::new(msg);
+    req.set_timeout(timeout);
+    req
+}
+
+/// A status as a read's answer.
+fn failure(s: &tonic::Status) -> pb::WriteFailure {
+    pb::WriteFailure {
+        code: s.code() as i32,
+        message: s.message().to_string(),
+        details: s.details().to_vec(),
+    }
+}
+
+fn handles(ch: NodeChannel) -> pb::handles_client::HandlesClient<NodeChannel> {
+    pb::handles_client::HandlesClient::new(ch)
+        .max_decoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE)
+}
+
+fn state(ch: NodeChannel) -> pb::state_client::StateClient<NodeChannel> {
+    pb::state_client::StateClient::new(ch)
+        .max_decoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE)
+}
+
+/// The answer of a read sent with [`Client::read`], as the response type
+/// of its own method: `read_answer!(client.read(Op::Get(g)).await, Get)`
+/// (an error stays an error: `NotFound` for an absent handle or key).
+macro_rules! read_answer {
+    ($answer:expr, $variant:ident) => {
+        match $answer {
+            Ok(handlestore_proto::v1::read_result::Result::$variant(r)) => Ok(r),
+            Ok(other) => Err($crate::error::Error::Other(format!(
+                "the node answered a read with a result of another kind: {other:?}"
+            ))),
+            Err(e) => Err(e),
+        }
+    };
+}
+pub(crate) use read_answer;
