@@ -1,6 +1,6 @@
 """Calls shared by concurrent requests of one client: the seam under
-`writes.py` (writes share `Writes.Submit`) and `reads.py` (state reads
-share `State.BatchRetrieve`).
+`writes.py` (writes share `Writes.Submit`) and `reads.py` (point reads
+share `Reads.Submit`).
 
 At most `max_calls` calls are in flight. A request that finds a call free
 is sent at once, alone: a lone caller waits for nothing. A request that
