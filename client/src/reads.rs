@@ -111,13 +111,14 @@ impl Client {
             let batch: Vec<pb::Read> = pending.iter().map(|&i| reads[i].clone()).collect();
             let results = self.submit_once(batch).await?;
             let mut unserved = Vec::new();
+            // A node always serves a call's first read; one that served
+            // none gets its answers back as they are, never a loop.
+            let none_served = results.iter().all(is_batch_full);
             for (i, r) in pending.into_iter().zip(results) {
-                match r {
-                    Err(Error::ResourceExhausted {
-                        reason: Some(Reason::BatchFull),
-                        ..
-                    }) => unserved.push(i),
-                    r => answers[i] = Some(r),
+                if is_batch_full(&r) && !none_served {
+                    unserved.push(i);
+                } else {
+                    answers[i] = Some(r);
                 }
             }
             pending = unserved;
@@ -214,6 +215,17 @@ fn failure(s: &tonic::Status) -> pb::WriteFailure {
         message: s.message().to_string(),
         details: s.details().to_vec(),
     }
+}
+
+/// A read the node left unserved because the response was full.
+fn is_batch_full(r: &Result<Res>) -> bool {
+    matches!(
+        r,
+        Err(Error::ResourceExhausted {
+            reason: Some(Reason::BatchFull),
+            ..
+        })
+    )
 }
 
 fn handles(ch: NodeChannel) -> pb::handles_client::HandlesClient<NodeChannel> {

@@ -64,8 +64,11 @@ async def _submit(client: Client, reads: list[reads_pb2.Read]) -> list[Answer | 
     while pending:
         results = await _submit_once(client, [reads[i] for i in pending])
         unserved = []
+        # A node always serves a call's first read; one that served none
+        # gets its answers back as they are, never a loop.
+        none_served = all(_batch_full(r) for r in results)
         for i, r in zip(pending, results, strict=True):
-            if isinstance(r, errors.HandlestoreError) and r.reason == BATCH_FULL:
+            if _batch_full(r) and not none_served:
                 unserved.append(i)
             else:
                 answers[i] = r
@@ -84,6 +87,11 @@ async def _submit_once(client: Client, reads: list[reads_pb2.Read]) -> list[Answ
     if len(resp.results) != len(reads):
         raise errors.HandlestoreError(f"the node answered {len(resp.results)} results for {len(reads)} reads")
     return [_answer(r) for r in resp.results]
+
+
+def _batch_full(r: Answer | BaseException) -> bool:
+    """A read the node left unserved because the response was full."""
+    return isinstance(r, errors.HandlestoreError) and r.reason == BATCH_FULL
 
 
 def _answer(r: reads_pb2.ReadResult) -> Answer | BaseException:
