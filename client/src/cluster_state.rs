@@ -15,7 +15,7 @@ use crate::state_tool::*;
 use crate::ttl::Ttl;
 use crate::writes::answer;
 
-fn client(ch: NodeChannel) -> StateClient<NodeChannel> {
+pub(crate) fn client(ch: NodeChannel) -> StateClient<NodeChannel> {
     StateClient::new(ch)
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE)

@@ -102,7 +102,7 @@ pub struct ClusterHandleStore<T> {
     _t: PhantomData<fn() -> T>,
 }
 
-fn handles(ch: crate::transport::NodeChannel) -> HandlesClient<crate::transport::NodeChannel> {
+pub(crate) fn handles(ch: crate::transport::NodeChannel) -> HandlesClient<crate::transport::NodeChannel> {
     HandlesClient::new(ch)
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE)

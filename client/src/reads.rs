@@ -22,6 +22,8 @@ use pb::reads_client::ReadsClient;
 use prost::Message;
 
 use crate::cluster::{Client, MAX_MESSAGE, retryable, rpc};
+use crate::cluster_state::client as state;
+use crate::cluster_store::handles;
 use crate::coalesce::{Bounds, Calls, Coalescer};
 use crate::error::{Error, Result};
 use crate::transport::NodeChannel;
@@ -226,18 +228,6 @@ fn is_batch_full(r: &Result<Res>) -> bool {
             ..
         })
     )
-}
-
-fn handles(ch: NodeChannel) -> pb::handles_client::HandlesClient<NodeChannel> {
-    pb::handles_client::HandlesClient::new(ch)
-        .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE)
-}
-
-fn state(ch: NodeChannel) -> pb::state_client::StateClient<NodeChannel> {
-    pb::state_client::StateClient::new(ch)
-        .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE)
 }
 
 /// The answer of a read sent with [`Client::read`], as the response type
