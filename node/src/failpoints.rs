@@ -58,6 +58,15 @@ pub const SNAPSHOT_INSTALL_MID: &str = "snapshot-install-mid";
 /// After the purge point is stored, before the entries are deleted.
 pub const LOG_PURGE_MID: &str = "log-purge-mid";
 
+/// Points that break a guarantee on purpose, off the write path (no crash
+/// test): the proof that a checker catches what they break.
+pub const BREAKERS: &[&str] = &[READ_LEASE_UNBOUNDED];
+
+/// Where the leader checks its read lease: `error` here makes a lease that
+/// never ends (reads served on it long after other nodes could elect a new
+/// leader), what the chaos suite's stale-read checker must catch.
+pub const READ_LEASE_UNBOUNDED: &str = "read-lease-unbounded";
+
 /// Configures the points [`ENV`] names; call once, at start.
 #[cfg(feature = "failpoints")]
 pub fn init() -> anyhow::Result<()> {
@@ -68,8 +77,9 @@ pub fn init() -> anyhow::Result<()> {
         let (name, actions) = item
             .split_once('=')
             .ok_or_else(|| anyhow::anyhow!("{ENV}: `{item}` is not point=actions"))?;
-        if !POINTS.contains(&name) {
-            anyhow::bail!("{ENV}: no failpoint `{name}` (there are: {})", POINTS.join(", "));
+        if !POINTS.contains(&name) && !BREAKERS.contains(&name) {
+            let all = [POINTS, BREAKERS].concat().join(", ");
+            anyhow::bail!("{ENV}: no failpoint `{name}` (there are: {all})");
         }
         // Ours are fail-rs's `return`, given a meaning at the point.
         let actions = actions
@@ -117,12 +127,17 @@ pub(crate) fn corrupt_here(name: &str) -> bool {
     act(name) == Act::Corrupt
 }
 
+/// As [`hit`], and tells whether the point asks for `error` on this pass.
+pub(crate) fn error_here(name: &str) -> bool {
+    act(name) == Act::Fail
+}
+
 /// As [`hit`], and fails with an I/O error where the point asks for
 /// `error` on this pass.
 pub(crate) fn io_here(name: &str) -> std::io::Result<()> {
-    match act(name) {
-        Act::Fail => Err(std::io::Error::other(format!("failpoint {name}: error"))),
-        Act::Pass | Act::Corrupt => Ok(()),
+    match error_here(name) {
+        true => Err(std::io::Error::other(format!("failpoint {name}: error"))),
+        false => Ok(()),
     }
 }
 

@@ -34,6 +34,7 @@ pub mod defaults {
     pub const WORKER_THREADS: u16 = 0;
     pub const MAX_CLOCK_OFFSET: Duration = Duration::from_millis(500);
     pub const HANDOVER_ON_STOP: bool = true;
+    pub const READ_LEASE: bool = true;
     pub const SLOW_REQUEST_THRESHOLD: Duration = Duration::from_secs(1);
     pub const MAX_CONCURRENT_CALLS: usize = 1024;
     /// A quarter of a small node's memory; 60 requests of the largest
@@ -129,6 +130,12 @@ pub struct Tuning {
     /// instead of an election timeout. false: it stops at once.
     #[arg(long, default_value_t = defaults::HANDOVER_ON_STOP, action = clap::ArgAction::Set)]
     pub handover_on_stop: bool,
+    /// The leader serves linearizable reads on a lease, without a quorum
+    /// round each, for three quarters of the longest election timeout after
+    /// a majority last confirmed it (docs/consistency.md, "Reads on the
+    /// leader's lease"). false: every read waits for a quorum round.
+    #[arg(long, default_value_t = defaults::READ_LEASE, action = clap::ArgAction::Set)]
+    pub read_lease: bool,
     /// A client call whose answer takes this long is logged at warn with
     /// the time each stage took (auth, read index, apply wait, commit,
     /// read); 0s never. Every call is logged at debug.
@@ -186,6 +193,7 @@ impl Default for Tuning {
             worker_threads: d::WORKER_THREADS,
             max_clock_offset: d::MAX_CLOCK_OFFSET,
             handover_on_stop: d::HANDOVER_ON_STOP,
+            read_lease: d::READ_LEASE,
             slow_request_threshold: d::SLOW_REQUEST_THRESHOLD,
             max_concurrent_calls: d::MAX_CONCURRENT_CALLS,
             max_request_memory_mb: d::MAX_REQUEST_MEMORY_MB,

@@ -60,6 +60,7 @@ pub struct Recorders {
     pub disk_full: Gauge,
     pub read_index_seconds: Histogram,
     pub read_index_failures: Counter,
+    pub reads_on_lease: Counter,
     pub watch_events_sent: Counter,
     pub grpc_handled: Family<GrpcCall, Counter>,
     pub grpc_seconds: Histograms<GrpcMethod>,
@@ -151,6 +152,7 @@ impl Recorders {
             disk_full: Gauge::default(),
             read_index_seconds: fast_buckets(),
             read_index_failures: Counter::default(),
+            reads_on_lease: Counter::default(),
             watch_events_sent: Counter::default(),
             grpc_handled: Family::default(),
             grpc_seconds: Family::new_with_constructor(fast_buckets),
@@ -205,13 +207,18 @@ impl Recorders {
         );
         r.register(
             "handlestore_server_read_index_duration_seconds",
-            "Time to confirm a read index with a quorum (linearizable reads), on the leader",
+            "Time to get a read index (linearizable reads), on the leader: a quorum round, or its lease",
             self.read_index_seconds.clone(),
         );
         r.register(
             "handlestore_server_read_indexes_failed",
             "Read index rounds that failed (no quorum, lost leadership, timeout)",
             self.read_index_failures.clone(),
+        );
+        r.register(
+            "handlestore_server_reads_on_lease",
+            "Read index rounds the leader answered on its lease, without a quorum round",
+            self.reads_on_lease.clone(),
         );
         r.register(
             "handlestore_watch_events_sent",

@@ -13,6 +13,7 @@ use crate::config::Member;
 
 use super::batch::WriteGate;
 use super::error::{ProposeError, raft_error};
+use super::lease::ReadLease;
 use super::network::Peers;
 use super::protocol::PeerProtocols;
 use super::transfer::{self, Transferred};
@@ -46,6 +47,8 @@ pub struct RaftAdmin {
     peers: Arc<Peers>,
     /// Holds this node's writes back during a leader transfer.
     writes: WriteGate,
+    /// Suspended during a leader transfer.
+    lease: Arc<ReadLease>,
     /// The longest election timeout (a follower's lease).
     election_max: Duration,
 }
@@ -63,6 +66,7 @@ impl RaftAdmin {
         protocols: Arc<PeerProtocols>,
         peers: Arc<Peers>,
         writes: WriteGate,
+        lease: Arc<ReadLease>,
         election_max: Duration,
     ) -> Self {
         Self {
@@ -70,6 +74,7 @@ impl RaftAdmin {
             protocols,
             peers,
             writes,
+            lease,
             election_max,
         }
     }
@@ -81,6 +86,7 @@ impl RaftAdmin {
             raft: &self.raft,
             peers: &self.peers,
             writes: &self.writes,
+            lease: &self.lease,
             election_max: self.election_max,
         };
         transfer::transfer(&cluster, to, within).await

@@ -16,6 +16,7 @@ use super::disk_guard::Standing;
 use super::durability::Durability;
 use super::founding::{Founding, Verdict};
 use super::identity::{self, Identity};
+use super::lease::ReadLease;
 use super::log_store::LogStore;
 use super::network::{Network, Peers};
 use super::proposer::{Proposer, ProposerConfig};
@@ -147,6 +148,7 @@ pub async fn start(
         protocols.clone(),
         forward_peers,
         proposer.write_gate(),
+        proposer.read_lease(),
         cfg.tuning.election_max(),
     );
     disk_guard::spawn(raft.clone(), admin.clone(), standing, clock);
@@ -202,6 +204,10 @@ fn proposer_config(cfg: &NodeConfig) -> ProposerConfig {
         // "Less CPU per write"). Before answers were kept per client, one
         // and two were even.
         max_in_flight: 1,
+        read_lease: cfg
+            .tuning
+            .read_lease
+            .then(|| ReadLease::length_for(cfg.tuning.election_max())),
     }
 }
 

@@ -19,6 +19,7 @@ pub mod durability;
 pub mod error;
 pub mod founding;
 pub mod identity;
+pub mod lease;
 pub mod log_check;
 pub mod log_store;
 pub mod network;

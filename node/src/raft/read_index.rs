@@ -14,6 +14,11 @@
 //! confirmed after the read began, and the index covers every write
 //! acknowledged before then. This is etcd's read-index batching.
 //!
+//! While the leader holds a read lease (`lease`), a round needs no quorum:
+//! the index is its commit index, read inside Raft's core. Every quorum
+//! round also renews the lease, and a lease past half its length is
+//! renewed in the background, so steady reads seldom wait for one.
+//!
 //! The leader's clock, read once the round has confirmed its leadership,
 //! goes with the index: it is the time the read judges expiry at, on
 //! whichever node serves it (`api::read`). A leader whose clock is not
@@ -28,8 +33,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::Raft;
 use super::error::{ProposeError, raft_error};
+use super::lease::{Leadership, ReadLease};
 use super::network::Peers;
 use crate::clock::Clock;
+use crate::metrics;
 use crate::status::LeaderHint;
 
 /// Where a linearizable read stands: the index to wait for, and the
@@ -50,12 +57,17 @@ pub struct ReadIndex {
 }
 
 impl ReadIndex {
-    /// Starts the round task. A round that takes longer than `timeout`
-    /// fails every reader in it.
-    pub fn start(raft: Raft, timeout: Duration, clock: Arc<Clock>) -> Self {
+    /// Starts the round task, served on `lease` while it holds. A round
+    /// that takes longer than `timeout` fails every reader in it.
+    pub fn start(raft: Raft, timeout: Duration, clock: Arc<Clock>, lease: Arc<ReadLease>) -> Self {
         Self::with_rounds(move || {
-            let (raft, clock) = (raft.clone(), clock.clone());
-            async move { round(&raft, timeout, &clock).await }
+            let r = Round {
+                raft: raft.clone(),
+                timeout,
+                clock: clock.clone(),
+                lease: lease.clone(),
+            };
+            async move { r.run().await }
         })
     }
 
@@ -99,17 +111,72 @@ where
     }
 }
 
-/// One quorum round, refused before it starts if the clock is not
-/// trusted (so an untrusted leader sends no heartbeats for reads).
-async fn round(raft: &Raft, timeout: Duration, clock: &Clock) -> Answer {
-    clock.check().map_err(ProposeError::Clock)?;
-    let index = match tokio::time::timeout(timeout, raft.get_read_log_id()).await {
-        Ok(Ok((log_id, _applied))) => log_id.map(|l| l.index).unwrap_or(0),
-        Ok(Err(e)) => return Err(raft_error(e)),
-        Err(_) => return Err(timed_out(timeout)),
-    };
-    let time_ms = clock.now().map_err(ProposeError::Clock)?;
-    Ok(ReadPoint { index, time_ms })
+/// What a round works with.
+#[derive(Clone)]
+struct Round {
+    raft: Raft,
+    timeout: Duration,
+    clock: Arc<Clock>,
+    lease: Arc<ReadLease>,
+}
+
+impl Round {
+    /// A read point on the lease, else from a quorum round; refused before
+    /// either if the clock is not trusted (so an untrusted leader sends no
+    /// heartbeats for reads).
+    async fn run(self) -> Answer {
+        self.clock.check().map_err(ProposeError::Clock)?;
+        let index = match self.on_lease().await {
+            Some(index) => index,
+            None => self.quorum().await?,
+        };
+        let time_ms = self.clock.now().map_err(ProposeError::Clock)?;
+        Ok(ReadPoint { index, time_ms })
+    }
+
+    /// The commit index, if a lease is held and this node is still the
+    /// leader it was granted to, with an entry of its own term committed.
+    /// Starts a renewal once the lease is past half its length.
+    async fn on_lease(&self) -> Option<u64> {
+        let now = std::time::Instant::now();
+        let office = self.lease.held_at(now)?;
+        let leadership = Leadership::read(&self.raft).await?;
+        let index = leadership
+            .committed_in_term
+            .filter(|_| leadership.leads && leadership.office == office)?;
+        metrics::recorders().reads_on_lease.inc();
+        if self.lease.should_renew(now) {
+            let r = self.clone();
+            tokio::spawn(async move {
+                let _ = r.quorum().await;
+                r.lease.renewed();
+            });
+        }
+        Some(index)
+    }
+
+    /// One quorum round (openraft's read index), which grants the lease
+    /// from its start if this node leads in the same office after it.
+    async fn quorum(&self) -> Result<u64, ProposeError> {
+        let start = match self.lease.is_on() {
+            true => Leadership::read(&self.raft)
+                .await
+                .filter(|s| s.leads)
+                .and_then(|s| self.lease.round_starts(s.office)),
+            false => None,
+        };
+        let index = match tokio::time::timeout(self.timeout, self.raft.get_read_log_id()).await {
+            Ok(Ok((log_id, _applied))) => log_id.map(|l| l.index).unwrap_or(0),
+            Ok(Err(e)) => return Err(raft_error(e)),
+            Err(_) => return Err(timed_out(self.timeout)),
+        };
+        if let Some(start) = start
+            && let Some(after) = Leadership::read(&self.raft).await.filter(|s| s.leads)
+        {
+            self.lease.grant(start, &after.office);
+        }
+        Ok(index)
+    }
 }
 
 /// Confirming leadership took longer than `timeout`.

@@ -25,6 +25,7 @@ use openraft::{RaftMetrics, ServerState};
 
 use super::batch::WriteGate;
 use super::error::ProposeError;
+use super::lease::ReadLease;
 use super::network::Peers;
 use super::{NodeId, Raft};
 use crate::config::Member;
@@ -54,6 +55,9 @@ pub struct Cluster<'a> {
     pub raft: &'a Raft,
     pub peers: &'a Peers,
     pub writes: &'a WriteGate,
+    /// The leader's read lease: suspended from the first step to the last
+    /// (the target campaigns against the promise it made the lease on).
+    pub lease: &'a ReadLease,
     /// The longest election timeout: a follower's lease.
     pub election_max: Duration,
 }
@@ -64,6 +68,7 @@ pub struct Cluster<'a> {
 pub async fn transfer(c: &Cluster<'_>, to: Option<NodeId>, within: Duration) -> Result<Transferred, ProposeError> {
     let deadline = Instant::now() + within;
     plan(c.raft, to)?;
+    let _no_lease = c.lease.suspend();
     let left = deadline.saturating_duration_since(Instant::now());
     let _held = tokio::time::timeout(left, c.writes.hold())
         .await

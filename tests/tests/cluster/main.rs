@@ -2,7 +2,8 @@
 //! (kills, power cuts, a crash at every failpoint of the write path, and
 //! a Raft log damaged on disk),
 //! founding, clocks, stored formats, snapshots, the peer port, full and
-//! slow disks, metrics, leader transfer, backup and restore.
+//! slow disks, metrics, leader transfer, reads on the leader's lease,
+//! backup and restore.
 //! `tests/tier.sh cluster`; tests/README.md
 //! lists the tiers.
 
@@ -13,6 +14,7 @@ mod disk;
 mod failover;
 mod format;
 mod founding;
+mod lease;
 mod log_damage;
 mod metrics;
 mod peer_port;
