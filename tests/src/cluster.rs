@@ -751,6 +751,23 @@ impl TestCluster {
         }
     }
 
+    /// Cuts node `id` off the other nodes, not off clients (needs a cluster
+    /// started with `netns(true)`, and iptables) until [`rejoin`](Self::rejoin).
+    pub fn isolate(&self, id: u64) -> Result<()> {
+        match &self.net {
+            Some(n) => n.isolate(id),
+            None => bail!("this cluster has no private network (start it with .netns(true))"),
+        }
+    }
+
+    /// Reconnects a node cut off with [`isolate`](Self::isolate).
+    pub fn rejoin(&self, id: u64) -> Result<()> {
+        match &self.net {
+            Some(n) => n.rejoin(id),
+            None => bail!("this cluster has no private network"),
+        }
+    }
+
     /// Degrades node `id`'s link (delay, jitter, loss, reordering; needs a
     /// cluster started with `netns(true)`) until [`restore_link`](Self::restore_link).
     pub fn degrade_link(
@@ -877,6 +894,23 @@ impl TestCluster {
                 bail!("the cluster was not named within {timeout:?}: {names:?}");
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Waits until one of `ids` says it leads (whatever the others say: a
+    /// leader cut off may still believe it leads); returns which.
+    pub async fn wait_leader_among(&self, ids: &[u64], timeout: Duration) -> Result<u64> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            for &id in ids {
+                if self.status(id).await.is_ok_and(|s| s.state == "leader") {
+                    return Ok(id);
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("none of nodes {ids:?} led within {timeout:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 

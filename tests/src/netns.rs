@@ -147,6 +147,31 @@ impl NetNs {
     pub fn heal(&self, id: u64) -> Result<()> {
         ip(&["link", "set", &self.veth(id), "up"])
     }
+
+    /// Cuts node `id` off the other nodes but not off the host, where the
+    /// clients are: iptables in its namespace drops what it exchanges with
+    /// their addresses (a leader its peers lose while clients still reach
+    /// it). Needs iptables.
+    pub fn isolate(&self, id: u64) -> Result<()> {
+        self.peer_rules(id, "-I")
+    }
+
+    /// Undoes [`isolate`](Self::isolate).
+    pub fn rejoin(&self, id: u64) -> Result<()> {
+        self.peer_rules(id, "-D")
+    }
+
+    fn peer_rules(&self, id: u64, op: &str) -> Result<()> {
+        let bin = iptables_bin().context("iptables is not installed")?;
+        let ns = self.ns(id);
+        for other in self.nodes.iter().filter(|o| **o != id) {
+            let addr = self.ip(*other);
+            for (chain, side) in [("INPUT", "-s"), ("OUTPUT", "-d")] {
+                ip(&["netns", "exec", &ns, bin, op, chain, side, &addr, "-j", "DROP"])?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Drop for NetNs {

@@ -31,6 +31,11 @@ pub enum FaultKind {
     RollingRestart,
     /// Cut the leader off the network, heal later.
     PartitionLeader,
+    /// Cut the leader off the other nodes but not off clients; once the
+    /// others lead without it, ask it for every register (the stale-read
+    /// check: a leader that lost its majority must not serve a read), then
+    /// heal.
+    IsolateLeader,
     /// Step one node's wall clock (the leader's half the time) forwards or
     /// backwards by 2 s to an hour, set it right later.
     ClockJump,
@@ -49,22 +54,28 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// The faults that need a private network (network namespaces).
-    pub const NETWORK: [FaultKind; 3] = [
+    pub const NETWORK: [FaultKind; 4] = [
         FaultKind::PartitionLeader,
+        FaultKind::IsolateLeader,
         FaultKind::LossyLinks,
         FaultKind::SlowLeaderLink,
     ];
 
-    /// The faults that degrade links (`linkem`, iptables) besides.
-    pub const LINKS: [FaultKind; 2] = [FaultKind::LossyLinks, FaultKind::SlowLeaderLink];
+    /// The faults that need iptables (and `linkem`, to degrade links) besides.
+    pub const LINKS: [FaultKind; 3] = [
+        FaultKind::IsolateLeader,
+        FaultKind::LossyLinks,
+        FaultKind::SlowLeaderLink,
+    ];
 
-    pub const ALL: [FaultKind; 10] = [
+    pub const ALL: [FaultKind; 11] = [
         FaultKind::KillLeader,
         FaultKind::KillFollower,
         FaultKind::KillQuorum,
         FaultKind::PauseLeader,
         FaultKind::RollingRestart,
         FaultKind::PartitionLeader,
+        FaultKind::IsolateLeader,
         FaultKind::ClockJump,
         FaultKind::LossyLinks,
         FaultKind::SlowLeaderLink,
@@ -155,6 +166,18 @@ pub async fn inject(cluster: &mut TestCluster, kind: FaultKind, rng: &mut StdRng
         FaultKind::PartitionLeader | FaultKind::LossyLinks | FaultKind::SlowLeaderLink => {
             network(cluster, kind, leader, hold, rng).await?
         }
+        FaultKind::IsolateLeader => {
+            // Held until another node leads; healed by `end`, after the
+            // runner has asked the old leader about the registers.
+            cluster.isolate(leader)?;
+            let others_lead = cluster.wait_leader_among(&followers, Duration::from_secs(30)).await;
+            tokio::time::sleep(hold.min(Duration::from_secs(2))).await;
+            if let Err(e) = others_lead {
+                cluster.rejoin(leader)?;
+                return Err(e.context("no other node led while the leader was cut off"));
+            }
+            vec![leader]
+        }
         FaultKind::ClockJump => {
             let victim = match followers.get(rng.random_range(0..followers.len().max(1) * 2)) {
                 Some(&f) => f,
@@ -170,6 +193,15 @@ pub async fn inject(cluster: &mut TestCluster, kind: FaultKind, rng: &mut StdRng
         }
     };
     Ok((nodes, started.elapsed()))
+}
+
+/// Undoes what [`inject`] left in place for the runner (the old leader
+/// cut off from its peers).
+pub fn end(cluster: &TestCluster, kind: FaultKind, nodes: &[u64]) -> Result<()> {
+    match (kind, nodes.first()) {
+        (FaultKind::IsolateLeader, Some(&old)) => cluster.rejoin(old),
+        _ => Ok(()),
+    }
 }
 
 /// Whose power is cut: a node (any), a majority (the leader with

@@ -56,6 +56,9 @@ pub struct ChaosConfig {
     /// The cluster runs secured (TLS, peer mTLS, auth): every client and
     /// cart server uses the CA and a token.
     pub secure: bool,
+    /// Failpoints every node runs with (`HANDLESTORE_FAILPOINTS`): a
+    /// guarantee broken on purpose, for the checkers to catch.
+    pub failpoints: Option<String>,
 }
 
 impl ChaosConfig {
@@ -72,6 +75,7 @@ impl ChaosConfig {
             recovery_bound: Duration::from_secs(30),
             lossy: false,
             secure: false,
+            failpoints: None,
         }
     }
 }
@@ -201,13 +205,22 @@ async fn inject_faults(
                 continue;
             }
         };
-        if kind == FaultKind::PauseLeader
+        if matches!(kind, FaultKind::PauseLeader | FaultKind::IsolateLeader)
             && let (Some(&old), Some(keys)) = (nodes.first(), traffic.registers.as_ref())
         {
-            // The old leader has just woken up, still believing it leads:
-            // ask it directly. Whatever it answers goes into the history.
+            // The old leader has just woken up, or is cut off from the
+            // others (who lead without it), still believing it leads: ask
+            // it directly. Whatever it answers goes into the history.
+            // Cut off, it refuses every call until the deadline: keep it short.
+            let deadline = match kind {
+                FaultKind::IsolateLeader => Duration::from_secs(1),
+                _ => Duration::from_secs(3),
+            };
             let endpoint = c.node(old).endpoint();
-            probe_old_leader(&c.credentials(), &endpoint, keys, history).await;
+            probe_old_leader(&c.credentials(), &endpoint, keys, deadline, history).await;
+        }
+        if let Err(e) = faults::end(c, kind, &nodes) {
+            slow.push(format!("{kind:?} at {at_s:.1}s could not be undone: {e:#}"));
         }
         let recovery = measure_recovery(cl, cfg.recovery_bound).await;
         if recovery.is_none() {
@@ -244,13 +257,14 @@ async fn stop_traffic(stop: &AtomicBool, tasks: Vec<tokio::task::JoinHandle<()>>
 }
 
 /// A linearizable read and a write of every register, sent only to `endpoint`
-/// (a just-resumed old leader), recorded as register operations.
-async fn probe_old_leader(creds: &Credentials, endpoint: &str, keys: &[String], history: &History) {
+/// (an old leader, just resumed or cut off), each within `deadline`,
+/// recorded as register operations.
+async fn probe_old_leader(creds: &Credentials, endpoint: &str, keys: &[String], deadline: Duration, history: &History) {
     let Ok(client) = creds
         .builder([endpoint.to_string()])
         .namespace("chaos")
-        .deadline(Duration::from_secs(3))
-        .attempt_timeout(Duration::from_secs(1))
+        .deadline(deadline)
+        .attempt_timeout(deadline.min(Duration::from_secs(1)))
         .build()
     else {
         return;

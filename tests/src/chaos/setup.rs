@@ -109,6 +109,11 @@ async fn start_cluster(
         skip(&FaultKind::LINKS, &why);
     }
     let mut builder = TestCluster::builder(cfg.nodes).netns(netns.is_ok()).secure(cfg.secure);
+    if let Some(points) = &cfg.failpoints {
+        for id in 1..=cfg.nodes as u64 {
+            builder = builder.node_env(id, handlestore_node::failpoints::ENV, points);
+        }
+    }
     match crate::faketime::library() {
         Ok(lib) => builder = builder.faketime(lib),
         Err(why) => skip(&[FaultKind::ClockJump], &why),

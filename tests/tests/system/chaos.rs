@@ -62,12 +62,36 @@ async fn chaos_five_nodes() {
         FaultKind::KillQuorum,
         FaultKind::PauseLeader,
         FaultKind::PartitionLeader,
+        FaultKind::IsolateLeader,
         FaultKind::KillLeader,
         FaultKind::LossyLinks,
     ];
     let report = run_alone(cfg).await;
     eprintln!("{}", report.summary());
     assert!(report.passed(), "{}", report.summary());
+}
+
+/// A leader whose read lease never ends (a failpoint) keeps answering reads
+/// while cut off from the others, who elect a leader and write on: the
+/// register checker must catch the stale reads the isolated leader serves.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_checkers_catch_a_stale_lease() {
+    let mut cfg = ChaosConfig::new(3, Duration::from_secs(20), 3);
+    cfg.faults = vec![FaultKind::IsolateLeader];
+    cfg.failpoints = Some(format!("{}=error", handlestore_node::failpoints::READ_LEASE_UNBOUNDED));
+    cfg.cart_clients = 2;
+    cfg.session_clients = 0;
+    let report = run_alone(cfg).await;
+    if !report.skipped.is_empty() {
+        eprintln!("skipped: {}", report.skipped.join("; "));
+        return;
+    }
+    eprintln!("{}", report.summary());
+    assert!(!report.passed(), "the checkers must catch the stale reads");
+    assert!(
+        report.summary().contains("NOT LINEARIZABLE"),
+        "a register's history is not linearizable"
+    );
 }
 
 /// The same cart traffic against a setup that does lose data (one cart
