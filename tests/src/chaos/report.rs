@@ -144,6 +144,14 @@ impl Report {
         for why in &self.skipped {
             s += &format!("  skipped: {why}\n");
         }
+        // When each fault began, and on which nodes: what a violation's
+        // time is read against.
+        let timeline: Vec<String> = self
+            .faults
+            .iter()
+            .map(|f| format!("{:.1}s {:?} {:?} {}ms", f.at_s, f.kind, f.nodes, f.held_ms))
+            .collect();
+        s += &format!("  timeline: {}\n", timeline.join("; "));
         s += &format!(
             "checks: acknowledged adds {}, carts {}, mints {}, checked-out carts {}, registers {} ({} ops)\n",
             c.acked_adds, c.acked_carts, c.acked_mints, c.checked_out_carts, c.registers_checked, c.register_ops
