@@ -897,6 +897,22 @@ impl TestCluster {
         }
     }
 
+    /// Node `id`'s sample of metric `name` (a counter's `_total`, a gauge),
+    /// scraped from its metrics port, or its client port if it has none.
+    pub async fn metric(&self, id: u64, name: &str) -> Option<f64> {
+        let n = self.node(id);
+        let addr = n.metrics_addr.clone().unwrap_or_else(|| n.addr.clone());
+        let text = reqwest::get(format!("http://{addr}/metrics"))
+            .await
+            .expect("scrape")
+            .text()
+            .await
+            .expect("body");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
     /// Waits until one of `ids` says it leads (whatever the others say: a
     /// leader cut off may still believe it leads); returns which.
     pub async fn wait_leader_among(&self, ids: &[u64], timeout: Duration) -> Result<u64> {

@@ -116,19 +116,6 @@ async fn readyz(cluster: &TestCluster, id: u64) -> (u16, String) {
     (resp.status().as_u16(), resp.text().await.expect("body"))
 }
 
-async fn metric(cluster: &TestCluster, id: u64, name: &str) -> Option<f64> {
-    let addr = cluster.node(id).metrics_addr.clone().expect("metrics port");
-    let text = reqwest::get(format!("http://{addr}/metrics"))
-        .await
-        .expect("scrape")
-        .text()
-        .await
-        .expect("body");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 /// Asks the leader to hand leadership to `to` until it leads.
 async fn lead(cluster: &TestCluster, to: u64) {
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -197,8 +184,8 @@ async fn a_node_whose_disk_fills_takes_no_entries_and_catches_up_once_space_is_f
     let (code, body) = readyz(&cluster, 3).await;
     assert_eq!(code, 503, "{body}");
     assert!(body.contains("disk full"), "{body}");
-    assert_eq!(metric(&cluster, 3, "handlestore_disk_full").await, Some(1.0));
-    assert_eq!(metric(&cluster, leader, "handlestore_disk_full").await, Some(0.0));
+    assert_eq!(cluster.metric(3, "handlestore_disk_full").await, Some(1.0));
+    assert_eq!(cluster.metric(leader, "handlestore_disk_full").await, Some(0.0));
 
     // The others write on; node 3 takes none of it.
     let before = (

@@ -13,20 +13,12 @@ use handlestore_tests::TestCluster;
 
 const LEADER_WITHIN: Duration = Duration::from_secs(30);
 
-/// The leader's count of read rounds answered on its lease.
+/// Node `id`'s count of read rounds answered on its lease.
 async fn reads_on_lease(cluster: &TestCluster, id: u64) -> u64 {
-    let addr = &cluster.node(id).addr;
-    let text = reqwest::get(format!("http://{addr}/metrics"))
+    cluster
+        .metric(id, "handlestore_server_reads_on_lease_total")
         .await
-        .expect("scrape")
-        .text()
-        .await
-        .expect("body");
-    text.lines()
-        .find_map(|l| l.strip_prefix("handlestore_server_reads_on_lease_total "))
-        .unwrap_or_else(|| panic!("no reads_on_lease counter:\n{text}"))
-        .parse::<f64>()
-        .expect("a number") as u64
+        .unwrap_or_else(|| panic!("node {id} serves no reads_on_lease counter")) as u64
 }
 
 /// `n` linearizable gets of one handle, one after another, through the
