@@ -42,8 +42,10 @@ pub struct Office {
 pub struct Leadership {
     pub leads: bool,
     pub office: Office,
-    /// The commit index, if the entry committed last is of this leader's
-    /// term (its first entry committed: every earlier commit is known).
+    /// The commit index, if the entry committed last is this leader's
+    /// (same leader id: term and node, as openraft may elect two leaders in
+    /// one term): its first entry committed, so every earlier commit is
+    /// known.
     pub committed_in_term: Option<u64>,
 }
 

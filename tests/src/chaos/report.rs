@@ -102,9 +102,10 @@ impl Report {
         );
         let l = &self.leaders;
         s += &format!(
-            "leaders: {} statuses sampled, {} terms led, terms with two leaders (split brain) = {}\n",
+            "leaders: {} statuses sampled, {} terms led, {} by two nodes (allowed), leader ids elected twice (split brain) = {}\n",
             l.samples,
             l.terms_led,
+            l.shared_terms,
             l.violations.len()
         );
         s
