@@ -184,6 +184,7 @@ impl ClientBuilder {
             inner: Arc::new(Inner {
                 nodes,
                 preferred: AtomicUsize::new(0),
+                watches: AtomicUsize::new(0),
                 namespace: self.namespace,
                 client_id: rand::rng().random_range(1..u64::MAX),
                 next_seq: AtomicU64::new(1),
@@ -229,6 +230,8 @@ struct Node {
 pub(crate) struct Inner {
     nodes: Vec<Node>,
     preferred: AtomicUsize,
+    /// Watches opened: they go round the nodes other than the preferred.
+    watches: AtomicUsize,
     namespace: String,
     client_id: u64,
     next_seq: AtomicU64,
@@ -355,6 +358,7 @@ impl Client {
                     })
                     .collect(),
                 preferred: AtomicUsize::new(i.preferred.load(Ordering::Relaxed)),
+                watches: AtomicUsize::new(0),
                 namespace: ns.to_string(),
                 client_id: rand::rng().random_range(1..u64::MAX),
                 next_seq: AtomicU64::new(1),
@@ -468,6 +472,18 @@ impl Client {
     /// The endpoint calls go to first (the leader, when it is known).
     pub(crate) fn preferred(&self) -> usize {
         self.inner.preferred.load(Ordering::Relaxed) % self.inner.nodes.len()
+    }
+
+    /// The node a new watch opens on: the nodes other than the preferred
+    /// one (the leader, once a write found it) in turn, so that serving
+    /// watches does not take the leader's time from the writes.
+    pub(crate) fn watch_node(&self) -> usize {
+        let n = self.inner.nodes.len();
+        if n < 2 {
+            return 0;
+        }
+        let k = self.inner.watches.fetch_add(1, Ordering::Relaxed) % (n - 1);
+        (self.preferred() + 1 + k) % n
     }
 
     /// The endpoint an answer's metadata names as leader, if it is one of

@@ -152,7 +152,7 @@ impl Client {
             progress: opts.progress,
             position: opts.from.unwrap_or(0),
             stream: None,
-            node: self.preferred(),
+            node: self.watch_node(),
         };
         watch.connect().await?;
         Ok(watch)

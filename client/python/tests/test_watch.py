@@ -73,3 +73,16 @@ async def test_a_watch_resumes_on_another_node_without_gaps(own_cluster):
     assert [c.value for c in got] == list(range(1, 20)), "every change once, in order"
     w.close()
     await client.close()
+
+
+async def test_watches_open_on_the_followers_in_turn(client):
+    await client.state_tool().store("f/0", 0)
+    leader = client.preferred
+    watches = [await client.watch(prefix="f/") for _ in range(4)]
+    nodes = sorted(w._node for w in watches)
+    assert leader not in nodes, (leader, nodes)
+    assert len(set(nodes)) == len(client.endpoints) - 1, nodes
+    await client.state_tool().store("f/1", 1)
+    for w in watches:
+        assert [c.key for c in await next_changes(w, 1)] == ["f/1"]
+        w.close()

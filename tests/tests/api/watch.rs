@@ -168,6 +168,60 @@ async fn a_watch_replays_history_from_a_revision_and_below_the_history_is_compac
 /// A writer stores unique keys while the node serving the watch is
 /// killed: the watch resumes elsewhere and sees every acknowledged write
 /// exactly once, in revision order.
+/// The nodes serving at least one watch.
+async fn serving_watches(cluster: &TestCluster) -> Vec<u64> {
+    let mut ids = Vec::new();
+    for n in &cluster.nodes {
+        let st = cluster.status(n.id).await.expect("status");
+        if st.memory.is_some_and(|m| m.watchers > 0) {
+            ids.push(n.id);
+        }
+    }
+    ids
+}
+
+/// Watches open on the nodes other than the leader, in turn, once the
+/// client knows the leader: serving them takes none of the leader's time
+/// from the writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_open_on_the_followers_in_turn() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let client = cluster.client_builder(cluster.endpoints()).build().expect("client");
+    let kv = client.state_tool();
+    kv.store("w/0", json_value(json!(0)), StoreOptions::default())
+        .await
+        .expect("a write finds the leader");
+    let mut watches = Vec::new();
+    for _ in 0..4 {
+        watches.push(
+            client
+                .watch(WatchTarget::prefix("w/"), WatchOptions::default())
+                .await
+                .expect("watch"),
+        );
+    }
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    let mut serving = Vec::new();
+    for n in &cluster.nodes {
+        let st = cluster.status(n.id).await.expect("status");
+        serving.push((n.id, st.memory.map(|m| m.watchers).unwrap_or(0)));
+    }
+    for (id, watchers) in &serving {
+        let want = if *id == leader { 0 } else { 2 };
+        assert_eq!(
+            *watchers, want,
+            "node {id} (leader {leader}) serves {watchers} watches: {serving:?}"
+        );
+    }
+    kv.store("w/1", json_value(json!(1)), StoreOptions::default())
+        .await
+        .expect("write");
+    for w in &mut watches {
+        let b = next(w).await;
+        assert_eq!(b.changes.first().map(|c| c.key.as_str()), Some("w/1"), "{b:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_resumes_on_another_node_and_sees_each_change_once() {
     let mut cluster = TestCluster::start(3).await.expect("cluster");
@@ -192,8 +246,9 @@ async fn a_watch_resumes_on_another_node_and_sees_each_change_once() {
         acked
     };
     let mut acked = write(writer.state_tool(), 0, 50).await;
-    // The watch went to the first endpoint: node 1.
-    cluster.kill(1);
+    let serving = serving_watches(&cluster).await;
+    assert_eq!(serving.len(), 1, "one node serves the watch: {serving:?}");
+    cluster.kill(serving[0]);
     acked.extend(write(writer.state_tool(), 50, 150).await);
     assert!(acked.len() >= 140, "most writes acknowledged: {}", acked.len());
 

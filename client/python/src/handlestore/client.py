@@ -149,6 +149,7 @@ class _Shared:
     def __init__(self, targets: list[str], tls: Tls | None, token: str | None) -> None:
         self.nodes = [_Node(t) for t in targets]
         self.preferred = 0
+        self.watches = 0
         self.tls = tls
         self.metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
 
@@ -459,6 +460,17 @@ class Client:
     def preferred(self) -> int:
         """The endpoint calls go to first (the leader, when known)."""
         return self._shared.preferred % len(self._shared.nodes)
+
+    def watch_node(self) -> int:
+        """The endpoint a new watch opens on: the ones other than the
+        preferred (the leader, once a call found it) in turn, so that
+        serving watches takes none of the leader's time from the writes."""
+        n = len(self._shared.nodes)
+        if n < 2:
+            return 0
+        k = self._shared.watches % (n - 1)
+        self._shared.watches += 1
+        return (self.preferred + 1 + k) % n
 
     def backoff(self, tries: int) -> float:
         """Seconds before the next try after `tries` failed ones:

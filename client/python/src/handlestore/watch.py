@@ -84,7 +84,7 @@ class Watch:
         self._request = request
         self._progress = progress
         self._position = start
-        self._node = client.preferred
+        self._node = client.watch_node()
         self._call: Any = None
 
     @property
@@ -214,7 +214,7 @@ def position_now(
     cannot await (the MCP SDK's synchronous `SubscriptionBus.subscribe`)."""
     request = watch_pb2.WatchRequest(namespace=client.namespace, **_target(prefix, key, store, handle))
     end = time.monotonic() + client.deadline
-    node, tries = client.preferred, 0
+    node, tries = client.watch_node(), 0
     while True:
         timeout = max(0.001, min(end - time.monotonic(), client.attempt_timeout))
         call = client.stream(node, "watch", "Watch", request, blocking=True, timeout=timeout)
