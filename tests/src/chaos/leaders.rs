@@ -4,10 +4,10 @@
 //! openraft 0.9 (built without `single-term-leader`, as we build it) names
 //! a leader by `(term, node id)`, totally ordered: one term may elect more
 //! than one leader, and the higher node id's supersedes the lower's, as a
-//! later term would (openraft's docs, `docs/data/leader_id.md`). Two nodes
-//! saying they lead one term is therefore allowed, and only counted. What
-//! must hold is that each leader id is elected once: a node leads a term in
-//! one unbroken reign. Once seen leading term T and then seen otherwise
+//! later term would (openraft's `openraft::docs::data::leader_id`). Two
+//! nodes saying they lead one term is therefore allowed, and only counted.
+//! What must hold is that each leader id is elected once: a node leads a
+//! term in one unbroken reign. Once seen leading term T and then seen otherwise
 //! (following, another term, or restarted), it never leads T again; doing
 //! so means a second election for the same leader id, which only a lost
 //! vote allows.
