@@ -7,10 +7,10 @@
 //! later term would (openraft's `openraft::docs::data::leader_id`). Two
 //! nodes saying they lead one term is therefore allowed, and only counted.
 //! What must hold is that each leader id is elected once: a node leads a
-//! term in one unbroken reign. Once seen leading term T and then seen otherwise
-//! (following, another term, or restarted), it never leads T again; doing
-//! so means a second election for the same leader id, which only a lost
-//! vote allows.
+//! term in one unbroken reign. Once seen leading term T and then seen
+//! otherwise (following, another term, or restarted), it never leads T
+//! again; doing so means a second election for the same leader id, which
+//! only a lost vote allows.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -165,19 +165,14 @@ async fn a_watch_replays_history_from_a_revision_and_below_the_history_is_compac
     assert_eq!(s.code(), Code::OutOfRange);
 }
 
-/// A writer stores unique keys while the node serving the watch is
-/// killed: the watch resumes elsewhere and sees every acknowledged write
-/// exactly once, in revision order.
-/// The nodes serving at least one watch.
-async fn serving_watches(cluster: &TestCluster) -> Vec<u64> {
-    let mut ids = Vec::new();
+/// How many watches each node serves, by node id.
+async fn watchers_per_node(cluster: &TestCluster) -> Vec<(u64, u64)> {
+    let mut serving = Vec::new();
     for n in &cluster.nodes {
         let st = cluster.status(n.id).await.expect("status");
-        if st.memory.is_some_and(|m| m.watchers > 0) {
-            ids.push(n.id);
-        }
+        serving.push((n.id, st.memory.map(|m| m.watchers).unwrap_or(0)));
     }
-    ids
+    serving
 }
 
 /// Watches open on the nodes other than the leader, in turn, once the
@@ -201,11 +196,7 @@ async fn watches_open_on_the_followers_in_turn() {
         );
     }
     let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
-    let mut serving = Vec::new();
-    for n in &cluster.nodes {
-        let st = cluster.status(n.id).await.expect("status");
-        serving.push((n.id, st.memory.map(|m| m.watchers).unwrap_or(0)));
-    }
+    let serving = watchers_per_node(&cluster).await;
     for (id, watchers) in &serving {
         let want = if *id == leader { 0 } else { 2 };
         assert_eq!(
@@ -222,6 +213,9 @@ async fn watches_open_on_the_followers_in_turn() {
     }
 }
 
+/// A writer stores unique keys while the node serving the watch is
+/// killed: the watch resumes elsewhere and sees every acknowledged write
+/// exactly once, in revision order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_resumes_on_another_node_and_sees_each_change_once() {
     let mut cluster = TestCluster::start(3).await.expect("cluster");
@@ -246,7 +240,11 @@ async fn a_watch_resumes_on_another_node_and_sees_each_change_once() {
         acked
     };
     let mut acked = write(writer.state_tool(), 0, 50).await;
-    let serving = serving_watches(&cluster).await;
+    let serving: Vec<u64> = (watchers_per_node(&cluster).await)
+        .into_iter()
+        .filter(|(_, watchers)| *watchers > 0)
+        .map(|(id, _)| id)
+        .collect();
     assert_eq!(serving.len(), 1, "one node serves the watch: {serving:?}");
     cluster.kill(serving[0]);
     acked.extend(write(writer.state_tool(), 50, 150).await);
