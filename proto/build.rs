@@ -34,8 +34,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Shared, not copied, when an entry goes to several followers.
         .bytes(".handlestore.internal.v1.WireEntry")
         .compile_protos(&protos, &["."])?;
+    watch_out_server();
     methods(&protos)?;
     reasons()
+}
+
+/// Writes the node's server of `handlestore.v1.Watch` (watch.proto's one
+/// method, as generated above), sending `WatchOut`s instead of
+/// `WatchResponse`s: one response encoded once may go to many watchers
+/// (`src/watch_out.rs`). The wire is the same.
+fn watch_out_server() {
+    let watch = tonic_build::manual::Method::builder()
+        .name("watch")
+        .route_name("Watch")
+        .input_type("crate::v1::WatchRequest")
+        .output_type("crate::watch_out::WatchOut")
+        .codec_path("tonic_prost::ProstCodec")
+        .server_streaming()
+        .build();
+    let service = tonic_build::manual::Service::builder()
+        .name("Watch")
+        .package("handlestore.v1")
+        .method(watch)
+        .build();
+    tonic_build::manual::Builder::new()
+        .build_client(false)
+        .build_transport(false)
+        .compile(&[service]);
 }
 
 /// Writes `methods.rs`: every gRPC method the protos define, as its path

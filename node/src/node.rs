@@ -312,7 +312,7 @@ fn client_routes(
         .add_service(
             // A response carries whole revisions: one may hold a full
             // log entry past the page size (see api::watch).
-            pb::watch_server::WatchServer::new(WatchService::new(api.clone()))
+            crate::api::watch::WatchServer::new(WatchService::new(api.clone()))
                 .max_decoding_message_size(max_msg)
                 .max_encoding_message_size(max_msg.saturating_mul(4)),
         )

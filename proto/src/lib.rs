@@ -24,6 +24,7 @@ pub mod methods {
 pub mod reason;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+pub mod watch_out;
 
 /// `handlestore.v1`: the public API.
 #[allow(clippy::all, clippy::pedantic)]

@@ -838,17 +838,7 @@ async fn watches_deliver_only_what_the_caller_may_read() {
     let (cluster, tokens) = cluster_with_users().await;
     let admin = cluster.client().with_namespace(NS).expect("ns");
     let second = owner_bound_carts_and_a_second_writer(&admin).await;
-    let narrow = Permission {
-        key_prefix: "drafts/".into(),
-        ..grant(NS, Access::Read)
-    };
-    admin.role_add("drafts").await.expect("role");
-    admin.role_grant("drafts", narrow.clone()).await.expect("grant");
-    let narrow_token = admin
-        .user_add("narrow", &["drafts".into()], false)
-        .await
-        .expect("user")
-        .expect("token");
+    let (narrow, narrow_token) = a_drafts_reader(&admin).await;
     let writer = tokens
         .iter()
         .find(|(n, _)| n == "writer")
@@ -914,6 +904,93 @@ async fn watches_deliver_only_what_the_caller_may_read() {
     .expect("store");
     let e = next(&mut keys).await.expect_err("the grant is gone");
     assert!(matches!(e, handlestore_client::Error::PermissionDenied(_)), "{e:?}");
+}
+
+/// Watchers that may see every change their target matches share the
+/// responses a node builds for them (`api::watch::memo`); watchers of the
+/// same targets on the same node that may see less never get those: on
+/// every node, root's watches hear everything, a reader granted `drafts/`
+/// only its keys, and a writer of an owner-bound store only its handles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_watch_responses_reach_only_watchers_that_may_see_all() {
+    use handlestore_client::{Watch, WatchOptions, WatchTarget};
+    async fn keys_until(w: &mut Watch, n: usize) -> Vec<String> {
+        let mut keys = Vec::new();
+        while keys.len() < n {
+            let b = tokio::time::timeout(Duration::from_secs(20), w.next())
+                .await
+                .expect("in time")
+                .expect("a batch");
+            keys.extend(b.changes.into_iter().map(|c| c.key));
+        }
+        keys.sort();
+        keys
+    }
+    let (cluster, _) = cluster_with_users().await;
+    let admin = cluster.client().with_namespace(NS).expect("ns");
+    let second = owner_bound_carts_and_a_second_writer(&admin).await;
+    let (_, drafts) = a_drafts_reader(&admin).await;
+    let mut watches = Vec::new();
+    for id in 1..=3 {
+        let on_node = |token: Option<&str>| {
+            let mut b = cluster.client_builder([cluster.node(id).endpoint()]).namespace(NS);
+            if let Some(t) = token {
+                b = b.token(t);
+            }
+            b.build().expect("client")
+        };
+        let watch = |c: Client, target: WatchTarget| async move {
+            c.watch(target, WatchOptions::default()).await.expect("watch")
+        };
+        // Root's first: whichever builds a batch's responses first, the
+        // narrower watcher must build its own.
+        watches.push((
+            watch(on_node(None), WatchTarget::prefix("")).await,
+            watch(on_node(Some(&drafts)), WatchTarget::prefix("")).await,
+            watch(on_node(None), WatchTarget::store("cart")).await,
+            watch(on_node(Some(&second)), WatchTarget::store("cart")).await,
+        ));
+    }
+    let kv = admin.state_tool();
+    for key in ["other/1", "drafts/1"] {
+        let value = StateValue::Json(serde_json::json!(1));
+        kv.store(key, value, StoreOptions::default()).await.expect("store");
+    }
+    let carts = |c: &Client| c.handle_store::<serde_json::Value>("cart").build();
+    let roots = carts(&admin)
+        .mint(serde_json::json!(1), Ttl::Never)
+        .await
+        .expect("root's");
+    let writer2 = client_as(&cluster, Some(&second), NS);
+    let theirs = carts(&writer2)
+        .mint(serde_json::json!(2), Ttl::Never)
+        .await
+        .expect("theirs");
+    let mut both = vec![roots.as_str().to_owned(), theirs.as_str().to_owned()];
+    both.sort();
+    for (root_keys, narrow_keys, root_carts, their_carts) in &mut watches {
+        assert_eq!(keys_until(root_keys, 2).await, ["drafts/1", "other/1"]);
+        assert_eq!(keys_until(narrow_keys, 1).await, ["drafts/1"]);
+        assert_eq!(keys_until(root_carts, 2).await, both);
+        assert_eq!(keys_until(their_carts, 1).await, [theirs.as_str()]);
+    }
+}
+
+/// Adds user "narrow", who may read NS's state keys under `drafts/`: its
+/// grant and its token.
+async fn a_drafts_reader(admin: &Client) -> (Permission, String) {
+    let narrow = Permission {
+        key_prefix: "drafts/".into(),
+        ..grant(NS, Access::Read)
+    };
+    admin.role_add("drafts").await.expect("role");
+    admin.role_grant("drafts", narrow.clone()).await.expect("grant");
+    let token = admin
+        .user_add("narrow", &["drafts".into()], false)
+        .await
+        .expect("user")
+        .expect("token");
+    (narrow, token)
 }
 
 /// Makes store "cart" of NS owner-bound and adds user "writer2" with the

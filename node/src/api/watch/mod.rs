@@ -13,6 +13,7 @@
 //! whose client takes nothing while its share is full is cut off with
 //! `slow_watcher`, as is one that falls behind the history kept.
 
+mod memo;
 mod outbox;
 
 use std::sync::Arc;
@@ -20,6 +21,8 @@ use std::time::Duration;
 
 use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
+use handlestore_proto::watch_out::WatchOut;
+use handlestore_proto::watch_out::server::watch_server;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tonic::{Code, Request, Response, Status};
@@ -27,7 +30,7 @@ use tonic::{Code, Request, Response, Status};
 use super::{Api, Credentials, Decision, Need, blocking, validate};
 use crate::state::history::{Event, Page};
 use crate::state::keys;
-use crate::state::recent::Since;
+use crate::state::recent::{Batch, Since};
 use crate::status;
 pub use outbox::{Outbox, OutboxStream, WatchBudget};
 use pb::Access;
@@ -41,13 +44,20 @@ const PROGRESS_EVERY: Duration = handlestore_proto::limits::WATCH_PROGRESS_EVERY
 
 pub struct WatchService {
     api: Arc<Api>,
+    memo: Arc<memo::Memo>,
 }
 
 impl WatchService {
     pub fn new(api: Arc<Api>) -> Self {
-        Self { api }
+        Self {
+            api,
+            memo: Arc::default(),
+        }
     }
 }
+
+/// The node's Watch server.
+pub type WatchServer = watch_server::WatchServer<WatchService>;
 
 /// What a watch follows.
 #[derive(Debug, Clone)]
@@ -109,6 +119,16 @@ impl Target {
         }
     }
 
+    /// The scope's kind, as a number (for `memo::Key`).
+    fn kind(&self) -> u8 {
+        match self.scope {
+            Scope::Prefix(_) => 0,
+            Scope::Key(_) => 1,
+            Scope::Store(_) => 2,
+            Scope::Handle { .. } => 3,
+        }
+    }
+
     fn store(&self) -> Option<&str> {
         match &self.scope {
             Scope::Store(s) | Scope::Handle { store: s, .. } => Some(s),
@@ -141,6 +161,10 @@ struct Watcher {
     creds: Credentials,
     target: Target,
     decision: Decision,
+    /// Whether the decision lets it see every change its target matches,
+    /// so that it may send responses shared with other watchers (`memo`).
+    shares: bool,
+    memo: Arc<memo::Memo>,
     keys_only: bool,
     progress: bool,
     /// The next revision to deliver.
@@ -165,7 +189,7 @@ enum Followed {
 }
 
 #[tonic::async_trait]
-impl pb::watch_server::Watch for WatchService {
+impl watch_server::Watch for WatchService {
     type WatchStream = OutboxStream;
 
     #[tracing::instrument(level = "debug", skip_all)]
@@ -197,14 +221,16 @@ impl pb::watch_server::Watch for WatchService {
             ..Default::default()
         };
         // The first response always fits: the queue is empty.
-        if out.push_all(vec![created], &move || cut_off(position)).is_err() {
+        if out.push_all(vec![created.into()], &move || cut_off(position)).is_err() {
             return Err(status::internal("the watch ended before it started"));
         }
         let watcher = Watcher {
             api: self.api.clone(),
             creds,
+            shares: shares(&target, &decision),
             target,
             decision,
+            memo: self.memo.clone(),
             keys_only: r.keys_only,
             progress: r.progress_notify,
             position,
@@ -287,7 +313,11 @@ impl Watcher {
         };
         self.last_sent = Instant::now();
         let position = self.position;
-        self.room_for(0).await.unwrap_or(false) && self.out.push_all(vec![progress], &move || cut_off(position)).is_ok()
+        self.room_for(0).await.unwrap_or(false)
+            && self
+                .out
+                .push_all(vec![progress.into()], &move || cut_off(position))
+                .is_ok()
     }
 
     /// Delivers live changes, a batch at a time, until the watcher must
@@ -313,7 +343,7 @@ impl Watcher {
                         }
                         continue;
                     }
-                    if !self.deliver(&batch.events, batch.revision)? {
+                    if !self.deliver_live(&batch)? {
                         return Ok(Followed::Gone);
                     }
                 }
@@ -372,16 +402,55 @@ impl Watcher {
     /// was cut off).
     fn deliver(&mut self, events: &[Event], through: u64) -> Result<bool, Status> {
         self.recheck()?;
+        let (responses, sent) = self.build(events, through);
+        self.queue(responses.into_iter().map(WatchOut::from).collect(), sent, through)
+    }
+
+    /// As `deliver`, for a batch of the recent changes: a watcher that may
+    /// see all of it sends the responses every such watcher of its target
+    /// sends, built and encoded once (`memo`).
+    fn deliver_live(&mut self, batch: &Batch) -> Result<bool, Status> {
+        self.recheck()?;
+        let whole = batch.events.first().is_none_or(|e| e.revision >= self.position);
+        if !(self.shares && whole) {
+            return self.deliver(&batch.events, batch.revision);
+        }
+        let t = &self.target;
+        let key = memo::Key {
+            generation: self.generation,
+            through: batch.revision,
+            kind: t.kind(),
+            data_key: t.data_key.clone(),
+            exact: t.exact,
+            keys_only: self.keys_only,
+        };
+        let shared = self.memo.get_or_build(key, || {
+            let (responses, events) = self.build(&batch.events, batch.revision);
+            memo::Responses {
+                responses: responses.iter().map(WatchOut::encoded).collect(),
+                events,
+            }
+        });
+        self.queue(shared.responses.to_vec(), shared.events, batch.revision)
+    }
+
+    /// The responses that carry the changes at or after the position that
+    /// the watcher may see, and how many changes they carry.
+    fn build(&self, events: &[Event], through: u64) -> (Vec<pb::WatchResponse>, usize) {
         let events: Vec<pb::WatchEvent> = events
             .iter()
             .filter(|e| e.revision >= self.position && self.visible(e))
             .map(|e| self.event(e))
             .collect();
+        let sent = events.len();
+        (responses(events, through, PAGE_BYTES), sent)
+    }
+
+    /// Queues responses carrying `sent` changes, and moves the position
+    /// past `through`.
+    fn queue(&mut self, batch: Vec<WatchOut>, sent: usize, through: u64) -> Result<bool, Status> {
         self.position = through + 1;
-        crate::metrics::recorders()
-            .watch_events_sent
-            .inc_by(events.len() as u64);
-        let batch = responses(events, through, PAGE_BYTES);
+        crate::metrics::recorders().watch_events_sent.inc_by(sent as u64);
         if batch.is_empty() {
             return Ok(self.out.ended().is_none());
         }
@@ -395,6 +464,7 @@ impl Watcher {
     fn recheck(&mut self) -> Result<(), Status> {
         if !std::ptr::eq(Arc::as_ptr(&self.api.state.auth()), self.decision.view()) {
             self.decision = self.api.guard.check_some(&self.creds, &self.target.need())?;
+            self.shares = shares(&self.target, &self.decision);
         }
         Ok(())
     }
@@ -432,6 +502,20 @@ impl Watcher {
             create_revision: if put { e.record.create_revision } else { 0 },
             expires_at_ms: if put { e.record.expires_at_ms } else { 0 },
         }
+    }
+}
+
+/// Whether a watcher of `target` allowed by `d` sees every change the
+/// target matches (what `Watcher::visible` lets through): a grant on the
+/// whole prefix, or a store that is not owner-bound (or whose handles of
+/// every owner the caller sees).
+fn shares(target: &Target, d: &Decision) -> bool {
+    let t = target;
+    match (&t.scope, t.store()) {
+        (Scope::Prefix(p), _) => d.allows(&Need::prefix(&t.ns, Access::Read, p)),
+        (Scope::Key(k), _) => d.allows(&Need::key(&t.ns, Access::Read, k)),
+        (_, Some(store)) => !d.view().owner_bound(&t.ns, store) || d.sees_all_owners(&t.need()),
+        (_, None) => false,
     }
 }
 

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use handlestore_proto::v1 as pb;
+use handlestore_proto::watch_out::WatchOut;
 use tokio::sync::watch;
 use tonic::Status;
 
@@ -33,7 +33,7 @@ pub const OVERHEAD: usize = 64;
 /// Pages of history read at once on a node.
 const HISTORY_READS: usize = 4;
 
-type Item = Result<pb::WatchResponse, Status>;
+type Item = Result<WatchOut, Status>;
 
 /// Makes the error a watcher cut off for falling behind gets.
 pub type Slow = dyn Fn() -> Status + Send + Sync;
@@ -231,7 +231,7 @@ impl Outbox {
     /// Queues responses at once, whatever the room (the caller made sure
     /// there is, without holding them meanwhile); past the node's budget,
     /// the watcher holding most is cut off.
-    pub fn push_all(&self, responses: Vec<pb::WatchResponse>, slow: &Slow) -> Result<(), Ended> {
+    pub fn push_all(&self, responses: Vec<WatchOut>, slow: &Slow) -> Result<(), Ended> {
         {
             let mut q = self.shared.lock();
             if let Some(e) = self.ended() {
@@ -363,6 +363,7 @@ impl Drop for OutboxStream {
 #[cfg(test)]
 mod tests {
     use futures::StreamExt;
+    use handlestore_proto::v1 as pb;
 
     use super::*;
 
@@ -385,7 +386,7 @@ mod tests {
     /// As a watcher sends: room first, then the response.
     async fn send(out: &Outbox, response: pb::WatchResponse) -> Result<(), Ended> {
         out.wait_for_room(prost::Message::encoded_len(&response), &slow).await?;
-        out.push_all(vec![response], &slow)
+        out.push_all(vec![response.into()], &slow)
     }
 
     #[tokio::test]
