@@ -28,6 +28,20 @@ pub fn repo_root() -> std::path::PathBuf {
         .to_path_buf()
 }
 
+/// The keys a watch delivers, in order, until at least `n` arrived (the
+/// whole of the last batch); each batch must come within 20 s.
+pub async fn keys_heard(watch: &mut handlestore_client::Watch, n: usize) -> Vec<String> {
+    let mut keys = Vec::new();
+    while keys.len() < n {
+        let batch = tokio::time::timeout(std::time::Duration::from_secs(20), watch.next())
+            .await
+            .expect("in time")
+            .expect("a batch");
+        keys.extend(batch.changes.into_iter().map(|c| c.key));
+    }
+    keys
+}
+
 /// Retries a raw gRPC call while it answers UNAVAILABLE (an election in
 /// progress on a busy machine), as a real client would, for up to 20 s.
 /// Tests that talk to the services directly use it so that what they check is

@@ -27,15 +27,7 @@ async fn replayed_on(cluster: &TestCluster, id: u64, from: u64, n: usize) -> Vec
         .watch(handlestore_client::WatchTarget::store("snap"), opts)
         .await
         .expect("watch");
-    let mut replayed = Vec::new();
-    while replayed.len() < n {
-        let batch = tokio::time::timeout(Duration::from_secs(20), watch.next())
-            .await
-            .expect("in time")
-            .expect("a batch");
-        replayed.extend(batch.changes.into_iter().map(|c| c.key));
-    }
-    replayed
+    handlestore_tests::keys_heard(&mut watch, n).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

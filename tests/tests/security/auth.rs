@@ -915,14 +915,7 @@ async fn watches_deliver_only_what_the_caller_may_read() {
 async fn shared_watch_responses_reach_only_watchers_that_may_see_all() {
     use handlestore_client::{Watch, WatchOptions, WatchTarget};
     async fn keys_until(w: &mut Watch, n: usize) -> Vec<String> {
-        let mut keys = Vec::new();
-        while keys.len() < n {
-            let b = tokio::time::timeout(Duration::from_secs(20), w.next())
-                .await
-                .expect("in time")
-                .expect("a batch");
-            keys.extend(b.changes.into_iter().map(|c| c.key));
-        }
+        let mut keys = handlestore_tests::keys_heard(w, n).await;
         keys.sort();
         keys
     }
