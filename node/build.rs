@@ -9,14 +9,19 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-env-changed=HANDLESTORE_COMMIT");
     let git = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.git");
-    // A new commit moves HEAD or the branch it names.
-    for f in ["HEAD", "packed-refs"] {
-        println!("cargo:rerun-if-changed={}", git.join(f).display());
-    }
+    // A new commit moves HEAD or the branch it names, and is written to
+    // HEAD's reflog (where the branch is only in packed-refs, the first
+    // commit makes its file). Only files that are there: cargo takes a
+    // missing one for changed and would run this again, and compile the
+    // node again, on every build (a clone without packed-refs).
+    let mut watched = vec![git.join("HEAD"), git.join("packed-refs"), git.join("logs/HEAD")];
     if let Ok(head) = std::fs::read_to_string(git.join("HEAD"))
         && let Some(branch) = head.trim().strip_prefix("ref: ")
     {
-        println!("cargo:rerun-if-changed={}", git.join(branch).display());
+        watched.push(git.join(branch));
+    }
+    for f in watched.iter().filter(|f| f.exists()) {
+        println!("cargo:rerun-if-changed={}", f.display());
     }
     let commit = std::env::var("HANDLESTORE_COMMIT")
         .ok()
