@@ -44,10 +44,11 @@ pub async fn run(conn: &Conn, cmd: SnapshotCmd) -> Result<(), CliError> {
     match cmd {
         SnapshotCmd::Save { file, no_progress } => save(conn, &file, !no_progress).await,
         SnapshotCmd::Status { file } => {
+            found(&file)?;
             let b = tokio::task::spawn_blocking(move || backup::verify(&file))
                 .await
                 .map_err(|e| CliError::new(2, e.to_string()))?
-                .map_err(|e| CliError::new(1, e.to_string()))?;
+                .map_err(|e| CliError::new(2, e.to_string()))?;
             println!(
                 "revision {}, {} records, cluster {}, format {}, sha256 {}",
                 b.revision(),
@@ -67,6 +68,16 @@ pub async fn run(conn: &Conn, cmd: SnapshotCmd) -> Result<(), CliError> {
     }
 }
 
+/// Exit 1 ("not found") for a backup file that is not there; a file that
+/// is there but refused (cut, damaged, not a backup) is any other error, 2.
+fn found(file: &Path) -> Result<(), CliError> {
+    match file.try_exists() {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(CliError::new(1, format!("{}: no such file", file.display()))),
+        Err(e) => Err(CliError::new(2, format!("{}: {e}", file.display()))),
+    }
+}
+
 fn name_or_none(id: &str) -> &str {
     if id.is_empty() { "(unnamed)" } else { id }
 }
@@ -77,11 +88,12 @@ async fn restore(
     id: u64,
     members: std::collections::BTreeMap<u64, crate::config::Member>,
 ) -> Result<(), CliError> {
+    found(&file)?;
     let dir = data.clone();
     let r = tokio::task::spawn_blocking(move || crate::raft::restore::restore(&file, &dir, id, &members))
         .await
         .map_err(|e| CliError::new(2, e.to_string()))?
-        .map_err(|e| CliError::new(1, format!("{e:#}")))?;
+        .map_err(|e| CliError::new(2, format!("{e:#}")))?;
     println!(
         "restored revision {} ({} records) into {} as node {id} of cluster {} (the backup is of cluster {}); start \
          the node on it with the address --initial-cluster gave it",

@@ -158,8 +158,10 @@ fn refused(dir: &Path, name: &str, bytes: &[u8], says: &str) {
     std::fs::write(&file, bytes).expect("write");
     let data = dir.join(format!("data-{name}"));
     let out = restore(&file, &data, 1, "1=127.0.0.1:1");
-    assert!(!out.status.success(), "{name} was restored");
+    assert_eq!(out.status.code(), Some(2), "{name}: {}", text(&out));
     assert!(text(&out).contains(says), "{name}: {}", text(&out));
+    let status = run(&["snapshot", "status", file.to_str().expect("path")], None);
+    assert_eq!(status.status.code(), Some(2), "{name}: {}", text(&status));
     assert!(!data.exists(), "{name} left {}", data.display());
     let leftovers: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("dir")
@@ -220,6 +222,12 @@ async fn a_damaged_or_foreign_backup_is_refused_and_leaves_nothing() {
         "{}",
         text(&status)
     );
+    // No such file: "not found", as the CLI's exit codes say.
+    let missing = dir.path().join("missing.hsbak");
+    let status = run(&["snapshot", "status", missing.to_str().expect("path")], None);
+    assert_eq!(status.status.code(), Some(1), "{}", text(&status));
+    let out = restore(&missing, &dir.path().join("m"), 1, "1=127.0.0.1:1");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
