@@ -2,7 +2,8 @@
 # Installs what some tests need beyond the build, when it is missing and it
 # can: libfaketime (Debian's faketime package), which the clock tests and
 # the chaos suite's clock faults preload into nodes to move their wall
-# clocks; Python 3 with venv, for the Python client's tests and the tests
+# clocks; iptables, for the partitions and degraded links of the system
+# tier; Python 3 with venv, for the Python client's tests and the tests
 # driven by the Python MCP SDK; and promtool (Debian's prometheus package),
 # which checks the alert rules and a node's /metrics. Never fails: without
 # them those tests say why they skip.
@@ -23,6 +24,9 @@ missing() {
   have_python || echo python3 python3-venv
   # promtool checks deploy/prometheus's alert rules and a node's /metrics.
   command -v promtool >/dev/null 2>&1 || echo prometheus
+  # iptables cuts a node off from its peers but not from its clients, and
+  # feeds degraded links to linkem (tests/src/netns.rs), as root.
+  command -v iptables >/dev/null 2>&1 || echo iptables
 }
 
 [ -z "$(missing)" ] && exit 0

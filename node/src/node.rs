@@ -172,8 +172,10 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     // watches last: they are ended first, or the servers would wait for
     // them to finish before stopping.
     let handover = cfg.tuning.handover_on_stop.then(|| node.admin.clone());
+    let stopping = node.stopping.clone();
     let shutdown = futures::FutureExt::shared(Box::pin(async move {
         shutdown.await;
+        stopping.store(true, std::sync::atomic::Ordering::Relaxed);
         if let Some(admin) = handover {
             admin.hand_over().await;
         }

@@ -66,6 +66,7 @@ fn raft_readings(raft: &RaftAdmin) -> RaftReadings {
     let s = raft.status();
     RaftReadings {
         is_leader: s.state == "leader",
+        leader_without_quorum: s.state == "leader (no quorum)",
         has_leader: s.leader.is_some(),
         term: s.term,
         last_log_index: s.last_log_index,

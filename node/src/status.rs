@@ -108,7 +108,7 @@ pub fn reason_of(e: &ProposeError) -> Option<Reason> {
         ProposeError::Shutdown | ProposeError::Stopped(_) => Reason::Shutdown,
         ProposeError::Clock(_) => Reason::ClockOffset,
         ProposeError::DiskFull(_) => Reason::DiskFull,
-        ProposeError::Precondition(_) => Reason::Precondition,
+        ProposeError::Precondition(_) | ProposeError::TargetStopping(_) => Reason::Precondition,
         ProposeError::Internal(_) => Reason::Internal,
         ProposeError::Remote(s) => return Reason::of(s),
     })

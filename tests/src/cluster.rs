@@ -734,6 +734,20 @@ impl TestCluster {
         Ok(())
     }
 
+    /// Stops nodes `ids` with SIGTERM all at once (as an orchestrator
+    /// stopping the whole cluster does) and waits for each to exit.
+    pub fn stop_together(&mut self, ids: &[u64]) -> Result<()> {
+        for id in ids {
+            if let Some(c) = &self.node(*id).child {
+                signal(c.id(), "TERM")?;
+            }
+        }
+        for id in ids {
+            self.stop(*id)?;
+        }
+        Ok(())
+    }
+
     /// Cuts node `id` off the network (needs a cluster started with
     /// `netns(true)`): a real partition, outside the node.
     pub fn cut(&self, id: u64) -> Result<()> {

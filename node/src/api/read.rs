@@ -38,6 +38,10 @@ pub struct ReadAt {
     pub time: ExpiryTime,
 }
 
+/// How long a follower whose disk is full waits to apply a read's
+/// revision before it sends the reader elsewhere.
+const FULL_PATIENCE: Duration = Duration::from_millis(250);
+
 pub struct ReadGate {
     pub proposer: Arc<Proposer>,
     pub state: Arc<StateStore>,
@@ -73,19 +77,32 @@ impl ReadGate {
         Ok(ReadAt { revision, time })
     }
 
-    /// Waits until this node has applied `index`.
+    /// Waits until this node has applied `index`. A follower whose disk is
+    /// full takes no client writes, so it may never get there: it waits
+    /// only [`FULL_PATIENCE`], and the client reads elsewhere.
     pub async fn wait_applied(&self, index: u64) -> Result<u64, Status> {
         let mut rx = self.state.subscribe_applied();
-        let waited = tokio::time::timeout(self.timeout, rx.wait_for(|a| *a >= index));
+        let full = self.proposer.disk().report().full && !self.proposer.leader_view().is_leader();
+        let patience = if full {
+            FULL_PATIENCE.min(self.timeout)
+        } else {
+            self.timeout
+        };
+        let waited = tokio::time::timeout(patience, rx.wait_for(|a| *a >= index));
         let applied = stage("apply_wait", waited)
             .await
             .map_err(|_| {
+                let why = if full {
+                    " (its disk is full: it takes no writes)"
+                } else {
+                    ""
+                };
                 status::unavailable(
                     Reason::Behind,
                     format!(
-                        "this node has applied revision {} and did not reach {index} within {:?}; try another node",
+                        "this node has applied revision {} and did not reach {index} within {patience:?}{why}; \
+                         try another node",
                         self.state.applied_index(),
-                        self.timeout
                     ),
                     None,
                 )

@@ -310,13 +310,18 @@ impl From<anyhow::Error> for CliError {
     }
 }
 
+/// A server's log filter when `RUST_LOG` is not set: info, but the Raft
+/// library's own info lines, which are internal detail (ours say what
+/// matters).
+pub fn node_log_filter() -> String {
+    format!("info,{}", crate::raft::LIBRARY_LOG_FILTER)
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let server = matches!(cli.command, Command::Node(_) | Command::Dev(_) | Command::Mcp { .. });
-    // The Raft library's own info lines are internal detail; ours say what
-    // matters.
-    let node_logs = format!("info,{}", crate::raft::LIBRARY_LOG_FILTER);
-    crate::logs::init(if server { &node_logs } else { "warn" }, cli.log_format);
+    let filter = if server { node_log_filter() } else { "warn".into() };
+    crate::logs::init(&filter, cli.log_format);
     // A node's runtime is its own choice (--worker-threads); the other
     // commands take tokio's default.
     let built = match &cli.command {

@@ -202,7 +202,7 @@ impl Recorders {
         );
         r.register(
             "handlestore_disk_full",
-            "1 while free space is under --min-free-disk-mb: the node takes no new entries",
+            "1 while free space is under --min-free-disk-mb: the node takes no client writes",
             self.disk_full.clone(),
         );
         r.register(

@@ -22,7 +22,11 @@ pub const OTHERS: &str = "(others)";
 /// Raft's view from this node.
 #[derive(Debug, Clone, Default)]
 pub struct RaftReadings {
+    /// Leads and has heard from a majority lately.
     pub is_leader: bool,
+    /// Leads in Raft's eyes, but has not heard from a majority for longer
+    /// than an election timeout.
+    pub leader_without_quorum: bool,
     pub has_leader: bool,
     pub term: u64,
     pub last_log_index: u64,
@@ -187,8 +191,14 @@ fn raft(enc: &mut DescriptorEncoder, r: &RaftReadings) -> std::fmt::Result {
     gauge(
         enc,
         "handlestore_server_is_leader",
-        "1 if this node is the leader",
+        "1 if this node is the leader (and has heard from a majority lately)",
         flag(r.is_leader),
+    )?;
+    gauge(
+        enc,
+        "handlestore_server_leader_without_quorum",
+        "1 if this node leads but has not heard from a majority for longer than an election timeout",
+        flag(r.leader_without_quorum),
     )?;
     gauge(enc, "handlestore_raft_term", "The current Raft term", r.term as f64)?;
     gauge(

@@ -16,13 +16,15 @@ use super::error::{ProposeError, raft_error};
 use super::lease::ReadLease;
 use super::network::Peers;
 use super::protocol::PeerProtocols;
+use super::tenure::Tenure;
 use super::transfer::{self, Transferred};
 use super::{NodeId, Raft};
 
 /// What Raft says of this node, for `Admin.Status`.
 #[derive(Debug, Clone)]
 pub struct RaftStatus {
-    /// "leader", "follower", "candidate", "learner", "shutdown".
+    /// "leader", "leader (no quorum)", "follower", "candidate",
+    /// "learner", "shutdown" (`state_name`).
     pub state: &'static str,
     pub term: u64,
     pub last_log_index: u64,
@@ -49,6 +51,8 @@ pub struct RaftAdmin {
     writes: WriteGate,
     /// Suspended during a leader transfer.
     lease: Arc<ReadLease>,
+    /// How long this node, as leader, has not heard from a majority.
+    tenure: Arc<Tenure>,
     /// The longest election timeout (a follower's lease).
     election_max: Duration,
 }
@@ -67,6 +71,7 @@ impl RaftAdmin {
         peers: Arc<Peers>,
         writes: WriteGate,
         lease: Arc<ReadLease>,
+        tenure: Arc<Tenure>,
         election_max: Duration,
     ) -> Self {
         Self {
@@ -75,6 +80,7 @@ impl RaftAdmin {
             peers,
             writes,
             lease,
+            tenure,
             election_max,
         }
     }
@@ -82,14 +88,34 @@ impl RaftAdmin {
     /// Hands leadership to `to` (None: the most caught-up voter); this
     /// node must lead.
     pub async fn transfer_leader(&self, to: Option<NodeId>, within: Duration) -> Result<Transferred, ProposeError> {
+        self.transfer(to, &[], false, within).await
+    }
+
+    /// Hands leadership to the most caught-up voter not in `avoid`.
+    pub async fn transfer_leader_avoiding(
+        &self,
+        avoid: &[NodeId],
+        within: Duration,
+    ) -> Result<Transferred, ProposeError> {
+        self.transfer(None, avoid, false, within).await
+    }
+
+    async fn transfer(
+        &self,
+        to: Option<NodeId>,
+        avoid: &[NodeId],
+        give_up_on_silence: bool,
+        within: Duration,
+    ) -> Result<Transferred, ProposeError> {
         let cluster = transfer::Cluster {
             raft: &self.raft,
             peers: &self.peers,
             writes: &self.writes,
             lease: &self.lease,
             election_max: self.election_max,
+            give_up_on_silence,
         };
-        transfer::transfer(&cluster, to, within).await
+        transfer::transfer(&cluster, transfer::Target { to, avoid }, within).await
     }
 
     /// If this node leads a cluster of more than one voter, hands
@@ -100,16 +126,37 @@ impl RaftAdmin {
         if m.state != ServerState::Leader || m.membership_config.membership().voter_ids().count() < 2 {
             return;
         }
-        match self.transfer_leader(None, HANDOVER_WITHIN).await {
-            Ok(t) => tracing::info!(
-                to = t.to,
-                term = t.term,
-                took_ms = t.took.as_millis() as u64,
-                "stopping: handed leadership over"
-            ),
-            Err(e) => tracing::warn!(
-                "stopping: could not hand leadership over ({e}); the others elect a leader after an election timeout"
-            ),
+        let deadline = std::time::Instant::now() + HANDOVER_WITHIN;
+        // Voters that said they are stopping too (the whole cluster is
+        // being stopped, say): the next is asked, none waited for.
+        let mut stopping = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.transfer(None, &stopping, true, left).await {
+                Ok(t) => {
+                    tracing::info!(
+                        to = t.to,
+                        term = t.term,
+                        took_ms = t.took.as_millis() as u64,
+                        "stopping: handed leadership over"
+                    );
+                    return;
+                }
+                Err(ProposeError::TargetStopping(id)) => stopping.push(id),
+                Err(ProposeError::Precondition(m)) if m == transfer::NO_OTHER_VOTER && !stopping.is_empty() => {
+                    tracing::info!(
+                        ?stopping,
+                        "stopping: the other voters are stopping too; no leadership to hand over"
+                    );
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "stopping: could not hand leadership over ({e}); the others elect a leader after an election timeout"
+                    );
+                    return;
+                }
+            }
         }
     }
 
@@ -146,8 +193,9 @@ impl RaftAdmin {
     pub fn status(&self) -> RaftStatus {
         let metrics = self.raft.metrics();
         let m = metrics.borrow();
+        let silent = self.tenure.silence(&m).is_some_and(|d| d > self.election_max);
         RaftStatus {
-            state: state_name(m.state),
+            state: state_name(m.state, silent),
             term: m.current_term,
             last_log_index: m.last_log_index.unwrap_or(0),
             applied_index: m.last_applied.map(|l| l.index).unwrap_or(0),
@@ -232,8 +280,16 @@ impl RaftAdmin {
     }
 }
 
-fn state_name(s: ServerState) -> &'static str {
+/// What a node reports itself as. A leader that has not heard from a
+/// majority for longer than the longest election timeout (`silent`) is
+/// "leader (no quorum)": it refuses writes and reads by then (the
+/// proposer's `quorum_silence`), and the followers elect another leader
+/// only after their lease and an election timeout more, so no two nodes
+/// report themselves plain "leader" (openraft 0.9 has no check-quorum
+/// step-down; this is what it can say safely).
+fn state_name(s: ServerState, silent: bool) -> &'static str {
     match s {
+        ServerState::Leader if silent => "leader (no quorum)",
         ServerState::Leader => "leader",
         ServerState::Follower => "follower",
         ServerState::Candidate => "candidate",

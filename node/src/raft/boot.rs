@@ -21,11 +21,14 @@ use super::log_store::LogStore;
 use super::network::{Network, Peers};
 use super::proposer::{Proposer, ProposerConfig};
 use super::protocol::PeerProtocols;
+use super::reach::Reach;
+use super::room::Room;
 use super::state_machine::StateMachine;
+use super::tenure::Tenure;
 use super::{Raft, clock_probe, disk_guard, sweeper};
 use crate::clock::Clock;
 use crate::config::{ClusterState, Member, NodeConfig};
-use crate::disk::Disk;
+use crate::disk::{Disk, Reserve};
 use crate::state::StateStore;
 use crate::state::snapshot::SnapshotDir;
 use crate::tls::gate::PeerGate;
@@ -46,6 +49,8 @@ pub struct RaftNode {
     pub identity: Identity,
     /// Whether this node sits elections out while its log is repaired.
     pub abstention: Arc<Abstention>,
+    /// Set once this node begins to stop: it takes no leadership over.
+    pub stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl RaftNode {
@@ -90,17 +95,26 @@ pub async fn start(
     };
     let raft_peers = Arc::new(Peers::new(peer_tls.clone()));
     let ident = Identity::new(state.clone());
-    let network = Network::new(raft_peers.clone(), durability.clone(), ident.clone());
+    let reserve = Reserve::new(cfg.tuning.min_free_disk_mb, cfg.tuning.write_buffer_mb);
+    let disk = Disk::new(cfg.data.clone(), reserve, durability.clone());
+    disk.watch();
+    let room = Room::new(cfg.id, disk.clone());
+    let reach = Arc::new(Reach::default());
+    let network = Network::new(
+        raft_peers.clone(),
+        durability.clone(),
+        ident.clone(),
+        room.clone(),
+        reach,
+    );
     let raft = Raft::new(cfg.id, Arc::new(config(cfg)?), network, log_store, sm)
         .await
         .context("starting raft")?;
     let clock = Arc::new(Clock::new(cfg.id, cfg.tuning.max_clock_offset, clock_probe::SAMPLE_TTL));
     let founding = Arc::new(Founding::new(cfg.id, initial_members(cfg), clock_probe::SAMPLE_TTL));
     let protocols = Arc::new(PeerProtocols::default());
-    let disk = Disk::new(cfg.data.clone(), cfg.tuning.min_free_disk_mb, durability.clone());
-    disk.watch();
     let standing = Standing {
-        disk: disk.clone(),
+        room: room.clone(),
         log: abstention.clone(),
     };
     clock_probe::spawn(
@@ -126,12 +140,14 @@ pub async fn start(
     abstain::spawn(raft.clone(), state.db().clone(), abstention.clone(), move || {
         disk_guard::may_campaign(&stand, &stand_clock)
     });
+    let tenure = Arc::new(Tenure::default());
     let proposer = Proposer::start(
         cfg.id,
         raft.clone(),
         forward_peers.clone(),
         clock.clone(),
-        disk.clone(),
+        room,
+        tenure.clone(),
         proposer_config(cfg),
     );
     identity::spawn_naming(raft.clone(), proposer.clone(), state.clone(), protocols.clone());
@@ -141,7 +157,7 @@ pub async fn start(
         cfg.tuning.sweep_interval,
         cfg.tuning.dedup_window,
     );
-    spawn_leader_log(&raft);
+    spawn_leader_log(&raft, tenure.clone());
     spawn_peer_gate(&raft, gate);
     let admin = RaftAdmin::new(
         raft.clone(),
@@ -149,6 +165,7 @@ pub async fn start(
         forward_peers,
         proposer.write_gate(),
         proposer.read_lease(),
+        tenure,
         cfg.tuning.election_max(),
     );
     disk_guard::spawn(raft.clone(), admin.clone(), standing, clock);
@@ -162,6 +179,7 @@ pub async fn start(
         protocols,
         identity: ident,
         abstention,
+        stopping: Arc::default(),
     })
 }
 
@@ -310,14 +328,15 @@ fn spawn_peer_gate(raft: &Raft, gate: Arc<PeerGate>) {
     });
 }
 
-/// One info line per leader change and per membership change.
+/// One info line per leader change and per membership change; and the
+/// start of each term this node leads (`Tenure`).
 ///
 /// Watches openraft's server metrics, which change only with the vote, the
 /// role, the leader or the membership; its full metrics are sent again
 /// after every turn of its core (several times per write on every node),
 /// and a task watching those would be woken, on the event loop that
 /// serves the writes, as often.
-fn spawn_leader_log(raft: &Raft) {
+fn spawn_leader_log(raft: &Raft, tenure: Arc<Tenure>) {
     let mut rx = raft.server_metrics();
     tokio::spawn(async move {
         let mut last_leader = None;
@@ -325,6 +344,7 @@ fn spawn_leader_log(raft: &Raft) {
         while rx.changed().await.is_ok() {
             let (leader, term, membership_log, voters, learners) = {
                 let m = rx.borrow_and_update();
+                tenure.note(m.state == openraft::ServerState::Leader, m.vote);
                 let mem = m.membership_config.membership();
                 (
                     m.current_leader,

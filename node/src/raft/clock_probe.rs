@@ -21,6 +21,7 @@ use super::disk_guard::Standing;
 use super::founding::Founding;
 use super::network::Peers;
 use super::protocol::{self, PeerProtocols};
+use super::room::Room;
 use super::{NodeId, Raft};
 use crate::clock::{Clock, ClockError, ClockReport};
 use crate::config::Member;
@@ -59,7 +60,15 @@ pub fn spawn(
             ticker.tick().await;
             let members = members(&raft, founding.initial());
             clock.set_members(members.keys().copied());
-            probe_all(&clock, &peers, &founding, &protocols, &members).await;
+            standing
+                .room
+                .set_voters(raft.metrics().borrow().membership_config.membership().voter_ids());
+            let heard = Heard {
+                founding: &founding,
+                protocols: &protocols,
+                room: &standing.room,
+            };
+            probe_all(&clock, &peers, &heard, &members).await;
             guard.update(&raft, &clock.report(), standing.allows());
         }
     });
@@ -82,14 +91,16 @@ fn members(raft: &Raft, initial: &BTreeMap<NodeId, Member>) -> BTreeMap<NodeId, 
     }
 }
 
+/// Where what a probe's answer says is kept: what the peers know of a new
+/// cluster, which protocol each speaks, whether its disk is full.
+struct Heard<'a> {
+    founding: &'a Founding,
+    protocols: &'a PeerProtocols,
+    room: &'a Room,
+}
+
 /// One probe of every other member, all at once.
-async fn probe_all(
-    clock: &Arc<Clock>,
-    peers: &Peers,
-    founding: &Founding,
-    protocols: &PeerProtocols,
-    members: &BTreeMap<NodeId, String>,
-) {
+async fn probe_all(clock: &Arc<Clock>, peers: &Peers, heard: &Heard<'_>, members: &BTreeMap<NodeId, String>) {
     let timeout = clock.max_offset().min(Duration::from_secs(1));
     let probes = members
         .iter()
@@ -107,8 +118,9 @@ async fn probe_all(
                 match client.clock_probe(req).await {
                     Ok(r) if r.get_ref().node_id == id => {
                         clock.record(id, sent, r.get_ref().wall_ms);
-                        founding.record(id, r.get_ref());
-                        protocols.heard(id, r.get_ref().protocol_version);
+                        heard.founding.record(id, r.get_ref());
+                        heard.protocols.heard(id, r.get_ref().protocol_version);
+                        heard.room.heard(id, r.get_ref().disk_full);
                     }
                     Ok(r) => tracing::debug!(
                         peer = id,
@@ -117,7 +129,7 @@ async fn probe_all(
                     ),
                     Err(e) => {
                         tracing::debug!(peer = id, "clock probe failed: {}", e.message());
-                        protocols.failed(id, e.code(), e.message());
+                        heard.protocols.failed(id, e.code(), e.message());
                     }
                 }
             }

@@ -34,12 +34,16 @@ pub enum ProposeError {
     /// Raft is not running (any more) on this node.
     #[error("raft is not running: {0}")]
     Stopped(String),
-    /// This node's disk is under its reserve: it takes no new entries.
+    /// This node's disk, or a majority of the voters', is under its
+    /// reserve: no client writes are taken.
     #[error("{0}")]
     DiskFull(String),
     /// This node (the leader) may not stamp time: its clock is off.
     #[error("{0}")]
     Clock(ClockError),
+    /// The voter asked to take leadership over is stopping too.
+    #[error("node {0} is stopping and will not take leadership over")]
+    TargetStopping(NodeId),
     /// What the cluster's state does not allow now (no voter to hand
     /// leadership to, say).
     #[error("{0}")]

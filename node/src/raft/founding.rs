@@ -166,6 +166,7 @@ mod tests {
                 has_membership,
                 clock_trusted: trusted,
                 protocol_version: crate::raft::protocol::VERSION,
+                disk_full: false,
             },
         );
     }

@@ -9,6 +9,7 @@
 
 pub mod abstain;
 pub mod admin;
+pub mod append_budget;
 pub mod batch;
 pub mod boot;
 pub mod clock_probe;
@@ -19,6 +20,7 @@ pub mod durability;
 pub mod error;
 pub mod founding;
 pub mod identity;
+pub mod intake;
 pub mod lease;
 pub mod log_check;
 pub mod log_store;
@@ -27,11 +29,14 @@ pub mod payload;
 pub mod peer_wire;
 pub mod proposer;
 pub mod protocol;
+pub mod reach;
 pub mod read_index;
 pub mod restore;
+pub mod room;
 pub mod service;
 pub mod state_machine;
 pub mod sweeper;
+pub mod tenure;
 pub mod transfer;
 
 use std::time::{Duration, Instant};

@@ -15,7 +15,8 @@ use handlestore_proto::internal::v1 as ipb;
 use ipb::raft_client::RaftClient;
 use openraft::Snapshot;
 use openraft::error::{
-    InstallSnapshotError, NetworkError, RPCError, RaftError, ReplicationClosed, StreamingError, Unreachable,
+    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, ReplicationClosed, StreamingError,
+    Unreachable,
 };
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
@@ -28,11 +29,15 @@ use crate::tls::peer::PeerClientTls;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tonic::transport::{Channel, Endpoint};
 
+use super::append_budget;
 use super::codec;
 use super::commit_notice::{self, CommitNotices};
 use super::durability::Durability;
 use super::identity::Identity;
+use super::intake::{self, Intake};
 use super::peer_wire::{CallError, ConnectSlot, Connected, Refusal, Taken, WireConn, WirePool};
+use super::reach::Reach;
+use super::room::Room;
 use super::{NodeId, TypeConfig, Vote};
 
 /// Snapshot data per streamed message.
@@ -100,15 +105,25 @@ pub struct Network {
     durability: Arc<Durability>,
     wire: Arc<WirePool>,
     identity: Identity,
+    room: Arc<Room>,
+    reach: Arc<Reach>,
 }
 
 impl Network {
-    pub fn new(peers: Arc<Peers>, durability: Arc<Durability>, identity: Identity) -> Self {
+    pub fn new(
+        peers: Arc<Peers>,
+        durability: Arc<Durability>,
+        identity: Identity,
+        room: Arc<Room>,
+        reach: Arc<Reach>,
+    ) -> Self {
         Self {
             peers,
             durability,
             wire: Arc::default(),
             identity,
+            room,
+            reach,
         }
     }
 }
@@ -126,6 +141,8 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             notices: CommitNotices::default(),
             wire: self.wire.clone(),
             identity: self.identity.clone(),
+            room: self.room.clone(),
+            reach: self.reach.clone(),
         }
     }
 }
@@ -140,6 +157,10 @@ pub struct PeerConnection {
     /// Raft wire connections, shared by every client of this node.
     wire: Arc<WirePool>,
     identity: Identity,
+    /// Which peers' disks are full: they are sent only what they take.
+    room: Arc<Room>,
+    /// Whether peers answer, for the log.
+    reach: Arc<Reach>,
 }
 
 /// A peer that cannot be reached (connection refused or reset) means "back
@@ -316,6 +337,18 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             self.send_later(notice, held);
             return Ok(AppendEntriesResponse::Success);
         }
+        // A follower whose disk is full is sent only what it takes
+        // (`raft::intake`).
+        let (rpc, trimmed) = match self.room.is_full(self.target) {
+            false => (rpc, None),
+            true => match intake::trim(rpc, Intake::RaftOnly) {
+                Ok(rpc) => (rpc, None),
+                Err(t) => (t.request, Some(t.matching)),
+            },
+        };
+        if let Some(fit) = append_budget::entries_that_fit(&rpc, append_budget::MAX_APPEND_BYTES) {
+            return Err(RPCError::PayloadTooLarge(PayloadTooLarge::new_entries_hint(fit)));
+        }
         // Every entry in this request is already in the local log (it was
         // read from there); the follower's answer may count towards a quorum
         // only once they are on disk here too (see raft::durability). The
@@ -329,6 +362,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             .unwrap_or(0);
         let mut request = codec::append_request_to_pb(&rpc);
         request.cluster_id = self.identity.ours();
+        let call = self.reach.call(self.target);
         let answer = match self.append_over_wire(&request, option.hard_ttl()).await {
             Some(answer) => answer,
             None => {
@@ -345,10 +379,22 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
                 .await
             }
         };
+        call.outcome(&answer);
         self.notices.answered(&rpc, answer.as_ref().ok());
         let resp = answer?;
+        let refused = intake::refused_some(&rpc, &resp);
+        if refused {
+            self.room.heard(self.target, true);
+        }
         self.durability.wait_covered(upto, written).await;
-        Ok(resp)
+        if refused || trimmed.is_some() {
+            // openraft sends the rest again at once.
+            tokio::time::sleep(intake::PACE.min(option.hard_ttl() / 2)).await;
+        }
+        Ok(match trimmed {
+            Some(matching) => intake::answer(resp, matching),
+            None => resp,
+        })
     }
 
     async fn install_snapshot(
@@ -373,8 +419,10 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         vote.cluster_id = self.identity.ours();
         let mut req = tonic::Request::new(vote);
         req.set_timeout(option.hard_ttl());
-        let resp = self.client()?.vote(req).await.map_err(|s| rpc_err(self.target, s))?;
-        codec::vote_response_from_pb(resp.into_inner()).map_err(malformed)
+        let call = self.reach.call(self.target);
+        let resp = self.client()?.vote(req).await.map_err(|s| rpc_err(self.target, s));
+        call.outcome(&resp);
+        codec::vote_response_from_pb(resp?.into_inner()).map_err(malformed)
     }
 
     async fn full_snapshot(
@@ -385,7 +433,9 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         _option: RPCOption,
     ) -> Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, openraft::error::Fatal<NodeId>>> {
         let started = std::time::Instant::now();
+        let call = self.reach.call(self.target);
         let sent = self.send_snapshot(vote, snapshot, cancel).await;
+        call.outcome(&sent);
         let r = crate::metrics::recorders();
         crate::metrics::Recorders::observe(&r.snapshot_send_seconds, started, sent.is_ok());
         sent

@@ -19,6 +19,8 @@ use super::error::ProposeError;
 use super::lease::ReadLease;
 use super::network::Peers;
 use super::read_index::{self, ReadIndex, ReadPoint};
+use super::room::Room;
+use super::tenure::Tenure;
 use super::{NodeId, Raft};
 use crate::clock::Clock;
 use crate::disk::Disk;
@@ -51,7 +53,9 @@ pub struct Proposer {
     read_index: ReadIndex,
     lease: Arc<ReadLease>,
     clock: Arc<Clock>,
-    disk: Arc<Disk>,
+    /// This node's disk, and which voters' have room.
+    room: Arc<Room>,
+    tenure: Arc<Tenure>,
     cfg: ProposerConfig,
     /// Writes this node forwarded to the leader and got an answer for.
     forwarded: AtomicU64,
@@ -65,6 +69,7 @@ pub struct Proposer {
 pub struct LeaderView {
     state: ServerState,
     pub leader: Option<LeaderHint>,
+    /// On a leader: since it last heard from a majority (`Tenure`).
     pub millis_since_quorum_ack: Option<u64>,
 }
 
@@ -91,7 +96,8 @@ impl Proposer {
         raft: Raft,
         forward_peers: Arc<Peers>,
         clock: Arc<Clock>,
-        disk: Arc<Disk>,
+        room: Arc<Room>,
+        tenure: Arc<Tenure>,
         cfg: ProposerConfig,
     ) -> Arc<Self> {
         let (tx, rx) = mpsc::channel(cfg.max_batch_commands * 8);
@@ -113,7 +119,8 @@ impl Proposer {
             read_index,
             lease,
             clock,
-            disk,
+            room,
+            tenure,
             cfg,
             forwarded: AtomicU64::new(0),
             gate,
@@ -128,7 +135,7 @@ impl Proposer {
         LeaderView {
             state: m.state,
             leader,
-            millis_since_quorum_ack: m.millis_since_quorum_ack,
+            millis_since_quorum_ack: self.tenure.silence(&m).map(|d| d.as_millis() as u64),
         }
     }
 
@@ -215,7 +222,7 @@ impl Proposer {
         }
         view.check_quorum(self.cfg.quorum_silence, "the write was not applied")?;
         self.clock.check().map_err(ProposeError::Clock)?;
-        self.disk.room().map_err(ProposeError::DiskFull)?;
+        self.room.writes().map_err(ProposeError::DiskFull)?;
         let (done, rx) = oneshot::channel();
         self.tx
             .send(Pending { cmd, keys, done })
@@ -275,7 +282,7 @@ impl Proposer {
 
     /// This node's disk: its free space and syncs.
     pub fn disk(&self) -> &Arc<Disk> {
-        &self.disk
+        self.room.disk()
     }
 
     /// This node's read lease, to suspend it (a leader transfer).

@@ -3,6 +3,7 @@
 //! the clock probe peers measure offsets with.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use handlestore_proto::internal::v1 as ipb;
@@ -18,6 +19,7 @@ use super::durability::Durability;
 use super::error::ProposeError;
 use super::founding::Founding;
 use super::identity::Identity;
+use super::intake::{self, Intake};
 use super::peer_wire::Refusal;
 use super::proposer::Proposer;
 use super::protocol::PeerProtocols;
@@ -36,6 +38,7 @@ pub struct RaftService {
     identity: Identity,
     disk: Arc<Disk>,
     abstention: Arc<Abstention>,
+    stopping: Arc<AtomicBool>,
 }
 
 impl RaftService {
@@ -50,6 +53,7 @@ impl RaftService {
             identity: node.identity.clone(),
             disk: node.disk.clone(),
             abstention: node.abstention.clone(),
+            stopping: node.stopping.clone(),
         }
     }
 
@@ -189,16 +193,21 @@ pub async fn append_entries_unsynced(
     identity
         .admit(&request.cluster_id, "an AppendEntries")
         .map_err(Refusal::Unavailable)?;
-    // Heartbeats (no entries) still pass while the disk is full: the node
-    // keeps its leader and does not campaign; entries wait for room.
-    if !request.entries.is_empty() {
-        disk.room().map_err(Refusal::Unavailable)?;
-    }
     let req = codec::append_request_from_pb(request).map_err(|e| Refusal::Invalid(e.to_string()))?;
+    // While the disk is full, what it may not take is cut off; the rest
+    // goes to Raft, so the node keeps its leader (`raft::intake`).
+    let (req, trimmed) = match intake::trim(req, Intake::of(&disk.report())) {
+        Ok(req) => (req, None),
+        Err(t) => (t.request, Some(t.matching)),
+    };
     let resp = raft
         .append_entries(req)
         .await
         .map_err(|e| Refusal::Unavailable(format!("raft is not running: {e}")))?;
+    let resp = match trimmed {
+        Some(matching) => intake::answer(resp, matching),
+        None => resp,
+    };
     Ok(codec::append_response_to_pb(&resp))
 }
 
@@ -265,6 +274,11 @@ impl ipb::raft_server::Raft for RaftService {
             term = req.term,
             "asked to take over leadership: campaigning"
         );
+        // A leader stopping with the rest of the cluster asks the next
+        // voter at once rather than wait for this one.
+        if self.stopping.load(Ordering::Relaxed) {
+            return Err(Reason::Shutdown.status("this node is stopping: it takes no leadership over"));
+        }
         self.disk.room().map_err(|m| Reason::DiskFull.status(m))?;
         self.standing_for("leadership")?;
         super::transfer::elect_now(&self.raft, &req)
@@ -308,6 +322,7 @@ impl ipb::raft_server::Raft for RaftService {
             has_membership: self.has_membership(),
             clock_trusted: clock.check().is_ok(),
             protocol_version: super::protocol::VERSION,
+            disk_full: self.disk.report().full,
         }))
     }
 }

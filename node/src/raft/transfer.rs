@@ -21,6 +21,7 @@
 use std::time::{Duration, Instant};
 
 use handlestore_proto::internal::v1 as ipb;
+use handlestore_proto::reason::Reason;
 use openraft::{RaftMetrics, ServerState};
 
 use super::batch::WriteGate;
@@ -60,14 +61,35 @@ pub struct Cluster<'a> {
     pub lease: &'a ReadLease,
     /// The longest election timeout: a follower's lease.
     pub election_max: Duration,
+    /// Whether a target that stops answering after it was asked to
+    /// campaign is given up on at once (it is stopping too, say), rather
+    /// than waited for.
+    pub give_up_on_silence: bool,
 }
 
-/// Hands leadership from this node (the leader) to `to` (None: the most
-/// caught-up voter), within `within`. Writes are held back from the first
-/// step to the last (they wait, then go to the new leader).
-pub async fn transfer(c: &Cluster<'_>, to: Option<NodeId>, within: Duration) -> Result<Transferred, ProposeError> {
+/// Why there is no one to hand leadership to.
+pub const NO_OTHER_VOTER: &str = "no other voter to hand leadership to";
+
+/// Whom to hand leadership to.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    /// This voter; None: the most caught-up voter not in `avoid`.
+    pub to: Option<NodeId>,
+    pub avoid: &'a [NodeId],
+}
+
+/// Hands leadership from this node (the leader) to `to`, within `within`.
+/// Writes are held back from the first step to the last (they wait, then
+/// go to the new leader).
+pub async fn transfer(c: &Cluster<'_>, to: Target<'_>, within: Duration) -> Result<Transferred, ProposeError> {
     let deadline = Instant::now() + within;
-    plan(c.raft, to)?;
+    let first = plan(c.raft, to)?;
+    // A target that is gone already (the whole cluster stopping) is not
+    // waited for: holding writes back would wait for those in flight, which
+    // may need it to commit.
+    if c.give_up_on_silence && !answers(c.peers, &first).await {
+        return Err(ProposeError::TargetStopping(first.target));
+    }
     let _no_lease = c.lease.suspend();
     let left = deadline.saturating_duration_since(Instant::now());
     let _held = tokio::time::timeout(left, c.writes.hold())
@@ -79,9 +101,9 @@ pub async fn transfer(c: &Cluster<'_>, to: Option<NodeId>, within: Duration) -> 
     caught_up(c.raft, &plan, deadline).await?;
     wait_out_leases(c, &plan).await?;
     let started = Instant::now();
-    let asked = ask(c.peers, &plan).await;
+    let asked = ask(c.peers, &plan, c.give_up_on_silence).await;
     let led = match asked {
-        Ok(()) => new_leader(c.raft, &plan, deadline).await,
+        Ok(()) => new_leader(c, &plan, started, deadline).await,
         Err(e) => Err(e),
     };
     if plan.voters > 3 && c.raft.metrics().borrow().state == ServerState::Leader {
@@ -116,7 +138,7 @@ async fn wait_out_leases(c: &Cluster<'_>, plan: &Plan) -> Result<(), ProposeErro
     Ok(())
 }
 
-fn plan(raft: &Raft, to: Option<NodeId>) -> Result<Plan, ProposeError> {
+fn plan(raft: &Raft, target: Target<'_>) -> Result<Plan, ProposeError> {
     let m = raft.metrics().borrow().clone();
     if m.state != ServerState::Leader {
         return Err(ProposeError::NotLeader(None));
@@ -124,7 +146,7 @@ fn plan(raft: &Raft, to: Option<NodeId>) -> Result<Plan, ProposeError> {
     let membership = m.membership_config.membership();
     let voters: Vec<NodeId> = membership.voter_ids().collect();
     let matched = |id: NodeId| flushed(&m, id).unwrap_or(0);
-    let target = match to {
+    let target = match target.to {
         Some(id) if id == m.id => return Err(ProposeError::Precondition(format!("node {id} leads already"))),
         Some(id) if !voters.contains(&id) => {
             return Err(ProposeError::Precondition(format!(
@@ -135,9 +157,9 @@ fn plan(raft: &Raft, to: Option<NodeId>) -> Result<Plan, ProposeError> {
         None => voters
             .iter()
             .copied()
-            .filter(|v| *v != m.id)
+            .filter(|v| *v != m.id && !target.avoid.contains(v))
             .max_by_key(|v| (matched(*v), std::cmp::Reverse(*v)))
-            .ok_or_else(|| ProposeError::Precondition("no other voter to hand leadership to".into()))?,
+            .ok_or_else(|| ProposeError::Precondition(NO_OTHER_VOTER.into()))?,
     };
     let target_addr = membership
         .get_node(&target)
@@ -179,8 +201,9 @@ async fn caught_up(raft: &Raft, plan: &Plan, deadline: Instant) -> Result<(), Pr
         })
 }
 
-/// Asks the target to campaign now.
-async fn ask(peers: &Peers, plan: &Plan) -> Result<(), ProposeError> {
+/// Asks the target to campaign now. With `silence_is_stopping`, a target
+/// that cannot be reached is taken for one that is stopping too.
+async fn ask(peers: &Peers, plan: &Plan, silence_is_stopping: bool) -> Result<(), ProposeError> {
     let mut client = peers
         .raft_client(&plan.target_addr)
         .map_err(|e| ProposeError::Internal(format!("node {}: {e}", plan.target)))?;
@@ -195,6 +218,10 @@ async fn ask(peers: &Peers, plan: &Plan) -> Result<(), ProposeError> {
             "node {} runs a build without leader transfer; upgrade it first",
             plan.target
         ))),
+        Err(s) if Reason::of(&s) == Some(Reason::Shutdown) => Err(ProposeError::TargetStopping(plan.target)),
+        Err(s) if silence_is_stopping && s.code() == tonic::Code::Unavailable => {
+            Err(ProposeError::TargetStopping(plan.target))
+        }
         Err(s) => Err(ProposeError::Precondition(format!(
             "node {} would not campaign: {}",
             plan.target,
@@ -203,24 +230,56 @@ async fn ask(peers: &Peers, plan: &Plan) -> Result<(), ProposeError> {
     }
 }
 
+/// How often a stopping leader asks whether its target still answers.
+const SILENCE_CHECK: Duration = Duration::from_millis(100);
+
 /// Waits until a leader of a later term is known; the target, normally.
-async fn new_leader(raft: &Raft, plan: &Plan, deadline: Instant) -> Result<(NodeId, u64), ProposeError> {
-    let left = deadline.saturating_duration_since(Instant::now());
+/// With `c.give_up_on_silence`, gives up once the target does not answer.
+async fn new_leader(
+    c: &Cluster<'_>,
+    plan: &Plan,
+    asked: Instant,
+    deadline: Instant,
+) -> Result<(NodeId, u64), ProposeError> {
     let term = plan.term;
-    let m = raft
-        .wait(Some(left))
-        .metrics(
-            |m| m.current_term > term && m.current_leader.is_some_and(|l| l != plan.me),
-            "a new leader",
-        )
-        .await
-        .map_err(|_| {
-            ProposeError::TookTooLong(format!(
-                "no new leader within {left:?} after node {} campaigned",
+    let mut metrics = c.raft.metrics();
+    let led = |m: &RaftMetrics<NodeId, Member>| m.current_term > term && m.current_leader.is_some_and(|l| l != plan.me);
+    loop {
+        {
+            let m = metrics.borrow_and_update();
+            if led(&m) {
+                return Ok((m.current_leader.unwrap_or(plan.target), m.current_term));
+            }
+        }
+        if c.give_up_on_silence && !answers(c.peers, plan).await {
+            return Err(ProposeError::TargetStopping(plan.target));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(ProposeError::TookTooLong(format!(
+                "no new leader within {:?} after node {} campaigned",
+                now - asked,
                 plan.target
-            ))
-        })?;
-    Ok((m.current_leader.unwrap_or(plan.target), m.current_term))
+            )));
+        }
+        let wake = deadline.min(now + SILENCE_CHECK);
+        if let Ok(Err(_)) = tokio::time::timeout_at(wake.into(), metrics.changed()).await {
+            return Err(ProposeError::Shutdown);
+        }
+    }
+}
+
+/// Whether the target answers a clock probe within [`SILENCE_CHECK`].
+async fn answers(peers: &Peers, plan: &Plan) -> bool {
+    let Ok(mut client) = peers.raft_client(&plan.target_addr) else {
+        return false;
+    };
+    let mut req = tonic::Request::new(ipb::ClockProbeRequest {
+        from: plan.me,
+        protocol_version: super::protocol::VERSION,
+    });
+    req.set_timeout(SILENCE_CHECK);
+    client.clock_probe(req).await.is_ok()
 }
 
 /// On the target: starts an election if the asking leader still leads

@@ -72,7 +72,8 @@ impl Sampler {
                     at_us,
                     node: st.node_id,
                     term: st.term,
-                    leads: st.state == "leader",
+                    // One reign whether or not it hears a majority.
+                    leads: st.state.starts_with("leader"),
                 }));
                 tokio::time::sleep(EVERY).await;
             }

@@ -131,20 +131,30 @@ async fn lead(cluster: &TestCluster, to: u64) {
 /// Starts `builder`'s cluster, every node keeping `RESERVE_MB` free, with
 /// node `id`'s data on a 512 MiB tmpfs of its own.
 async fn on_tmpfs(builder: TestClusterBuilder, id: u64) -> (TestCluster, Tmpfs) {
+    let (cluster, mut mounts) = on_tmpfses(builder, &[id]).await;
+    (cluster, mounts.pop().expect("mounted"))
+}
+
+/// Starts `builder`'s cluster, every node keeping `RESERVE_MB` free, with
+/// each of nodes `ids`'s data on a 512 MiB tmpfs of its own (in that order).
+async fn on_tmpfses(builder: TestClusterBuilder, ids: &[u64]) -> (TestCluster, Vec<Tmpfs>) {
     let mounts = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mounted = mounts.clone();
+    let ids = ids.to_vec();
     let cluster = builder
         .args(["--min-free-disk-mb", &RESERVE_MB.to_string()])
         .before_start(move |nodes, _| {
-            let node = nodes.iter().find(|n| n.id == id).expect("the node");
-            let fs = Tmpfs::mount(&node.data, 512).map_err(anyhow::Error::msg)?;
-            mounted.lock().expect("lock").push(fs);
+            for id in ids {
+                let node = nodes.iter().find(|n| n.id == id).expect("the node");
+                let fs = Tmpfs::mount(&node.data, 512).map_err(anyhow::Error::msg)?;
+                mounted.lock().expect("lock").push(fs);
+            }
             Ok(())
         })
         .start()
         .await
         .expect("cluster");
-    let tmpfs = mounts.lock().expect("lock").pop().expect("mounted");
+    let tmpfs = std::mem::take(&mut *mounts.lock().expect("lock"));
     (cluster, tmpfs)
 }
 
@@ -167,8 +177,8 @@ async fn a_node_whose_disk_fills_takes_no_entries_and_catches_up_once_space_is_f
     let ballast = tmpfs.fill(RESERVE_MB / 2);
     let full = wait_disk(&cluster, 3, "full", |d| d.full).await;
     assert!(full.problem.contains("--min-free-disk-mb"), "{full:?}");
-    // Node 3 takes no entries, so it never hears of the new leader: the
-    // others name it.
+    // Node 3 hands leadership to one of the others, which can commit
+    // without it: they name the new leader.
     let deadline = Instant::now() + Duration::from_secs(15);
     let leader = loop {
         let (s1, s2) = (
@@ -290,4 +300,154 @@ async fn a_follower_with_a_slow_disk_slows_no_write_and_says_so() {
         "an election was called"
     );
     assert_whole(&cluster, "slowdisk", &acked, 0).await;
+}
+
+/// Linearizable reads of known handles in a loop, through every node, each
+/// failure kept with what it said.
+struct Reader {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<(u64, Vec<String>)>,
+}
+
+impl Reader {
+    fn start(store: Arc<ClusterHandleStore<Value>>, ids: Vec<String>) -> Self {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let halt = stop.clone();
+        let task = tokio::spawn(async move {
+            let (mut served, mut failed) = (0u64, Vec::new());
+            for id in ids.iter().cycle() {
+                if halt.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                match store.get(id).await {
+                    Ok(Some(_)) => served += 1,
+                    Ok(None) => failed.push(format!("{id} not found")),
+                    Err(e) => failed.push(e.to_string()),
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            (served, failed)
+        });
+        Self { stop, task }
+    }
+
+    async fn stop(self) -> (u64, Vec<String>) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.task.await.expect("reader")
+    }
+}
+
+/// Every node's (leader, term, state).
+async fn leaders(cluster: &TestCluster) -> Vec<(u64, u64, String)> {
+    let mut seen = Vec::new();
+    for id in 1..=3 {
+        let s = cluster.status(id).await.expect("status");
+        seen.push((s.leader_id, s.term, s.state));
+    }
+    seen
+}
+
+/// Node 1 leads; the disks of `full` fill, in that order, under writes.
+/// With two of three full no write can commit: writes are refused at once
+/// (`disk_full`, naming the full nodes), while linearizable reads are served
+/// throughout; node 1 keeps leading, full or not (a node with room could
+/// not commit its first entry), and the full followers keep it as their
+/// leader. Freeing the space deposes no one: the term stays, and writes
+/// go on; nothing acknowledged is lost.
+async fn two_disks_full(full: [u64; 2]) {
+    let (cluster, disks) = on_tmpfses(TestCluster::builder(3), &[1, 2, 3]).await;
+    lead(&cluster, 1).await;
+    let term = cluster.status(1).await.expect("status").term;
+    let client = cluster
+        .client_builder(cluster.endpoints())
+        .deadline(Duration::from_secs(3))
+        .build()
+        .expect("client");
+    let store: Arc<ClusterHandleStore<Value>> = Arc::new(client.handle_store("twofull").build());
+    let mut mine = std::collections::HashMap::new();
+    for n in 0..20 {
+        let value = json!({"n": n});
+        mine.insert(store.mint(value.clone(), Ttl::Default).await.expect("mint"), value);
+    }
+    let reader = Reader::start(store.clone(), mine.keys().cloned().collect());
+    let minters = Minters::start(&store, 4);
+    let mut ballasts = Vec::new();
+    for id in full {
+        ballasts.push(disks[(id - 1) as usize].fill(RESERVE_MB / 2));
+        wait_disk(&cluster, id, "full", |d| d.full).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+
+    // Writes are refused, saying why; reads go on; nobody campaigns.
+    let refused = store
+        .mint(json!({"during": true}), Ttl::Default)
+        .await
+        .expect_err("a write with two full disks of three");
+    // The client retries a refusal for a full disk until its deadline.
+    let said = refused.to_string();
+    assert!(
+        refused.reason() == Some(Reason::DiskFull) || said.contains("disk full"),
+        "{said}"
+    );
+    let held = Instant::now();
+    while held.elapsed() < Duration::from_secs(4) {
+        let seen = leaders(&cluster).await;
+        assert!(
+            seen.iter().all(|(leader, t, _)| (*leader, *t) == (1, term)),
+            "leadership moved with two full disks: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(leaders(&cluster).await[0].2, "leader");
+
+    for (id, ballast) in full.iter().zip(&ballasts) {
+        std::fs::remove_file(ballast).expect("free the ballast");
+        wait_disk(&cluster, *id, "free", |d| !d.full).await;
+    }
+    let freed = Instant::now();
+    let deadline = freed + Duration::from_secs(20);
+    let mut unknown = 1; // the refused write: refused before it was proposed, but counted as unknown
+    loop {
+        let value = json!({"after": true});
+        match store.mint(value.clone(), Ttl::Default).await {
+            Ok(id) => {
+                mine.insert(id, value);
+                break;
+            }
+            Err(_) => unknown += 1,
+        }
+        assert!(Instant::now() < deadline, "no write within 20 s of freeing space");
+    }
+    eprintln!(
+        "the first write after freeing space: {} ms",
+        freed.elapsed().as_millis()
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let seen = leaders(&cluster).await;
+    assert!(
+        seen.iter().all(|(leader, t, _)| (*leader, *t) == (1, term)),
+        "freeing space deposed the leader: {seen:?}"
+    );
+    let (served, failed) = reader.stop().await;
+    eprintln!("{served} linearizable reads served, {} failed", failed.len());
+    assert!(failed.is_empty(), "reads failed with two full disks: {failed:?}");
+    let (mut acked, failed) = minters.stop().await;
+    acked.extend(mine);
+    assert_whole(&cluster, "twofull", &acked, failed + unknown).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_both_followers_disks_full_reads_go_on_and_freeing_space_deposes_no_leader() {
+    if skipped("two full followers") {
+        return;
+    }
+    two_disks_full([2, 3]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_a_follower_and_then_the_leaders_disk_full_reads_go_on_and_freeing_space_deposes_no_leader() {
+    if skipped("a full follower, then a full leader") {
+        return;
+    }
+    two_disks_full([3, 1]).await;
 }

@@ -83,3 +83,30 @@ async fn nodes_2_and_3_found_the_cluster_node_1_joins_a_minute_late_and_a_restar
     let after: Vec<usize> = (1..=3).map(|n| founded(&cluster, n)).collect();
     assert_eq!(before, after, "a restart founds nothing");
 }
+
+/// A healthy cluster's first start, with the log filter a node uses when
+/// `RUST_LOG` is not set: a leader is elected and writes go, and no node
+/// logs a warning or an error (an operator who greps for them finds none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_first_start_logs_no_warning_or_error() {
+    let filter = handlestore_node::cli::node_log_filter();
+    let mut builder = TestCluster::builder(3);
+    for id in 1..=3 {
+        builder = builder.node_env(id, "RUST_LOG", &filter);
+    }
+    let cluster = builder.start().await.expect("cluster");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    let store: ClusterHandleStore<Value> = cluster.client().handle_store("quiet").build();
+    for n in 0..20 {
+        store.mint(json!({"n": n}), Ttl::Default).await.expect("mint");
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for id in 1..=3 {
+        let log = cluster.log(id);
+        let loud: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(" WARN ") || l.contains("ERROR "))
+            .collect();
+        assert!(loud.is_empty(), "node {id} (leader {leader}) logged: {loud:#?}");
+    }
+}

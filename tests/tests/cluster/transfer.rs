@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use handlestore_client::{HandleStore, Ttl};
+use handlestore_client::{ClusterHandleStore, HandleStore, Ttl};
 use handlestore_proto::v1 as pb;
 use handlestore_tests::TestCluster;
 use tonic::Code;
@@ -126,4 +126,25 @@ async fn a_leader_stopped_with_sigterm_hands_leadership_over_first() {
         .expect("cluster");
     let (_, log) = stop_the_leader_while_writing(&mut cluster).await;
     assert!(!log.contains("handed leadership over"), "{log}");
+}
+
+/// Every node stopped at once, as an orchestrator stopping the whole
+/// cluster does: the leader does not wait out a hand-over to a voter that
+/// is stopping too (that one refuses, or stops answering, and the leader
+/// gives up on it at once); every node exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_stopped_with_the_whole_cluster_does_not_wait_for_a_hand_over() {
+    let mut cluster = TestCluster::start(3).await.expect("cluster");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    let carts: ClusterHandleStore<u64> = cluster.client().handle_store("cart").build();
+    carts.mint(1, Ttl::Never).await.expect("mint");
+    let started = std::time::Instant::now();
+    tokio::task::block_in_place(|| cluster.stop_together(&[1, 2, 3])).expect("SIGTERM");
+    eprintln!("the whole cluster stopped in {} ms", started.elapsed().as_millis());
+    let log = cluster.log(leader);
+    assert!(!log.contains("could not hand leadership over"), "{log}");
+    assert!(
+        log.contains("stopping too") || log.contains("handed leadership over"),
+        "{log}"
+    );
 }

@@ -7,6 +7,7 @@
 mod chaos;
 mod docker;
 mod links;
+mod partition;
 mod powerloss;
 mod upgrade;
 

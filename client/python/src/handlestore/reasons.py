@@ -57,7 +57,7 @@ TABLE: dict[str, Row] = {
     AUTH_CHANGING: Row("UNAVAILABLE", "yes", "Users or roles changed while the call was being authorized."),
     COMPACTED: Row("OUT_OF_RANGE", "no", "A watch from a revision older than the history the node keeps (detail: compact_revision): read, then watch from the read's revision + 1."),
     SLOW_WATCHER: Row("RESOURCE_EXHAUSTED", "resume", "A watcher did not take its events while its share of --watch-memory-mb was full, or fell behind the history kept while it was served."),
-    DISK_FULL: Row("UNAVAILABLE", "yes", "This node's disk has less free space than --min-free-disk-mb: it takes no new entries until space is freed (as leader it refuses writes and hands leadership to a member with room)."),
+    DISK_FULL: Row("UNAVAILABLE", "yes", "This node's disk, or the disks of a majority of the voters, has less free space than --min-free-disk-mb: no client writes are taken until space is freed; reads go on (as leader it refuses writes, and hands leadership to a member with room when the others can commit without it)."),
     OVERLOADED: Row("UNAVAILABLE", "yes", "This node serves --max-concurrent-calls calls already, or holds --max-request-memory-mb of requests; it answered at once, before reading (or decoding) the request, and the answer's grpc-retry-pushback-ms says how long to wait before trying again."),
     BATCH_FULL: Row("RESOURCE_EXHAUSTED", "no", "A read of Reads.Submit whose answer would have taken the call's response past its size limit: it was not served (the clients send it again in another call)."),
     QUOTA: Row("RESOURCE_EXHAUSTED", "no", "A write would take its namespace over its quota of entries or bytes."),
