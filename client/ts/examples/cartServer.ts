@@ -1,0 +1,239 @@
+/**
+ * A stateless MCP cart server (the official TypeScript SDK, Streamable
+ * HTTP at /mcp, no sessions) whose carts live in handlestore, so any number
+ * of replicas behind a load balancer share them: the TypeScript twin of
+ * client/examples/cart_server (Rust) and client/python/examples/fastmcp_cart.py,
+ * with the same tools, the same stores (`cart`, prefix `cart`, and
+ * `order`) and the same cart JSON, so Rust, Python and TypeScript replicas
+ * serve one another's carts.
+ *
+ *     node --import tsx examples/cartServer.ts --listen 127.0.0.1:8082 \
+ *         --endpoints 127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403
+ *
+ * (or HANDLESTORE_ENDPOINTS, HANDLESTORE_CACERT, HANDLESTORE_TOKEN... as
+ * `Client.fromEnv` reads them). Tools: `create_cart`, `add_item(cart_id,
+ * sku, quantity, request_id?)`, `get_cart(cart_id)`, `checkout(cart_id)`;
+ * resource `cart://<cart_id>`. `add_item` is a compare-and-set update, so
+ * replicas adding to one cart at once never lose an item; a `request_id`
+ * makes a retried add_item a no-op; `checkout` records one order per cart
+ * however often, and on whichever replica, it is called.
+ *
+ * Prints `listening <port>` once it serves.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { Client, type HandleStore, InvalidArgumentError, newHandleId, Ttl } from "../src/index.js";
+
+export const CART_URI = "cart://";
+
+/** One add_item call's line. */
+export interface Line {
+  sku: string;
+  quantity: number;
+  /** The caller's idempotency key, if it gave one. */
+  request_id?: string;
+}
+
+export interface Cart {
+  lines: Line[];
+  /** Set once, by the first checkout. */
+  order_id?: string;
+}
+
+export interface Order {
+  cart_id: string;
+  lines: Line[];
+}
+
+export interface Stores {
+  readonly carts: HandleStore<Cart>;
+  readonly orders: HandleStore<Order>;
+}
+
+/** The cart and order stores of the Rust and Python twins. */
+export function stores(client: Client, cartTtlMs: number): Stores {
+  return {
+    carts: client.handleStore<Cart>("cart", { prefix: "cart", defaultTtl: cartTtlMs }),
+    orders: client.handleStore<Order>("order"),
+  };
+}
+
+function structured(value: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value };
+}
+
+function toolError(message: string): CallToolResult {
+  return { content: [{ type: "text", text: message }], isError: true };
+}
+
+/** What the caller sees of a store failure: a bad id is an unknown cart; anything else may be retried. */
+function storeError(cartId: string, e: unknown): CallToolResult {
+  if (e instanceof InvalidArgumentError) return toolError(`unknown cart_id: ${cartId}`);
+  return toolError(`cart store unavailable, retry: ${e instanceof Error ? e.message : String(e)}`);
+}
+
+/** Runs a store call, mapping an absent cart and failures to the tool errors the twins answer. */
+async function withCart(cartId: string, read: () => Promise<Cart | undefined>): Promise<Cart | CallToolResult> {
+  try {
+    return (await read()) ?? toolError(`unknown cart_id: ${cartId}`);
+  } catch (e) {
+    return storeError(cartId, e);
+  }
+}
+
+function isResult(v: Cart | CallToolResult): v is CallToolResult {
+  return "content" in v;
+}
+
+async function createCart(s: Stores): Promise<CallToolResult> {
+  try {
+    return structured({ cart_id: await s.carts.mint({ lines: [] }) });
+  } catch (e) {
+    return toolError(`cart store unavailable, retry: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+interface AddItem {
+  cart_id: string;
+  sku: string;
+  quantity: number;
+  request_id?: string | undefined;
+}
+
+async function addItem(s: Stores, args: AddItem): Promise<CallToolResult> {
+  const line: Line = { sku: args.sku, quantity: args.quantity };
+  if (args.request_id !== undefined) line.request_id = args.request_id;
+  let refused: string | undefined;
+  const cart = await withCart(args.cart_id, () =>
+    s.carts.update(args.cart_id, (c) => {
+      refused = c.order_id ? `cart ${args.cart_id} is already checked out (order ${c.order_id})` : undefined;
+      const duplicate = line.request_id !== undefined && c.lines.some((l) => l.request_id === line.request_id);
+      if (!refused && !duplicate) c.lines.push(line);
+    }),
+  );
+  if (isResult(cart)) return cart;
+  return refused ? toolError(refused) : structured({ cart_id: args.cart_id, cart });
+}
+
+async function getCart(s: Stores, cartId: string): Promise<CallToolResult> {
+  const cart = await withCart(cartId, () => s.carts.get(cartId));
+  return isResult(cart) ? cart : structured({ cart_id: cartId, cart });
+}
+
+async function checkout(s: Stores, cartId: string): Promise<CallToolResult> {
+  const candidate = newHandleId("order");
+  let empty = false;
+  const cart = await withCart(cartId, () =>
+    s.carts.update(cartId, (c) => {
+      empty = c.lines.length === 0 && !c.order_id;
+      if (!c.order_id && !empty) c.order_id = candidate;
+    }),
+  );
+  if (isResult(cart)) return cart;
+  if (empty) return toolError(`cart ${cartId} is empty`);
+  if (!cart.order_id) return toolError("checkout did not record an order; retry");
+  // Whichever call recorded the order writes it; a repeat writes the same content again.
+  try {
+    await s.orders.put(cart.order_id, { cart_id: cartId, lines: cart.lines }, { ttl: Ttl.NEVER });
+  } catch (e) {
+    return storeError(cartId, e);
+  }
+  return structured({ cart_id: cartId, order_id: cart.order_id, lines: cart.lines.length });
+}
+
+const cartId = z.string().describe("The id create_cart returned.");
+
+/** The MCP server for one request, over the shared stores. */
+export function cartServer(s: Stores): McpServer {
+  const server = new McpServer({ name: "handlestore-cart-server", version: "0.1.0" });
+  const tool = server.registerTool.bind(server);
+  tool("create_cart", { description: "Create an empty shopping cart and return its cart_id." }, () => createCart(s));
+  const addShape = {
+    cart_id: cartId,
+    sku: z.string().min(1).max(128).describe("Product SKU."),
+    quantity: z
+      .number()
+      .int()
+      .min(1)
+      .max(2 ** 32 - 1)
+      .describe("How many (at least 1)."),
+    request_id: z
+      .string()
+      .optional()
+      .describe("Idempotency key: a retried add_item with the same request_id is not added twice."),
+  };
+  const addDescription = "Add quantity units of a SKU to a cart. Returns the cart.";
+  tool("add_item", { description: addDescription, inputSchema: addShape }, (args) => addItem(s, args));
+  const getDescription = "Show a cart's lines and, once checked out, its order_id.";
+  tool("get_cart", { description: getDescription, inputSchema: { cart_id: cartId } }, (a) => getCart(s, a.cart_id));
+  const checkoutDescription = "Check a cart out and return its order_id. Calling it again returns the same order_id.";
+  tool("checkout", { description: checkoutDescription, inputSchema: { cart_id: cartId } }, (a) =>
+    checkout(s, a.cart_id),
+  );
+  const template = new ResourceTemplate(`${CART_URI}{cart_id}`, { list: undefined });
+  server.registerResource("cart", template, { description: "A cart, as get_cart shows it." }, async (uri, vars) => {
+    const id = String(vars.cart_id);
+    const cart = await s.carts.get(id).catch(() => undefined);
+    if (!cart) throw new Error(`unknown resource ${uri.href}`);
+    return { contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify(cart) }] };
+  });
+  return server;
+}
+
+/** Serves one request with a fresh server and transport, closed once the response is done. */
+async function serve(s: Stores, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (new URL(req.url ?? "/", "http://localhost").pathname !== "/mcp") {
+    res.writeHead(404).end();
+    return;
+  }
+  const server = cartServer(s);
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  res.on("close", () => {
+    void transport.close();
+    void server.close();
+  });
+  await server.connect(transport);
+  await transport.handleRequest(req, res);
+}
+
+/** "1h", "30m", "90s", "500ms", or plain seconds, in ms. */
+export function duration(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (!m) throw new InvalidArgumentError(`not a duration: ${JSON.stringify(text)}`);
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[m[2] ?? "s"] ?? 1_000;
+  return Number(m[1]) * unit;
+}
+
+function main(): void {
+  const { values } = parseArgs({
+    options: {
+      listen: { type: "string", default: "127.0.0.1:8082" },
+      endpoints: { type: "string" },
+      namespace: { type: "string" },
+      "cart-ttl": { type: "string", default: "1h" },
+    },
+  });
+  const overrides = {
+    ...(values.endpoints ? { endpoints: values.endpoints } : {}),
+    ...(values.namespace ? { namespace: values.namespace } : {}),
+  };
+  const s = stores(Client.fromEnv(overrides), duration(values["cart-ttl"]));
+  const [host, port] = [values.listen.slice(0, values.listen.lastIndexOf(":")), values.listen.split(":").pop()];
+  const http = createServer((req, res) => {
+    serve(s, req, res).catch((e: unknown) => {
+      console.error(e);
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  http.listen(Number(port), host || "127.0.0.1", () => {
+    const address = http.address();
+    console.log(`listening ${typeof address === "object" && address ? address.port : port}`);
+  });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) main();

@@ -1,0 +1,173 @@
+/**
+ * The TypeScript cart server beside its twins: one Rust replica
+ * (client/examples/cart_server), one Python (client/python/examples/
+ * fastmcp_cart.py) and one TypeScript (examples/cartServer.ts) on one
+ * cluster, driven by one client of the TypeScript SDK whose every request
+ * goes to the next replica (a round-robin load balancer, through the SDK
+ * client's `fetch`): every item kept, concurrent adds across the three
+ * included, one order, checkout exactly once, and bad ids refused alike.
+ *
+ * The Rust replica needs the example binary beside the handlestore one
+ * (`cargo build --release --examples`), the Python one the tests' virtual
+ * environment ($HANDLESTORE_TEST_PYTHON, or tests/ensure-python-env.sh):
+ * without them the test skips and says why.
+ */
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { Order } from "../examples/cartServer.js";
+import type { Client } from "../src/index.js";
+import { Cluster, handlestoreBin, skipReason } from "./cluster.js";
+import { freePort, ServerProcess } from "./mcpHttp.js";
+import { REPO } from "./vectors.js";
+
+const TS_CART = fileURLToPath(new URL("../examples/cartServer.ts", import.meta.url));
+const RUST_CART = join(dirname(handlestoreBin()), "examples", "cart_server");
+const PY_CART = join(REPO, "client/python/examples/fastmcp_cart.py");
+
+/** The tests' Python: $HANDLESTORE_TEST_PYTHON, else what tests/ensure-python-env.sh makes (or an empty string). */
+function python(): string {
+  if (process.env.HANDLESTORE_TEST_PYTHON) return process.env.HANDLESTORE_TEST_PYTHON;
+  try {
+    return execFileSync(join(REPO, "tests/ensure-python-env.sh"), {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+  } catch {
+    return "";
+  }
+}
+
+function missing(): string | undefined {
+  if (skipReason) return skipReason;
+  if (!existsSync(RUST_CART)) return `no Rust cart_server at ${RUST_CART}: cargo build --release --examples`;
+  return undefined;
+}
+
+const why = missing();
+const py = why ? "" : python();
+const skip = why ?? (py ? undefined : "no Python environment for fastmcp_cart.py (tests/ensure-python-env.sh)");
+if (skip) console.log(`SKIPPED: the three-language cart test: ${skip}`);
+
+interface Hit {
+  readonly replica: string;
+  readonly rpc: string;
+  readonly tool: string | undefined;
+}
+
+/** A fetch that sends every POST to the next replica, as a round-robin load balancer; GETs get 405 (no standalone stream, as a stateless deployment). */
+function roundRobin(replicas: readonly { name: string; url: string }[], hits: Hit[]): typeof fetch {
+  let next = 0;
+  return async (_input, init) => {
+    if ((init?.method ?? "GET") !== "POST") return new Response(null, { status: 405 });
+    const r = replicas[next++ % replicas.length] as { name: string; url: string };
+    const body = JSON.parse(String(init?.body ?? "{}")) as { method?: string; params?: { name?: string } };
+    hits.push({ replica: r.name, rpc: body.method ?? "response", tool: body.params?.name });
+    return fetch(r.url, init);
+  };
+}
+
+describe("one MCP client across Rust, Python and TypeScript cart replicas", { skip }, () => {
+  let cluster: Cluster;
+  let client: Client;
+  const servers: ServerProcess[] = [];
+  const hits: Hit[] = [];
+  let mcp: McpClient;
+
+  before(async () => {
+    cluster = await Cluster.start();
+    client = cluster.client();
+    const plain = cluster.endpoints.join(",");
+    const http = cluster.endpoints.map((e) => `http://${e}`).join(",");
+    const [rustPort, pyPort] = [await freePort(), await freePort()];
+    servers.push(
+      await ServerProcess.onPort(RUST_CART, ["--listen", `127.0.0.1:${rustPort}`, "--endpoints", http], rustPort),
+    );
+    servers.push(
+      await ServerProcess.onPort(py, [PY_CART, "--listen", `127.0.0.1:${pyPort}`, "--endpoints", plain], pyPort),
+    );
+    servers.push(await ServerProcess.start(TS_CART, ["--listen", "127.0.0.1:0", "--endpoints", plain]));
+    const names = ["rust", "python", "typescript"];
+    const replicas = servers.map((s, i) => ({ name: names[i] as string, url: s.url }));
+    mcp = new McpClient({ name: "three-language-cart", version: "0.1.0" });
+    const fetchRR = roundRobin(replicas, hits);
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(replicas[0]?.url as string), { fetch: fetchRR }));
+  });
+  after(async () => {
+    await mcp?.close();
+    for (const s of servers) await s.stop();
+    client?.close();
+    await cluster?.stop();
+  });
+
+  async function call(name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
+    return (await mcp.callTool({ name, arguments: args })) as CallToolResult;
+  }
+  async function ok(name: string, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+    const r = await call(name, args);
+    assert.ok(!r.isError, `${name}: ${JSON.stringify(r.content)}`);
+    return (r.structuredContent ?? JSON.parse((r.content[0] as { text: string }).text)) as Record<string, unknown>;
+  }
+  async function refused(name: string, args: Record<string, unknown>): Promise<string> {
+    const r = await call(name, args);
+    assert.ok(r.isError, `${name} should fail: ${JSON.stringify(r.content)}`);
+    return (r.content[0] as { text: string }).text;
+  }
+
+  test("every item kept, one order, checkout exactly once", async () => {
+    const start = hits.length;
+    const { cart_id: cartId } = (await ok("create_cart")) as { cart_id: string };
+    assert.match(cartId, /^cart-[A-Z2-7]{26}$/);
+    for (let i = 1; i <= 6; i++) await ok("add_item", { cart_id: cartId, sku: `sku-${i}`, quantity: i });
+    // A retried add (same request_id) on the next two replicas: added once.
+    for (let i = 0; i < 2; i++) await ok("add_item", { cart_id: cartId, sku: "gift", quantity: 1, request_id: "r-1" });
+    // Concurrent adds, three on each replica.
+    const adds = Array.from({ length: 9 }, (_, i) => ok("add_item", { cart_id: cartId, sku: `c-${i}`, quantity: 1 }));
+    await Promise.all(adds);
+    const { cart } = (await ok("get_cart", { cart_id: cartId })) as { cart: { lines: { sku: string }[] } };
+    const skus = cart.lines.map((l) => l.sku);
+    assert.deepEqual(skus.slice(0, 7), ["sku-1", "sku-2", "sku-3", "sku-4", "sku-5", "sku-6", "gift"]);
+    assert.deepEqual(skus.slice(7).sort(), Array.from({ length: 9 }, (_, i) => `c-${i}`).sort());
+
+    const orders = await Promise.all([0, 1, 2].map(() => ok("checkout", { cart_id: cartId })));
+    const orderIds = new Set(orders.map((o) => o.order_id));
+    assert.equal(orderIds.size, 1, JSON.stringify(orders));
+    const orderId = String([...orderIds][0]);
+    assert.ok(orders.every((o) => o.lines === 16));
+    for (let i = 0; i < 3; i++) assert.equal((await ok("checkout", { cart_id: cartId })).order_id, orderId);
+    assert.match(await refused("add_item", { cart_id: cartId, sku: "late", quantity: 1 }), /already checked out/);
+
+    const order = await client.handleStore<Order>("order").get(orderId);
+    assert.equal(order?.cart_id, cartId);
+    assert.equal(order?.lines.length, 16);
+    assert.equal(await client.handleStore<Order>("order").len(), 1, "exactly one order recorded");
+
+    // Every call went to the next replica: Rust, Python, TypeScript, Rust...
+    const calls = hits.slice(start).filter((h) => h.rpc === "tools/call");
+    const cycle = ["rust", "python", "typescript"];
+    const first = cycle.indexOf(calls[0]?.replica ?? "");
+    assert.deepEqual(
+      calls.map((h) => h.replica),
+      calls.map((_, i) => cycle[(first + i) % 3]),
+    );
+    assert.ok(calls.length >= 26, `${calls.length} calls`);
+  });
+
+  test("bad ids and empty carts are refused alike by every replica", async () => {
+    for (let i = 0; i < 3; i++) {
+      assert.match(await refused("get_cart", { cart_id: "../etc/passwd" }), /unknown cart_id: \.\.\/etc\/passwd/);
+      assert.match(await refused("get_cart", { cart_id: "cart-AAAAAAAAAAAAAAAAAAAAAAAAAA" }), /unknown cart_id/);
+      assert.match(await refused("add_item", { cart_id: "nope", sku: "x", quantity: 1 }), /unknown cart_id: nope/);
+    }
+    for (let i = 0; i < 3; i++) {
+      const { cart_id: cartId } = (await ok("create_cart")) as { cart_id: string };
+      assert.match(await refused("checkout", { cart_id: cartId }), /is empty/);
+    }
+  });
+});
