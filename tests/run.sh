@@ -30,3 +30,9 @@ if [ -n "$HANDLESTORE_TEST_PYTHON" ]; then
 else
   echo "SKIPPED: the Python client's tests: no Python virtual environment (see the note above)"
 fi
+# The TypeScript (client/ts) and Go (client/go) clients: install from their
+# lockfiles, check that their generated code matches proto/, their format,
+# lint and types, then run their tests against real clusters of the binary
+# just built (each skips, saying why, without Node 20 and npm, or Go).
+HANDLESTORE_BIN="${CARGO_TARGET_DIR:-target}/release/handlestore" client/ts/scripts/ci.sh
+HANDLESTORE_BIN="${CARGO_TARGET_DIR:-target}/release/handlestore" client/go/scripts/ci.sh
