@@ -23,19 +23,19 @@ pub fn init(default: &str, format: LogFormat) {
     use tracing_subscriber::prelude::*;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Both filters global (layers of their own, not per-layer filters of
+    // the fmt layer): the callsites they disable are then never evaluated
+    // again, and the level hint keeps openraft's debug spans free. As
+    // per-layer filters they cost single-client writes and reads about a
+    // third of their throughput (measured, bench --ab).
     let quiet = tracing_subscriber::filter::filter_fn(|m| !peer_call_noise(m));
     let layer = tracing_subscriber::fmt::layer()
         .with_target(false)
         .with_writer(std::io::stderr);
-    let registry = tracing_subscriber::registry();
+    let registry = tracing_subscriber::registry().with(filter).with(quiet);
     let _ = match format {
         LogFormat::Text => registry
-            .with(
-                layer
-                    .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-                    .with_filter(filter)
-                    .with_filter(quiet),
-            )
+            .with(layer.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())))
             .try_init(),
         LogFormat::Json => registry
             .with(
@@ -43,9 +43,7 @@ pub fn init(default: &str, format: LogFormat) {
                     .json()
                     .flatten_event(true)
                     .with_current_span(true)
-                    .with_span_list(false)
-                    .with_filter(filter)
-                    .with_filter(quiet),
+                    .with_span_list(false),
             )
             .try_init(),
     };
