@@ -19,7 +19,7 @@ import (
 // RequestStateCodec seals MCP request state (MRTR requestState) so that any
 // replica, in any of the client languages, opens what another sealed, with
 // keys from the cluster's replicated key ring. The format is the Rust
-// crate's (client/src/request_state.rs), checked by the shared vectors:
+// crate's (client/rust/src/request_state.rs), checked by the shared vectors:
 //
 //   - signed: "v1." b64(payload) "." b64(HMAC-SHA256(macKey, payload))
 //   - encrypted: "v1e." b64(nonce[12] ‖ ciphertext ‖ tag[16]), AES-256-GCM

@@ -1,6 +1,6 @@
 """A stateless FastMCP cart server whose carts live in handlestore, so any
 number of replicas behind a load balancer share them: the Python twin of
-client/examples/cart_server/main.rs, with the same tools and the same stores
+client/rust/examples/cart_server/main.rs, with the same tools and the same stores
 (`cart`, `order`), so Rust and Python replicas even share carts.
 
     python client/python/examples/fastmcp_cart.py --listen 127.0.0.1:8081 \\

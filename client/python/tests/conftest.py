@@ -52,7 +52,7 @@ async def client(cluster, namespace):
 
 @pytest.fixture(scope="session")
 def vectors() -> dict:
-    return json.loads((REPO / "client/testdata/request_state_vectors.json").read_text())
+    return json.loads((REPO / "proto/vectors/request_state_vectors.json").read_text())
 
 
 def repo_path(*parts: str) -> pathlib.Path:

@@ -1,5 +1,5 @@
 """The HandleStore contract, case for case the Rust suite's
-(client/src/testkit/mod.rs), against a real three-node cluster."""
+(client/rust/src/testkit/mod.rs), against a real three-node cluster."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The request-state codec: the Rust codec's test vectors
-(client/testdata/request_state_vectors.json), and blobs sealed in one
+(proto/vectors/request_state_vectors.json), and blobs sealed in one
 language opened in the other over a real cluster's key ring."""
 
 from __future__ import annotations

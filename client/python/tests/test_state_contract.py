@@ -1,5 +1,5 @@
 """The StateTool contract, case for case the Rust suite's
-(client/src/testkit/state.rs), against a real three-node cluster."""
+(client/rust/src/testkit/state.rs), against a real three-node cluster."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
  * A stateless MCP cart server (the official TypeScript SDK, Streamable
  * HTTP at /mcp, no sessions) whose carts live in handlestore, so any number
  * of replicas behind a load balancer share them: the TypeScript twin of
- * client/examples/cart_server (Rust) and client/python/examples/fastmcp_cart.py,
+ * client/rust/examples/cart_server (Rust) and client/python/examples/fastmcp_cart.py,
  * with the same tools, the same stores (`cart`, prefix `cart`, and
  * `order`) and the same cart JSON, so Rust, Python and TypeScript replicas
  * serve one another's carts.

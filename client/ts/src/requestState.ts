@@ -2,7 +2,7 @@
  * `RequestStateCodec`: seals MCP request state (MRTR `requestState`) so
  * that any replica, in any of the client languages, opens what another
  * sealed, with keys from the cluster's replicated key ring. The format is
- * the Rust crate's (client/src/request_state.rs), checked by the shared test
+ * the Rust crate's (client/rust/src/request_state.rs), checked by the shared test
  * vectors:
  *
  * - signed: `v1.` b64(payload) `.` b64(HMAC-SHA256(macKey, payload))

@@ -1,6 +1,6 @@
 /**
  * The TypeScript cart server beside its twins: one Rust replica
- * (client/examples/cart_server), one Python (client/python/examples/
+ * (client/rust/examples/cart_server), one Python (client/python/examples/
  * fastmcp_cart.py) and one TypeScript (examples/cartServer.ts) on one
  * cluster, driven by one client of the TypeScript SDK whose every request
  * goes to the next replica (a round-robin load balancer, through the SDK

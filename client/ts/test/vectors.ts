@@ -1,19 +1,15 @@
 /**
- * Where the shared request-state vectors are: proto/vectors/ (their new
- * home), else client/testdata/ (where they were). The one place tests name
- * the path.
+ * Where the shared request-state vectors are: proto/vectors/, the
+ * contract every client passes. The one place tests name the path.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 
-const CANDIDATES = ["proto/vectors/request_state_vectors.json", "client/testdata/request_state_vectors.json"];
-
-/** The vectors file, tried in order: proto/vectors, then client/testdata. */
-export const VECTORS_PATH: string =
-  CANDIDATES.map((p) => join(REPO, p)).find((p) => existsSync(p)) ?? join(REPO, CANDIDATES[0] as string);
+/** The shared request-state vectors file. */
+export const VECTORS_PATH: string = join(REPO, "proto", "vectors", "request_state_vectors.json");
 
 export interface Vector {
   readonly name: string;

@@ -3,7 +3,7 @@
 //! handlestore's own stores: the comparison is with a correct Redis-backed
 //! server, not with one that loses concurrent adds or reuses ids.
 
-#[path = "../../../client/examples/cart_server/redis_store.rs"]
+#[path = "../../../client/rust/examples/cart_server/redis_store.rs"]
 mod redis_store;
 
 use std::sync::Arc;

@@ -15,19 +15,10 @@ func Repo() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", "..", ".."))
 }
 
-// vectorHomes are where the shared request-state vectors may be, in
-// order: their new home, then where they were.
-var vectorHomes = []string{"proto/vectors/request_state_vectors.json", "client/testdata/request_state_vectors.json"}
-
-// VectorsPath is the shared request-state vectors file: the one place the
-// tests name it.
+// VectorsPath is the shared request-state vectors file (proto/vectors/,
+// the contract every client passes): the one place the tests name it.
 func VectorsPath() string {
-	for _, p := range vectorHomes {
-		if path := filepath.Join(Repo(), p); exists(path) {
-			return path
-		}
-	}
-	return filepath.Join(Repo(), vectorHomes[0])
+	return filepath.Join(Repo(), "proto", "vectors", "request_state_vectors.json")
 }
 
 // Bin is the handlestore binary: $HANDLESTORE_BIN, else a release build

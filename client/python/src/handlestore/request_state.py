@@ -1,8 +1,8 @@
 """`RequestStateCodec`: seals MCP request state (MRTR `requestState`) so
 that any replica, in Rust or Python, opens what another sealed, with keys
 from the cluster's replicated key ring. The format is the Rust crate's
-(client/src/request_state.rs), checked by the same test vectors
-(client/testdata/request_state_vectors.json):
+(client/rust/src/request_state.rs), checked by the same test vectors
+(proto/vectors/request_state_vectors.json):
 
 - signed: `v1.` b64(payload) `.` b64(HMAC-SHA256(mac_key, payload))
 - encrypted: `v1e.` b64(nonce[12] + ciphertext + tag[16]), AES-256-GCM with

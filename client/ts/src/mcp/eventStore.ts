@@ -5,7 +5,7 @@
  * replica gets exactly what it missed, in order.
  *
  * The layout is the Rust crate's and the Python package's ClusterEventStore
- * (client/src/rmcp_seams/event_store.rs, client/python/src/handlestore/mcp/
+ * (client/rust/src/rmcp_seams/event_store.rs, client/python/src/handlestore/mcp/
  * event_store.py), in the client's namespace under a prefix (`mcp/events`):
  *
  * - `streams/<digest of the stream id>`: the stream's head `{token, seq}`:

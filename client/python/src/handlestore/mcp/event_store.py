@@ -2,7 +2,7 @@
 replica sends is committed before its id goes out, so a client that
 reconnects with `Last-Event-ID` to any replica gets what it missed.
 
-The layout is the Rust crate's `ClusterEventStore` (client/src/rmcp_seams/
+The layout is the Rust crate's `ClusterEventStore` (client/rust/src/rmcp_seams/
 event_store.rs), in the client's namespace under a prefix (`mcp/events`):
 
 - `streams/<digest of the stream id>`: the stream's head `{token, seq}`: a

@@ -28,6 +28,7 @@ pub mod cluster_store;
 mod coalesce;
 pub mod conn;
 pub mod error;
+mod failover;
 pub mod handle_store;
 pub mod keyring;
 pub mod memory;
@@ -39,12 +40,14 @@ pub mod resource_bus;
 pub mod rmcp_seams;
 pub mod single_use;
 pub mod state_tool;
+mod stubs;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod tls;
 mod transport;
 pub mod ttl;
 pub mod watch;
+mod write_ids;
 pub mod writes;
 
 pub use client_state::ClientStateStore;

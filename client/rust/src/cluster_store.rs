@@ -7,17 +7,25 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use handlestore_proto::v1 as pb;
-use pb::handles_client::HandlesClient;
 use pb::write::Op;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::cluster::{Client, Consistency, MAX_MESSAGE, rpc};
+use crate::cluster::{Client, Consistency};
 use crate::error::{Error, Result};
+use crate::failover::rpc;
 use crate::handle_store::HandleStore;
 use crate::reads::read_answer;
+use crate::stubs::handles;
 use crate::ttl::Ttl;
 use crate::writes::answer;
+
+impl Client {
+    /// A handle store of JSON values named `store` (e.g. "cart").
+    pub fn handle_store<T>(&self, store: &str) -> ClusterHandleStoreBuilder<T> {
+        ClusterHandleStoreBuilder::new(self.clone(), store)
+    }
+}
 
 /// Builds a [`ClusterHandleStore`].
 pub struct ClusterHandleStoreBuilder<T> {
@@ -30,7 +38,7 @@ pub struct ClusterHandleStoreBuilder<T> {
 }
 
 impl<T> ClusterHandleStoreBuilder<T> {
-    pub(crate) fn new(client: Client, store: &str) -> Self {
+    fn new(client: Client, store: &str) -> Self {
         Self {
             client,
             store: store.to_string(),
@@ -100,12 +108,6 @@ pub struct ClusterHandleStore<T> {
     consistency: Consistency,
     closed: AtomicBool,
     _t: PhantomData<fn() -> T>,
-}
-
-pub(crate) fn handles(ch: crate::transport::NodeChannel) -> HandlesClient<crate::transport::NodeChannel> {
-    HandlesClient::new(ch)
-        .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE)
 }
 
 impl<T> ClusterHandleStore<T>

@@ -102,6 +102,16 @@ pub(crate) fn detail(status: &tonic::Status) -> pb::ErrorDetail {
     handlestore_proto::reason::detail(status)
 }
 
+/// A write's (or read's) failure, as a node answers it inside a batch, as
+/// the status its own method would have returned.
+pub(crate) fn status(f: &pb::WriteFailure) -> tonic::Status {
+    tonic::Status::with_details(
+        tonic::Code::from_i32(f.code),
+        f.message.clone(),
+        f.details.clone().into(),
+    )
+}
+
 impl From<tonic::Status> for Error {
     fn from(s: tonic::Status) -> Self {
         let detail = detail(&s);

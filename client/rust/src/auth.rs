@@ -5,8 +5,9 @@
 use handlestore_proto::v1 as pb;
 use pb::auth_client::AuthClient;
 
-use crate::cluster::{Client, rpc};
+use crate::cluster::Client;
 use crate::error::Result;
+use crate::failover::rpc;
 use crate::transport::NodeChannel;
 
 pub use pb::{Access, NamespacePolicy, NamespaceUsage, Permission, Role, User};

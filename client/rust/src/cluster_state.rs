@@ -2,23 +2,24 @@
 
 use std::time::Duration;
 
-use crate::transport::NodeChannel;
 use async_trait::async_trait;
 use handlestore_proto::v1 as pb;
-use pb::state_client::StateClient;
 use pb::write::Op;
 
-use crate::cluster::{Client, Consistency, MAX_MESSAGE, rpc};
+use crate::cluster::{Client, Consistency};
 use crate::error::{Error, Result};
+use crate::failover::rpc;
 use crate::reads::read_answer;
 use crate::state_tool::*;
+use crate::stubs::state;
 use crate::ttl::Ttl;
 use crate::writes::answer;
 
-pub(crate) fn client(ch: NodeChannel) -> StateClient<NodeChannel> {
-    StateClient::new(ch)
-        .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE)
+impl Client {
+    /// The state tool in this client's namespace.
+    pub fn state_tool(&self) -> ClusterStateTool {
+        ClusterStateTool::new(self.clone())
+    }
 }
 
 /// A replicated [`StateTool`] in the client's namespace.
@@ -30,7 +31,7 @@ pub struct ClusterStateTool {
 }
 
 impl ClusterStateTool {
-    pub(crate) fn new(client: Client) -> Self {
+    fn new(client: Client) -> Self {
         Self {
             client,
             default_ttl: None,
@@ -164,7 +165,7 @@ impl StateTool for ClusterStateTool {
             with_values: opts.with_values,
             read: self.read(),
         };
-        let resp = rpc!(self.client, client, list, msg)?;
+        let resp = rpc!(self.client, state, list, msg)?;
         Ok(ListPage {
             entries: resp.entries.into_iter().map(entry_from_pb).collect::<Result<_>>()?,
             next_page_token: Some(resp.next_page_token).filter(|t| !t.is_empty()),
@@ -178,7 +179,7 @@ impl StateTool for ClusterStateTool {
             key: key.to_string(),
             read: self.read(),
         };
-        let resp = rpc!(self.client, client, exists, msg)?;
+        let resp = rpc!(self.client, state, exists, msg)?;
         Ok(resp.exists)
     }
 
@@ -212,7 +213,7 @@ impl StateTool for ClusterStateTool {
             keys: keys.to_vec(),
             read: self.read(),
         };
-        let resp = rpc!(self.client, client, batch_retrieve, msg)?;
+        let resp = rpc!(self.client, state, batch_retrieve, msg)?;
         resp.entries
             .into_iter()
             .map(|m| m.entry.map(entry_from_pb).transpose())

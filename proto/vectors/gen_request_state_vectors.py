@@ -5,9 +5,9 @@ RequestStateCodec, computed by this independent implementation of the format
 Rust tests check the codec against a second implementation, not against
 itself.
 
-    python3 client/testdata/gen_request_state_vectors.py > client/testdata/request_state_vectors.json
+    python3 proto/vectors/gen_request_state_vectors.py > proto/vectors/request_state_vectors.json
 
-Format (see client/src/request_state.rs):
+Format (see client/rust/src/request_state.rs):
   mac_key = HKDF-SHA256(ikm=secret, salt=none, info="handlestore/request-state/v1/mac", 32)
   aes_key = HKDF-SHA256(ikm=secret, salt=none, info="handlestore/request-state/v1/aes", 32)
   bind    = hex(HMAC-SHA256(mac_key, subject [+ b"\\0" + tool]))

@@ -2,12 +2,13 @@
 //! retire. Secrets are drawn by the leader from its CSPRNG inside a
 //! replicated command, so every node holds the same ring.
 
-use crate::transport::NodeChannel;
 use handlestore_proto::v1 as pb;
 use pb::admin_client::AdminClient;
 
-use crate::cluster::{Client, Consistency, rpc};
+use crate::cluster::{Client, Consistency};
 use crate::error::Result;
+use crate::failover::rpc;
+use crate::transport::NodeChannel;
 
 /// One key of the ring.
 #[derive(Clone, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! The request-state codec against vectors computed by an independent
-//! implementation (testdata/gen_request_state_vectors.py), plus properties:
+//! implementation (proto/vectors/gen_request_state_vectors.py), plus properties:
 //! round trips, and no input can make decode panic or accept a forgery.
 
 use std::collections::HashMap;
@@ -22,7 +22,7 @@ fn key(id: &str, hex: &str, primary: bool) -> RingKey {
 #[test]
 fn vectors() {
     let file: Value =
-        serde_json::from_str(include_str!("../testdata/request_state_vectors.json")).expect("vectors parse");
+        serde_json::from_str(include_str!("../../../proto/vectors/request_state_vectors.json")).expect("vectors parse");
     let keys: HashMap<String, String> = serde_json::from_value(file["keys"].clone()).expect("keys");
     let primary = file["primary"].as_str().expect("primary");
     let exp = file["exp"].as_u64().expect("exp");

@@ -23,10 +23,12 @@ use handlestore_proto::v1 as pb;
 use pb::watch_client::WatchClient;
 use tokio::time::Instant;
 
-use crate::cluster::{Client, MAX_MESSAGE, retryable};
+use crate::cluster::Client;
 use crate::cluster_state::value_from_pb;
 use crate::error::{Error, Result};
+use crate::failover::retryable;
 use crate::state_tool::StateValue;
+use crate::stubs::MAX_MESSAGE;
 
 /// A watch that hears nothing (not even progress) for this long takes its
 /// node for lost.
@@ -216,7 +218,7 @@ impl Watch {
     /// Opens the watch on a node, trying them in turn with backoff until
     /// the client's deadline passes.
     async fn connect(&mut self) -> Result<()> {
-        let deadline = Instant::now() + self.client.inner.deadline;
+        let deadline = Instant::now() + self.client.deadline();
         let n = self.client.endpoints().len();
         let mut tries = 0u32;
         loop {
@@ -230,7 +232,7 @@ impl Watch {
             tries += 1;
             if Instant::now() + sleep >= deadline {
                 return Err(Error::Deadline {
-                    deadline: self.client.inner.deadline,
+                    deadline: self.client.deadline(),
                     last: format!("watch: {}", last.message()),
                 });
             }
