@@ -7,7 +7,7 @@ import grpc
 import pytest
 
 from handlestore import errors, reasons
-from handlestore.client import _retryable
+from handlestore.retry import retryable_error
 from handlestore.v1 import common_pb2
 from handlestore.watch import _cut_off
 
@@ -23,7 +23,7 @@ def status(reason: str, message: str = "what the node said", **detail: int) -> g
 def test_every_reason_keeps_its_reason_and_the_tables_retry(reason: str) -> None:
     err = status(reason)
     assert errors.from_rpc_error(err).reason == reason
-    assert _retryable(err) == (reasons.TABLE[reason].retried == "yes")
+    assert retryable_error(err) == (reasons.TABLE[reason].retried == "yes")
     assert _cut_off(err) == (reasons.TABLE[reason].retried == "resume")
 
 

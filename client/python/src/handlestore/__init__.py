@@ -11,8 +11,9 @@ compare-and-set updates, replicated TTLs), over gRPC.
         await carts.update(cart_id, lambda cart: cart["lines"].append({"sku": "tea"}))
 """
 
-from handlestore.client import LINEARIZABLE, STALE, Client, Consistency, Tls, read_token_file
+from handlestore.client import Client, Tls, read_token_file
 from handlestore.client_state import ClientStateStore
+from handlestore.consistency import LINEARIZABLE, STALE, Consistency
 from handlestore.errors import (
     AlreadyExists,
     Closed,

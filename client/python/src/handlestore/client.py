@@ -10,6 +10,9 @@ the call for load asked for, `grpc-retry-pushback-ms`), until the call's
 overall deadline.
 Writes carry a `(client_id, seq)` write id that every retry reuses, so a
 write retried after a leader crash is applied exactly once.
+
+The stores, watches, key ring and coalescers under the client get it
+passed in, as a `handlestore.transport.Transport`.
 """
 
 from __future__ import annotations
@@ -21,14 +24,23 @@ import random
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 import grpc
 
-from handlestore import errors, reasons
+from handlestore import errors, keyring, watch
 from handlestore.coalesce import Stats
+
+# Re-exported: they were defined here before `handlestore.consistency`.
+from handlestore.consistency import LINEARIZABLE as LINEARIZABLE
+from handlestore.consistency import STALE as STALE
+from handlestore.consistency import Consistency as Consistency
+from handlestore.handles import HandleStore
 from handlestore.ids import is_name
+from handlestore.keyring import RingKey
 from handlestore.reads import MAX_READ_CALLS, Reads
+from handlestore.retry import Failure, retryable, tls_refused
+from handlestore.state import StateTool
 from handlestore.v1 import (
     admin_pb2_grpc,
     auth_pb2_grpc,
@@ -43,6 +55,7 @@ from handlestore.v1 import (
     writes_pb2,
     writes_pb2_grpc,
 )
+from handlestore.watch import Watch
 from handlestore.writes import MAX_WRITE_CALLS, Writes, WriteStats
 
 T = TypeVar("T")
@@ -51,13 +64,6 @@ T = TypeVar("T")
 LEADER_HEADER = "x-handlestore-leader"
 #: The largest gRPC message sent or accepted (values are limited by the node).
 MAX_MESSAGE = 64 << 20
-
-if TYPE_CHECKING:
-    from handlestore.handles import HandleStore
-    from handlestore.keyring import RingKey
-    from handlestore.state import StateTool
-    from handlestore.watch import Watch
-    from handlestore.writes import Failure
 
 _STUBS: dict[str, Callable[[grpc.aio.Channel], Any]] = {
     "handles": handles_pb2_grpc.HandlesStub,
@@ -68,35 +74,6 @@ _STUBS: dict[str, Callable[[grpc.aio.Channel], Any]] = {
     "writes": writes_pb2_grpc.WritesStub,
     "reads": reads_pb2_grpc.ReadsStub,
 }
-
-_RETRYABLE = {
-    grpc.StatusCode.UNAVAILABLE,
-    grpc.StatusCode.DEADLINE_EXCEEDED,
-    grpc.StatusCode.ABORTED,
-    grpc.StatusCode.CANCELLED,
-}
-
-
-@dataclass(frozen=True)
-class Consistency:
-    """Read consistency, chosen per store or per call: `LINEARIZABLE` (the
-    default: read-index from the leader), `at_least(revision)`
-    (read-your-writes without a leader round trip) or `STALE` (whatever the
-    serving node has applied)."""
-
-    kind: common_pb2.Consistency = common_pb2.CONSISTENCY_LINEARIZABLE
-    min_revision: int = 0
-
-    @staticmethod
-    def at_least(revision: int) -> "Consistency":
-        return Consistency(common_pb2.CONSISTENCY_AT_LEAST, revision)
-
-    def to_pb(self) -> common_pb2.ReadOptions:
-        return common_pb2.ReadOptions(consistency=self.kind, min_revision=self.min_revision)
-
-
-LINEARIZABLE = Consistency()
-STALE = Consistency(common_pb2.CONSISTENCY_STALE)
 
 
 @dataclass(frozen=True)
@@ -325,43 +302,31 @@ class Client:
         other.__dict__.update(self.__dict__)
         return other
 
-    def handle_store(self, store: str, **options: Any) -> "HandleStore":
+    def handle_store(self, store: str, **options: Any) -> HandleStore:
         """A handle store of JSON values named `store` (see `HandleStore`)."""
-        from handlestore.handles import HandleStore
-
         return HandleStore(self, store, **options)
 
-    def state_tool(self, **options: Any) -> "StateTool":
+    def state_tool(self, **options: Any) -> StateTool:
         """The state tool in this client's namespace (see `StateTool`)."""
-        from handlestore.state import StateTool
-
         return StateTool(self, **options)
 
-    async def watch(self, **target: Any) -> "Watch":
+    async def watch(self, **target: Any) -> Watch:
         """Starts a watch; see `handlestore.watch.watch` for the arguments
         (prefix=, key=, store= or handle=; start_revision, progress,
         keys_only)."""
-        from handlestore.watch import watch
+        return await watch.watch(self, **target)
 
-        return await watch(self, **target)
-
-    async def keyring(self, include_secrets: bool = False) -> "list[RingKey]":
+    async def keyring(self, include_secrets: bool = False) -> list[RingKey]:
         """The key ring of this client's namespace, oldest first."""
-        from handlestore.keyring import keyring
-
-        return await keyring(self, include_secrets)
+        return await keyring.keyring(self, include_secrets)
 
     async def keyring_rotate(self, create: bool = False) -> str:
         """Creates (`create=True`) or rotates the key ring; the new key's id."""
-        from handlestore.keyring import keyring_rotate
-
-        return await keyring_rotate(self, create)
+        return await keyring.keyring_rotate(self, create)
 
     async def keyring_retire(self, key_id: str) -> None:
         """Retires a non-primary key: what it sealed no longer opens."""
-        from handlestore.keyring import keyring_retire
-
-        await keyring_retire(self, key_id)
+        await keyring.keyring_retire(self, key_id)
 
     def write_id(self) -> "WriteTicket":
         """A write id for one write; keep it for all the write's retries and
@@ -428,7 +393,7 @@ class Client:
                     return response
                 message, detail, asked = failure.message, failure.detail, 0.0
             except grpc.aio.AioRpcError as err:
-                if _tls_refused(err):
+                if tls_refused(err):
                     target = shared.nodes[index].target
                     raise errors.Unauthenticated(f"{target}: TLS: {err.details()}") from None
                 message, detail = err.details() or "", errors.detail_of(err)
@@ -509,40 +474,11 @@ def _pushback(metadata: Any) -> float:
     return 0.0
 
 
-def _tls_refused(err: grpc.aio.AioRpcError) -> bool:
-    """A TLS handshake that failed (the node's certificate is not from the
-    trusted CA, or it refused ours): it would fail again, so it is not
-    worth retrying, as in the Rust client."""
-    return _tls_refused_status(err.code(), err.details() or "")
-
-
-def _tls_refused_status(code: grpc.StatusCode, message: str) -> bool:
-    details = message.lower()
-    return code == grpc.StatusCode.UNAVAILABLE and "handshake" in details and ("ssl" in details or "tls" in details)
-
-
 def _expect(resp: Any, kind: type[T]) -> T:
     """`resp`, if it is an answer of this kind."""
     if not isinstance(resp, kind):
         raise errors.HandlestoreError(f"the node answered a read with a {type(resp).__name__}")
     return resp
-
-
-def retryable(code: grpc.StatusCode, detail: common_pb2.ErrorDetail, message: str) -> bool:
-    """Worth trying again elsewhere: the node could not serve it now."""
-    row = reasons.TABLE.get(detail.reason)
-    if row is not None:
-        return row.retried == "yes"
-    if code in _RETRYABLE:
-        return not _tls_refused_status(code, message)
-    if code in (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL):
-        return not detail.reason
-    return False
-
-
-def _retryable(err: grpc.aio.AioRpcError) -> bool:
-    """`retryable` for a failed call."""
-    return retryable(err.code(), errors.detail_of(err), err.details() or "")
 
 
 def _check_namespace(ns: str) -> None:

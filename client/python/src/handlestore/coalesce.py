@@ -21,12 +21,10 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Awaitable, Callable, Generic, Hashable, TypeVar
+from typing import Awaitable, Callable, Generic, Hashable, TypeVar
 
 from handlestore import errors
-
-if TYPE_CHECKING:
-    from handlestore.client import Client
+from handlestore.transport import Transport
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -49,7 +47,7 @@ class Waiting(Generic[Item, Result]):
 
 
 #: One call for the requests given: a result (or an exception) per request.
-Submit = Callable[["Client", list[Item]], Awaitable[list[Result | BaseException]]]
+Submit = Callable[[Transport, list[Item]], Awaitable[list[Result | BaseException]]]
 
 
 class Coalescer(Generic[Item, Result]):
@@ -67,7 +65,7 @@ class Coalescer(Generic[Item, Result]):
         self.stats = Stats()
         self._drains: set[asyncio.Task[None]] = set()
 
-    async def run(self, client: Client, item: Item, size: int, group: Hashable = None) -> Result:
+    async def run(self, client: Transport, item: Item, size: int, group: Hashable = None) -> Result:
         """Sends `item`, alone or with others of its group; its result, or
         its exception raised."""
         if self.in_flight < self.max_calls and not self.waiting:
@@ -92,20 +90,20 @@ class Coalescer(Generic[Item, Result]):
             ) from None
         return _raised(result)
 
-    def _release(self, client: Client) -> None:
+    def _release(self, client: Transport) -> None:
         """A call ended: its slot drains what queued meanwhile, or is freed."""
         if self.waiting:
             self._spawn_drain(client)
         else:
             self.in_flight -= 1
 
-    def _spawn_drain(self, client: Client) -> None:
+    def _spawn_drain(self, client: Transport) -> None:
         task = asyncio.get_running_loop().create_task(self._drain(client))
         # The loop keeps only a weak reference to a task.
         self._drains.add(task)
         task.add_done_callback(self._drains.discard)
 
-    async def _drain(self, client: Client) -> None:
+    async def _drain(self, client: Transport) -> None:
         """Sends what is queued, call after call, on the slot it was given."""
         try:
             while batch := take_batch(self.waiting, self.max_items, self.max_bytes):
@@ -113,7 +111,7 @@ class Coalescer(Generic[Item, Result]):
         finally:
             self.in_flight -= 1
 
-    async def _send(self, client: Client, batch: list[Waiting[Item, Result]]) -> None:
+    async def _send(self, client: Transport, batch: list[Waiting[Item, Result]]) -> None:
         try:
             results = await self._call(client, [w.item for w in batch])
         except Exception as e:  # the whole call failed: each request hears why
@@ -125,7 +123,7 @@ class Coalescer(Generic[Item, Result]):
             if not w.done.done():
                 w.done.set_result(r)
 
-    async def _call(self, client: Client, items: list[Item]) -> list[Result | BaseException]:
+    async def _call(self, client: Transport, items: list[Item]) -> list[Result | BaseException]:
         self.stats.sent += len(items)
         self.stats.calls += 1
         results = await self._submit(client, items)

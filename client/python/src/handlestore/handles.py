@@ -10,8 +10,9 @@ from typing import Any, Callable, Generic, TypeVar
 
 from handlestore import errors
 from handlestore._encoding import json_text, json_value
-from handlestore.client import LINEARIZABLE, STALE, Client, Consistency
+from handlestore.consistency import LINEARIZABLE, STALE, Consistency
 from handlestore.ids import check_handle_id, new_handle_id
+from handlestore.transport import Transport
 from handlestore.ttl import DEFAULT, TtlLike, default_millis, to_millis
 from handlestore.v1 import handles_pb2
 
@@ -48,7 +49,7 @@ class HandleStore:
 
     def __init__(
         self,
-        client: Client,
+        client: Transport,
         store: str,
         *,
         default_ttl: TtlLike = None,

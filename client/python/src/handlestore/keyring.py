@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from handlestore.client import LINEARIZABLE, Client
+from handlestore.consistency import LINEARIZABLE
+from handlestore.transport import Transport
 from handlestore.v1 import admin_pb2
 
 
@@ -20,7 +21,7 @@ class RingKey:
     secret: bytes = field(default=b"", repr=False)
 
 
-async def keyring(client: Client, include_secrets: bool = False) -> list[RingKey]:
+async def keyring(client: Transport, include_secrets: bool = False) -> list[RingKey]:
     """The key ring of the client's namespace, oldest first."""
     req = admin_pb2.KeyringListRequest(
         namespace=client.namespace, include_secrets=include_secrets, read=LINEARIZABLE.to_pb()
@@ -29,7 +30,7 @@ async def keyring(client: Client, include_secrets: bool = False) -> list[RingKey
     return [RingKey(k.id, k.state == "primary", k.created_ms, k.secret) for k in resp.keys]
 
 
-async def keyring_rotate(client: Client, create: bool = False) -> str:
+async def keyring_rotate(client: Transport, create: bool = False) -> str:
     """Creates the ring with its first key (AlreadyExists if there is one),
     or with `create=False` rotates: a new primary, the old kept for
     opening. Returns the new key's id."""
@@ -38,7 +39,7 @@ async def keyring_rotate(client: Client, create: bool = False) -> str:
         return (await client.call("admin", "KeyringRotate", req)).key_id
 
 
-async def keyring_retire(client: Client, key_id: str) -> None:
+async def keyring_retire(client: Transport, key_id: str) -> None:
     """Retires a (non-primary) key: what it sealed no longer opens."""
     with client.write_id() as write_id:
         req = admin_pb2.KeyringRetireRequest(namespace=client.namespace, key_id=key_id, write_id=write_id)

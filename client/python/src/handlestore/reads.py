@@ -3,11 +3,12 @@ reads of one client (handle gets, state retrieves) share calls of the
 Reads service, as writes share `Writes.Submit`.
 
 Every `HandleStore.get` and `StateTool.retrieve` goes through
-`Client.read`, and calls are shared as `handlestore.coalesce` says: at most
-`max_read_calls` in flight per client, a lone reader's read sent at once on
-its own method (`Handles.Get`, `State.Retrieve`), and under load the reads
-queued meanwhile in one `Reads.Submit`: one call and, for the linearizable
-ones, one read-index round on the node.
+`Client.read_handle` or `Client.read_state`, and calls are shared as
+`handlestore.coalesce` says: at most `max_read_calls` in flight per client,
+a lone reader's read sent at once on its own method (`Handles.Get`,
+`State.Retrieve`), and under load the reads queued meanwhile in one
+`Reads.Submit`: one call and, for the linearizable ones, one read-index
+round on the node.
 
 What a read sees does not change: the node serves each read of a call
 exactly as its own method would, with its own read options, authorization
@@ -19,16 +20,14 @@ service (older than this client) gets each read on its own method.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Union
+from typing import Union
 
 from handlestore import errors
 from handlestore.coalesce import Coalescer
 from handlestore.reasons import BATCH_FULL
+from handlestore.retry import Failure, retryable_failure
+from handlestore.transport import Transport
 from handlestore.v1 import handles_pb2, reads_pb2, state_pb2
-from handlestore.writes import Failure, retryable_failure
-
-if TYPE_CHECKING:
-    from handlestore.client import Client
 
 #: Calls of point reads in flight per client, by default.
 MAX_READ_CALLS = 8
@@ -50,11 +49,11 @@ class Reads:
             _submit, "read", max_calls, MAX_BATCH_READS, MAX_BATCH_READ_BYTES
         )
 
-    async def read(self, client: Client, read: reads_pb2.Read) -> Answer:
+    async def read(self, client: Transport, read: reads_pb2.Read) -> Answer:
         return await self.calls.run(client, read, read.ByteSize())
 
 
-async def _submit(client: Client, reads: list[reads_pb2.Read]) -> list[Answer | BaseException]:
+async def _submit(client: Transport, reads: list[reads_pb2.Read]) -> list[Answer | BaseException]:
     """One read alone on its own method; several in calls of `Reads.Submit`
     until each is answered."""
     if len(reads) == 1:
@@ -76,7 +75,7 @@ async def _submit(client: Client, reads: list[reads_pb2.Read]) -> list[Answer | 
     return answers
 
 
-async def _submit_once(client: Client, reads: list[reads_pb2.Read]) -> list[Answer | BaseException]:
+async def _submit_once(client: Transport, reads: list[reads_pb2.Read]) -> list[Answer | BaseException]:
     """One call of the Reads service, with failover and retries: a read
     that failed for a reason another node can fix fails the whole attempt,
     so the call goes again where that error points."""
@@ -106,7 +105,7 @@ def _answer(r: reads_pb2.ReadResult) -> Answer | BaseException:
     return errors.HandlestoreError("the node answered a read with nothing")
 
 
-async def _one(client: Client, read: reads_pb2.Read) -> Answer:
+async def _one(client: Transport, read: reads_pb2.Read) -> Answer:
     """A read on its own method."""
     kind = read.WhichOneof("op")
     try:

@@ -12,8 +12,11 @@ import builtins
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Sequence
 
+from handlestore import errors
 from handlestore._encoding import json_text, json_value
-from handlestore.client import LINEARIZABLE, Client, Consistency
+from handlestore.consistency import LINEARIZABLE, Consistency
+from handlestore.keys import check_key, check_prefix
+from handlestore.transport import Transport
 from handlestore.ttl import DEFAULT, TtlLike, default_millis, to_millis
 from handlestore.v1 import handles_pb2, state_pb2
 
@@ -57,6 +60,22 @@ class ListPage:
     read_revision: int
 
 
+def _key(key: str) -> str:
+    """`key`, or InvalidArgument before anything is sent."""
+    why = check_key(key)
+    if why:
+        raise errors.InvalidArgument(why)
+    return key
+
+
+def _prefix(prefix: str) -> str:
+    """`prefix`, or InvalidArgument before anything is sent."""
+    why = check_prefix(prefix)
+    if why:
+        raise errors.InvalidArgument(why)
+    return prefix
+
+
 def value_to_pb(value: Any) -> state_pb2.StateValue:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return state_pb2.StateValue(bytes=bytes(value))
@@ -82,7 +101,7 @@ class StateTool:
     (for writes with the default TTL; none = never expires) and the
     `consistency` of reads (default linearizable)."""
 
-    def __init__(self, client: Client, *, default_ttl: TtlLike = None, consistency: Consistency = LINEARIZABLE):
+    def __init__(self, client: Transport, *, default_ttl: TtlLike = None, consistency: Consistency = LINEARIZABLE):
         self.client = client
         self.consistency = consistency
         self._default_ms = default_millis(default_ttl)
@@ -100,7 +119,7 @@ class StateTool:
         with self.client.write_id() as write_id:
             req = state_pb2.StoreRequest(
                 namespace=self.client.namespace,
-                key=key,
+                key=_key(key),
                 value=value_to_pb(value),
                 ttl=self._ttl(ttl),
                 expected_revision=expected_revision,
@@ -110,7 +129,7 @@ class StateTool:
 
     async def retrieve(self, key: str, consistency: Consistency | None = None) -> StateEntry | None:
         """The entry, or None if the key is absent or expired."""
-        req = state_pb2.RetrieveRequest(namespace=self.client.namespace, key=key, read=self._read(consistency))
+        req = state_pb2.RetrieveRequest(namespace=self.client.namespace, key=_key(key), read=self._read(consistency))
         entry = await self.client.read_state(req)
         return None if entry is None else entry_from_pb(entry)
 
@@ -127,7 +146,7 @@ class StateTool:
         with self.client.write_id() as write_id:
             req = state_pb2.StateDeleteRequest(
                 namespace=self.client.namespace,
-                key=key,
+                key=_prefix(key) if prefix else _key(key),
                 prefix=prefix,
                 limit=limit,
                 expected_revision=expected_revision,
@@ -148,7 +167,7 @@ class StateTool:
         """One page of the keys under `prefix`, in key order (limit 0 = 100)."""
         req = state_pb2.ListRequest(
             namespace=self.client.namespace,
-            prefix=prefix,
+            prefix=_prefix(prefix),
             limit=limit,
             page_token=page_token or "",
             with_values=with_values,
@@ -175,7 +194,7 @@ class StateTool:
             consistency = Consistency.at_least(got.read_revision)
 
     async def exists(self, key: str, consistency: Consistency | None = None) -> bool:
-        req = state_pb2.ExistsRequest(namespace=self.client.namespace, key=key, read=self._read(consistency))
+        req = state_pb2.ExistsRequest(namespace=self.client.namespace, key=_key(key), read=self._read(consistency))
         return (await self.client.call("state", "Exists", req)).exists
 
     async def batch_store(self, items: Sequence[StoreItem]) -> int:
@@ -183,7 +202,7 @@ class StateTool:
         nothing is written (Conflict). Returns the revision."""
         pb_items = [
             state_pb2.StoreItem(
-                key=i.key, value=value_to_pb(i.value), ttl=self._ttl(i.ttl), expected_revision=i.expected_revision
+                key=_key(i.key), value=value_to_pb(i.value), ttl=self._ttl(i.ttl), expected_revision=i.expected_revision
             )
             for i in items
         ]
@@ -196,7 +215,7 @@ class StateTool:
     ) -> builtins.list[StateEntry | None]:
         """One consistent view of several keys, in the order asked."""
         req = state_pb2.BatchRetrieveRequest(
-            namespace=self.client.namespace, keys=list(keys), read=self._read(consistency)
+            namespace=self.client.namespace, keys=[_key(k) for k in keys], read=self._read(consistency)
         )
         resp = await self.client.call("state", "BatchRetrieve", req)
         return [entry_from_pb(m.entry) if m.HasField("entry") else None for m in resp.entries]

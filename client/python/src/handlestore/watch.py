@@ -21,8 +21,9 @@ from typing import Any
 import grpc
 
 from handlestore import errors, reasons
-from handlestore.client import Client, _retryable, _tls_refused
+from handlestore.retry import retryable_error, tls_refused
 from handlestore.state import value_from_pb
+from handlestore.transport import Transport
 from handlestore.v1 import watch_pb2
 
 # The node sends progress every 2 s while idle; three missed is a lost node.
@@ -79,7 +80,7 @@ class Watch:
     """A running watch: `async for batch in watch`, or `await watch.next()`.
     Close it (or use `async with`) to end the stream."""
 
-    def __init__(self, client: Client, request: watch_pb2.WatchRequest, progress: bool, start: int) -> None:
+    def __init__(self, client: Transport, request: watch_pb2.WatchRequest, progress: bool, start: int) -> None:
         self._client = client
         self._request = request
         self._progress = progress
@@ -126,7 +127,7 @@ class Watch:
             except asyncio.TimeoutError:
                 lost = f"nothing heard for {SILENCE}s"
             except grpc.aio.AioRpcError as err:
-                if not _retryable(err) and not _cut_off(err):
+                if not retryable_error(err) and not _cut_off(err):
                     self.close()
                     raise errors.from_rpc_error(err) from None
                 lost = err.details() or ""
@@ -146,9 +147,9 @@ class Watch:
             except asyncio.TimeoutError:
                 last = "no answer to the watch"
             except grpc.aio.AioRpcError as err:
-                if _tls_refused(err):
+                if tls_refused(err):
                     raise errors.Unauthenticated(f"TLS: {err.details()}") from None
-                if not _retryable(err):
+                if not retryable_error(err):
                     raise errors.from_rpc_error(err) from None
                 last = err.details() or ""
             self.close()
@@ -199,7 +200,7 @@ def _change(e: watch_pb2.WatchEvent) -> Change:
 
 
 def position_now(
-    client: Client,
+    client: Transport,
     *,
     prefix: str | None = None,
     key: str | None = None,
@@ -226,9 +227,9 @@ def position_now(
         except StopIteration:
             last = "the node ended the watch"
         except grpc.RpcError as err:
-            if _tls_refused(err):
+            if tls_refused(err):
                 raise errors.Unauthenticated(f"TLS: {err.details()}") from None
-            if not _retryable(err):
+            if not retryable_error(err):
                 raise errors.from_rpc_error(err) from None
             last = err.details() or ""
         finally:
@@ -242,7 +243,7 @@ def position_now(
 
 
 async def watch(
-    client: Client,
+    client: Transport,
     *,
     prefix: str | None = None,
     key: str | None = None,

@@ -19,16 +19,11 @@ ever sent together.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-import grpc
-
-from handlestore import errors
 from handlestore.coalesce import Coalescer
-from handlestore.v1 import common_pb2, reads_pb2, writes_pb2
-
-if TYPE_CHECKING:
-    from handlestore.client import Client
+from handlestore.retry import Failure, retryable_failure
+from handlestore.transport import Transport
+from handlestore.v1 import writes_pb2
 
 #: Calls of the Writes service in flight per client, by default.
 MAX_WRITE_CALLS = 8
@@ -38,8 +33,6 @@ MAX_SUBMIT_WRITES = 256
 #: which then goes alone (the node's limit, as the Rust client's).
 MAX_SUBMIT_BYTES = 4 << 20
 
-_CODES = {c.value[0]: c for c in grpc.StatusCode}
-
 
 @dataclass
 class WriteStats:
@@ -47,23 +40,6 @@ class WriteStats:
 
     writes: int = 0
     calls: int = 0
-
-
-class Failure:
-    """A write's (or read's) failure as the status its own method would
-    have answered."""
-
-    def __init__(self, failure: writes_pb2.WriteFailure) -> None:
-        self.code = _CODES.get(failure.code, grpc.StatusCode.UNKNOWN)
-        self.message = failure.message
-        self.detail = common_pb2.ErrorDetail()
-        try:
-            self.detail.ParseFromString(failure.details)
-        except Exception:  # details that are not an ErrorDetail
-            self.detail = common_pb2.ErrorDetail()
-
-    def error(self) -> errors.HandlestoreError:
-        return errors.from_status(self.code, self.message, self.detail)
 
 
 class Writes:
@@ -79,13 +55,13 @@ class Writes:
     def stats(self) -> WriteStats:
         return WriteStats(self.calls.stats.sent, self.calls.stats.calls)
 
-    async def write(self, client: Client, write: writes_pb2.Write) -> writes_pb2.WriteResult:
+    async def write(self, client: Transport, write: writes_pb2.Write) -> writes_pb2.WriteResult:
         """Sends `write`, alone or with others, and returns its result (a
         failure is raised as the exception its own method would raise)."""
         return await self.calls.run(client, write, write.ByteSize())
 
 
-async def _submit(client: Client, writes: list[writes_pb2.Write]) -> list[writes_pb2.WriteResult | BaseException]:
+async def _submit(client: Transport, writes: list[writes_pb2.Write]) -> list[writes_pb2.WriteResult | BaseException]:
     """One call of the Writes service, with failover and retries: a write
     that failed for a reason another node can fix fails the whole attempt,
     so the call goes again where that error points. Each write's failure
@@ -93,16 +69,3 @@ async def _submit(client: Client, writes: list[writes_pb2.Write]) -> list[writes
     req = writes_pb2.SubmitRequest(writes=writes)
     resp = await client.call("writes", "Submit", req, check=retryable_failure)
     return [Failure(r.failure).error() if r.WhichOneof("result") == "failure" else r for r in resp.results]
-
-
-def retryable_failure(resp: writes_pb2.SubmitResponse | reads_pb2.ReadsResponse) -> Failure | None:
-    """The first failure among `resp`'s results (of writes, or of reads)
-    that another node could fix."""
-    from handlestore.client import retryable
-
-    for r in resp.results:
-        if r.WhichOneof("result") == "failure":
-            f = Failure(r.failure)
-            if retryable(f.code, f.detail, f.message):
-                return f
-    return None
