@@ -20,7 +20,7 @@ run() { cargo test --release --workspace --features handlestore-tests/system "$@
 case "$tier" in
   unit) run --lib --test request_state "$@" ;;
   api | cluster | security | mcp | system) run --test "$tier" "$@" ;;
-  docs) run --test doc_refs "$@" ;;
+  docs) run --test doc_refs --test layering "$@" ;;
   bench) run --test harness --test seams --test raft_floor "$@" ;;
   python)
     if [ -z "$HANDLESTORE_TEST_PYTHON" ]; then

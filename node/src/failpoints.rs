@@ -18,7 +18,7 @@ pub const ENV: &str = "HANDLESTORE_FAILPOINTS";
 
 /// Every point, in the order a write meets them.
 pub const POINTS: &[&str] = &[
-    // The Raft log (raft/log_store.rs): entries appended to RocksDB's
+    // The Raft log (raft/log/log_store.rs): entries appended to RocksDB's
     // memtable, then the WAL synced by the sync thread.
     LOG_APPEND_BEFORE_WRITE,
     LOG_APPEND_AFTER_WRITE,
@@ -28,7 +28,7 @@ pub const POINTS: &[&str] = &[
     // in one RocksDB write, then answered.
     APPLY_MID_BATCH,
     APPLY_AFTER_COMMIT,
-    // Snapshots (state/snapshot.rs, raft/network.rs, raft/service.rs).
+    // Snapshots (state/snapshot.rs, raft/net/network.rs, raft/service.rs).
     SNAPSHOT_BUILD_MID,
     SNAPSHOT_SEND_MID,
     SNAPSHOT_RECEIVE_MID,

@@ -1,5 +1,5 @@
 //! A stopped node's data directory, opened with RocksDB directly: to read
-//! or change the stored format version (node/src/format.rs: `raft_meta`,
+//! or change the stored format version (node/src/storage/format.rs: `raft_meta`,
 //! `format_version`, u32 big-endian), as a build of another format would
 //! have left it.
 

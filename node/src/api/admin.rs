@@ -11,12 +11,12 @@ use tonic::{Request, Response, Status};
 use super::{Api, Credentials, Need};
 use crate::clock::ClockReport;
 use crate::config::Member;
-use crate::disk::DiskReport;
 use crate::raft::NodeId;
-use crate::raft::admin::RaftAdmin;
 use crate::raft::error::ProposeError;
+use crate::raft::life::admin::RaftAdmin;
 use crate::state::snapshot::SnapshotDir;
 use crate::status;
+use crate::storage::disk::DiskReport;
 use pb::Access;
 
 /// Reads where the node's memory is (the node assembles it from the
@@ -199,7 +199,7 @@ impl pb::admin_server::Admin for AdminService {
             forwarded_writes: self.api.proposer.forwarded_writes(),
             clock: Some(clock_status(&self.api.proposer.clock().report())),
             namespaces,
-            protocol_version: crate::raft::protocol::VERSION,
+            protocol_version: crate::raft::net::protocol::VERSION,
             peer_protocols: self.raft.peer_protocols(),
             cluster_id: self.api.state.cluster_id().to_string(),
             disk: Some(disk_status(&self.api.proposer.disk().report())),
@@ -332,7 +332,7 @@ impl pb::admin_server::Admin for AdminService {
         self.require_leader()?;
         let t = self
             .raft
-            .transfer_leader(to, crate::raft::admin::TRANSFER_WITHIN)
+            .transfer_leader(to, crate::raft::life::admin::TRANSFER_WITHIN)
             .await
             .map_err(Status::from)?;
         tracing::info!(

@@ -22,8 +22,8 @@ use handlestore_proto::v1 as pb;
 use tonic::Status;
 
 use crate::config::Limits;
-use crate::logs::request::{stage, stage_now};
-use crate::raft::proposer::Proposer;
+use crate::observe::logs::request::{stage, stage_now};
+use crate::raft::writes::proposer::Proposer;
 use crate::state::StateStore;
 use crate::status;
 pub use auth::{Credentials, Decision, Need};

@@ -25,8 +25,8 @@ use handlestore_proto::reason::Reason;
 use handlestore_proto::v1 as pb;
 use tonic::Status;
 
-use crate::logs::request::stage;
-use crate::raft::proposer::Proposer;
+use crate::observe::logs::request::stage;
+use crate::raft::writes::proposer::Proposer;
 use crate::state::{ExpiryTime, StateStore};
 use crate::status;
 

@@ -40,7 +40,7 @@ pub struct Cli {
     /// How log lines are written to stderr: text, or one JSON object per
     /// line (`timestamp`, `level`, `message`, fields, `span`).
     #[arg(long, global = true, value_enum, default_value_t, env = "HANDLESTORE_LOG_FORMAT")]
-    log_format: crate::logs::LogFormat,
+    log_format: crate::observe::logs::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -321,7 +321,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let server = matches!(cli.command, Command::Node(_) | Command::Dev(_) | Command::Mcp { .. });
     let filter = if server { node_log_filter() } else { "warn".into() };
-    crate::logs::init(&filter, cli.log_format);
+    crate::observe::logs::init(&filter, cli.log_format);
     // A node's runtime is its own choice (--worker-threads); the other
     // commands take tokio's default.
     let built = match &cli.command {

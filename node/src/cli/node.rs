@@ -179,7 +179,7 @@ impl NodeArgs {
 
 pub async fn run(args: NodeArgs) -> Result<(), CliError> {
     let cfg = args.into_config()?;
-    crate::node::run(cfg, super::shutdown_signal()).await?;
+    crate::server::node::run(cfg, super::shutdown_signal()).await?;
     Ok(())
 }
 

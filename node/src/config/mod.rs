@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use tuning::{Tuning, defaults};
+pub use tuning::{DbConfig, Tuning, WATCH_PAGE_BYTES, WalRecovery, defaults};
 
 /// How to treat an empty data directory when `--initial-cluster` is given
 /// (as etcd's `--initial-cluster-state`).
@@ -51,6 +51,19 @@ impl Default for Limits {
     }
 }
 
+/// The files a port's TLS is made of (`crate::tls` loads them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// This node's certificate chain (PEM).
+    pub cert: PathBuf,
+    /// Its private key (PEM).
+    pub key: PathBuf,
+    /// With a CA (PEM), every client must show a certificate it signed;
+    /// on the peer port, it is also the CA other nodes' certificates must
+    /// come from.
+    pub ca: Option<PathBuf>,
+}
+
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
     pub id: u64,
@@ -72,9 +85,9 @@ pub struct NodeConfig {
     /// Every tunable (`tuning`), validated.
     pub tuning: Tuning,
     /// TLS on the client port (`crate::tls`).
-    pub tls: Option<crate::tls::TlsFiles>,
+    pub tls: Option<TlsFiles>,
     /// Mutual TLS on the peer port, both ways (`crate::tls::peer`).
-    pub peer_tls: Option<crate::tls::TlsFiles>,
+    pub peer_tls: Option<TlsFiles>,
     /// `--peer-allowed-names`: the only certificate names let in on the
     /// peer port; empty: current members' node names (`crate::tls::gate`).
     pub peer_allowed_names: Vec<String>,
@@ -267,7 +280,7 @@ mod tests {
         assert!(open.check_exposure().expect_err("refused").contains("--insecure"));
         open.insecure = true;
         assert!(open.check_exposure().is_ok());
-        let files = crate::tls::TlsFiles {
+        let files = TlsFiles {
             cert: "c".into(),
             key: "k".into(),
             ca: None,

@@ -43,7 +43,7 @@ pub mod defaults {
     /// Room for a memtable flush (--write-buffer-mb) and a snapshot's
     /// first chunks past the moment the node stops taking entries.
     pub const MIN_FREE_DISK_MB: u64 = 256;
-    pub const WAL_RECOVERY: crate::db::WalRecovery = crate::db::WalRecovery::PointInTime;
+    pub const WAL_RECOVERY: super::WalRecovery = super::WalRecovery::PointInTime;
 }
 
 /// A duration as a flag's default shows it ("5s", "800ms").
@@ -167,7 +167,7 @@ pub struct Tuning {
     /// before the last one stops the node at start, naming it (replace the
     /// member then); every sync also commits the file's growth.
     #[arg(long, value_enum, default_value_t = defaults::WAL_RECOVERY)]
-    pub wal_recovery: crate::db::WalRecovery,
+    pub wal_recovery: WalRecovery,
 }
 
 impl Default for Tuning {
@@ -267,8 +267,8 @@ impl Tuning {
     }
 
     /// RocksDB's memory.
-    pub fn db_config(&self) -> crate::db::DbConfig {
-        crate::db::DbConfig {
+    pub fn db_config(&self) -> DbConfig {
+        DbConfig {
             block_cache_bytes: (self.block_cache_mb as usize) << 20,
             write_buffer_bytes: (self.write_buffer_mb as usize) << 20,
             wal_recovery: self.wal_recovery,
@@ -283,7 +283,7 @@ impl Tuning {
         let memory = (self.watch_memory_mb as usize) << 20;
         let recent = memory / 4;
         let queues = memory - recent;
-        let share = (memory / 8).max(2 * crate::api::watch::PAGE_BYTES).min(queues);
+        let share = (memory / 8).max(2 * WATCH_PAGE_BYTES).min(queues);
         (recent, queues, share)
     }
 }
@@ -323,5 +323,45 @@ mod tests {
         refused(|t| t.write_buffer_mb = 1, "--write-buffer-mb");
         refused(|t| t.worker_threads = 1025, "--worker-threads");
         refused(|t| t.max_clock_offset = MS, "--max-clock-offset");
+    }
+}
+
+/// Values a watch reads from the history for one response, at most
+/// (whole revisions always go together): `api::watch` pages by it, and
+/// each watcher's share of the queues holds at least two pages.
+pub const WATCH_PAGE_BYTES: usize = 1 << 20;
+
+/// How the node's RocksDB runs (`crate::storage::db` opens it so): how much memory it may hold, whatever the
+/// number of keys (one block cache shared by every column family, data,
+/// index and filter blocks all in it, and one budget for all memtables),
+/// and how it reads its write-ahead log back at start.
+#[derive(Debug, Clone, Copy)]
+pub struct DbConfig {
+    pub block_cache_bytes: usize,
+    pub write_buffer_bytes: usize,
+    pub wal_recovery: WalRecovery,
+}
+
+/// How RocksDB reads its write-ahead log (WAL) back at start, where the
+/// entries written since the last memtable flush are (`--wal-recovery`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WalRecovery {
+    /// Replay up to the first record that fails its checksum, and keep
+    /// reusing old WAL files, so that a sync writes data blocks alone.
+    /// A torn record at the end (a power cut mid-write) and a damaged one
+    /// in the middle look alike in a reused file: either ends the replay,
+    /// and the leader sends this node what it lacks.
+    PointInTime,
+    /// Write every WAL to a new file, so that only an incomplete record at
+    /// the end can be a power cut's: one damaged anywhere before it stops
+    /// the node at start, naming the damage, instead of ending the replay
+    /// there. Each sync then also commits the file's new size.
+    Strict,
+}
+
+/// The node's defaults (`config::defaults`).
+impl Default for DbConfig {
+    fn default() -> Self {
+        Tuning::default().db_config()
     }
 }

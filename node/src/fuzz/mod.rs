@@ -20,8 +20,8 @@ use proptest::prelude::*;
 use prost::Message;
 
 use crate::raft::codec;
+use crate::raft::net::peer_wire::codec::{frame, read_frame};
 use crate::raft::payload::Payload;
-use crate::raft::peer_wire::codec::{frame, read_frame};
 use crate::raft::{Entry, LogId, Vote};
 use crate::state::{ApplyBatch, ApplyEntry, StateStore};
 
@@ -102,7 +102,7 @@ struct Store {
 impl Store {
     fn new() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = crate::db::open(&dir.path().join("db"), Default::default()).expect("db");
+        let db = crate::storage::db::open(&dir.path().join("db"), Default::default()).expect("db");
         let state = StateStore::open(db, Default::default()).expect("state");
         let snapshots = crate::state::snapshot::SnapshotDir::new(dir.path().join("snaps")).expect("snaps");
         let s = Self {
@@ -170,7 +170,7 @@ proptest! {
     /// Log entries as stored, read back from disk.
     #[test]
     fn stored_log_entries(bytes in damaged(codec::entry_to_wire(&entry(3)).encode_to_vec())) {
-        let _ = crate::raft::log_store::decode_entry(&bytes);
+        let _ = crate::raft::log::log_store::decode_entry(&bytes);
     }
 
     /// Votes, and snapshot metas as a peer sends them with a snapshot.
@@ -198,7 +198,7 @@ proptest! {
     #[test]
     fn certificates(bytes in damaged(rcgen_seed())) {
         let der = rustls::pki_types::CertificateDer::from(bytes);
-        let _ = crate::tls::peer::common_name(&der);
+        let _ = crate::tls::names::common_name(&der);
     }
 }
 

@@ -9,8 +9,8 @@ use openraft::{EntryPayload, LeaderId};
 
 use crate::config::Member;
 
-use super::payload::Payload;
-use super::{Entry, LogId, Membership, NodeId, SnapshotMeta, StoredMembership, TypeConfig, Vote};
+use crate::raft::payload::Payload;
+use crate::raft::{Entry, LogId, Membership, NodeId, SnapshotMeta, StoredMembership, TypeConfig, Vote};
 
 /// A message from a peer (or from disk) that lacks a required field, or
 /// holds one that does not decode.
@@ -222,7 +222,7 @@ pub fn snapshot_meta_to_pb(m: &SnapshotMeta) -> ipb::SnapshotMeta {
         last_log_id: opt_log_id_to_pb(&m.last_log_id),
         last_membership: Some(stored_membership_to_pb(&m.last_membership)),
         snapshot_id: m.snapshot_id.clone(),
-        format_version: crate::format::CURRENT,
+        format_version: crate::storage::format::CURRENT,
     }
 }
 

@@ -1,43 +1,27 @@
-//! Raft: openraft's type configuration, the RocksDB log store, the state
-//! machine adapter, the gRPC network, and the write path (batching proposer,
-//! forwarding). Everything openraft-specific stays inside this module so a
-//! later openraft upgrade is contained here.
+//! Raft: openraft's type configuration and the node's consensus, by
+//! stage: `log` (what openraft stores: the log, its durability and
+//! checks, the state machine adapter), `net` (the peers: the Raft wire
+//! and its client), `reads` (read index, lease), `writes` (the proposer,
+//! batching, the expiry sweep), `life` (boot, founding, membership,
+//! transfer, the clock and disk guards), and on top `service`, the peer
+//! service that dispatches into all of them. Here: the types every stage
+//! shares (`error`, `payload`, `codec`). Everything openraft-specific
+//! stays inside this module so an openraft upgrade is contained here; it
+//! never imports `status`, `api`, `server` or `cli`.
 
 // openraft's error types (StorageError, RPCError) are large, and their shape
 // is fixed by its traits; boxing them here would only add conversions.
 #![allow(clippy::result_large_err)]
 
-pub mod abstain;
-pub mod admin;
-pub mod append_budget;
-pub mod batch;
-pub mod boot;
-pub mod clock_probe;
 pub mod codec;
-pub mod commit_notice;
-pub mod disk_guard;
-pub mod durability;
 pub mod error;
-pub mod founding;
-pub mod identity;
-pub mod intake;
-pub mod lease;
-pub mod log_check;
-pub mod log_store;
-pub mod network;
+pub mod life;
+pub mod log;
+pub mod net;
 pub mod payload;
-pub mod peer_wire;
-pub mod proposer;
-pub mod protocol;
-pub mod reach;
-pub mod read_index;
-pub mod restore;
-pub mod room;
+pub mod reads;
 pub mod service;
-pub mod state_machine;
-pub mod sweeper;
-pub mod tenure;
-pub mod transfer;
+pub mod writes;
 
 use std::time::{Duration, Instant};
 

@@ -12,21 +12,20 @@ use openraft::Snapshot;
 use tokio::io::AsyncWriteExt;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::abstain::Abstention;
-use super::boot::RaftNode;
-use super::codec;
-use super::durability::Durability;
-use super::error::ProposeError;
-use super::founding::Founding;
-use super::identity::Identity;
-use super::intake::{self, Intake};
-use super::peer_wire::Refusal;
-use super::proposer::Proposer;
-use super::protocol::PeerProtocols;
-use super::{Raft, TypeConfig};
-use crate::disk::Disk;
+use crate::raft::codec;
+use crate::raft::error::ProposeError;
+use crate::raft::life::boot::RaftNode;
+use crate::raft::life::founding::Founding;
+use crate::raft::log::abstain::Abstention;
+use crate::raft::log::durability::Durability;
+use crate::raft::net::identity::Identity;
+use crate::raft::net::intake::{self, Intake};
+use crate::raft::net::peer_wire::Refusal;
+use crate::raft::net::protocol::PeerProtocols;
+use crate::raft::writes::proposer::Proposer;
+use crate::raft::{Raft, TypeConfig};
 use crate::state::snapshot::SnapshotDir;
-use crate::status;
+use crate::storage::disk::Disk;
 
 pub struct RaftService {
     raft: Raft,
@@ -86,14 +85,14 @@ impl RaftService {
         let first = stream
             .next()
             .await
-            .ok_or_else(|| status::invalid("empty snapshot stream"))??;
+            .ok_or_else(|| Reason::InvalidArgument.status("empty snapshot stream"))??;
         self.identity
             .admit(&first.cluster_id, "a snapshot")
             .map_err(|m| Reason::Precondition.status(m))?;
         let vote = codec::vote_from_pb(first.vote.as_ref()).map_err(malformed)?;
         let meta_pb = first
             .meta
-            .ok_or_else(|| status::invalid("first snapshot chunk lacks meta"))?;
+            .ok_or_else(|| Reason::InvalidArgument.status("first snapshot chunk lacks meta"))?;
         let meta = codec::snapshot_meta_from_pb(&meta_pb).map_err(malformed)?;
         let path = self.snapshots.incoming_path(&meta.snapshot_id);
         let received = async {
@@ -121,7 +120,7 @@ impl RaftService {
         }
         let file = tokio::fs::File::open(&path)
             .await
-            .map_err(|e| status::internal(format!("reopening snapshot: {e}")))?;
+            .map_err(|e| Reason::Internal.status(format!("reopening snapshot: {e}")))?;
         let snapshot = Snapshot::<TypeConfig> {
             meta,
             snapshot: Box::new(file),
@@ -212,7 +211,7 @@ pub async fn append_entries_unsynced(
 }
 
 fn malformed(e: codec::Malformed) -> Status {
-    status::invalid(e.to_string())
+    Reason::InvalidArgument.status(e.to_string())
 }
 
 fn fatal(e: impl std::fmt::Display) -> Status {
@@ -237,7 +236,7 @@ impl ipb::raft_server::Raft for RaftService {
         .await
         {
             Ok(resp) => Ok(Response::new(resp)),
-            Err(Refusal::Invalid(m)) => Err(status::invalid(m)),
+            Err(Refusal::Invalid(m)) => Err(Reason::InvalidArgument.status(m)),
             Err(Refusal::Unavailable(m)) => Err(Reason::Shutdown.status(m)),
         }
     }
@@ -259,8 +258,8 @@ impl ipb::raft_server::Raft for RaftService {
     ) -> Result<Response<ipb::InstallSnapshotResponse>, Status> {
         let started = std::time::Instant::now();
         let installed = self.receive_snapshot(request).await;
-        let r = crate::metrics::recorders();
-        crate::metrics::Recorders::observe(&r.snapshot_receive_seconds, started, installed.is_ok());
+        let r = crate::observe::metrics::recorders();
+        crate::observe::metrics::Recorders::observe(&r.snapshot_receive_seconds, started, installed.is_ok());
         installed
     }
 
@@ -281,7 +280,7 @@ impl ipb::raft_server::Raft for RaftService {
         }
         self.disk.room().map_err(|m| Reason::DiskFull.status(m))?;
         self.standing_for("leadership")?;
-        super::transfer::elect_now(&self.raft, &req)
+        crate::raft::life::transfer::elect_now(&self.raft, &req)
             .await
             .map_err(|m| Reason::Precondition.status(m))?;
         Ok(Response::new(ipb::ElectNowResponse {}))
@@ -291,7 +290,7 @@ impl ipb::raft_server::Raft for RaftService {
         let cmd = request
             .into_inner()
             .command
-            .ok_or_else(|| status::invalid("forward without a command"))?;
+            .ok_or_else(|| Reason::InvalidArgument.status("forward without a command"))?;
         let keys = crate::state::keys::conflict_keys(&cmd);
         let result = self.proposer.write(cmd, keys, true).await.map_err(Status::from)?;
         Ok(Response::new(ipb::ForwardResponse { result: Some(result) }))
@@ -321,7 +320,7 @@ impl ipb::raft_server::Raft for RaftService {
             initial_cluster_digest: self.founding.digest().to_vec(),
             has_membership: self.has_membership(),
             clock_trusted: clock.check().is_ok(),
-            protocol_version: super::protocol::VERSION,
+            protocol_version: crate::raft::net::protocol::VERSION,
             disk_full: self.disk.report().full,
         }))
     }

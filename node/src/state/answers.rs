@@ -41,7 +41,7 @@ use prost::Message;
 use rocksdb::{DB, IteratorMode, ReadOptions, WriteBatch};
 
 use super::{Result, decode, decode_opt_u64, keys, meta};
-use crate::db::{self, CF_ANSWERS, CF_ANSWERS_AGE, CF_SM_META};
+use crate::storage::db::{self, CF_ANSWERS, CF_ANSWERS_AGE, CF_SM_META};
 
 /// Most answers remembered per client. A client reporting its first
 /// incomplete write holds about as many as it has writes in flight.

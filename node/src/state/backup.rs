@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use super::snapshot::for_each_record_in;
 use super::{Result, StateError, meta};
-use crate::db::{CF_SM_META, STATE_CFS};
+use crate::storage::db::{CF_SM_META, STATE_CFS};
 
 pub const MAGIC: &[u8; 8] = b"HSBACKUP";
 /// The version this build writes, and the newest it reads. 2: the snapshot
@@ -238,7 +238,7 @@ mod tests {
     use crate::state::snapshot;
 
     fn snapshot_file(dir: &Path) -> PathBuf {
-        let db = crate::db::open(&dir.join("db"), Default::default()).expect("db");
+        let db = crate::storage::db::open(&dir.join("db"), Default::default()).expect("db");
         let state = super::super::StateStore::open(db, Default::default()).expect("state");
         let snaps = snapshot::SnapshotDir::new(dir.join("snaps")).expect("dir");
         snaps.export(&state).expect("export").0

@@ -15,7 +15,7 @@ use prost::Message;
 use rocksdb::{DB, IteratorMode, ReadOptions};
 
 use super::{Record, Result, decode, decode_opt_u64, keys, meta};
-use crate::db::{self, CF_HISTORY, CF_SM_META};
+use crate::storage::db::{self, CF_HISTORY, CF_SM_META};
 
 /// One change, as the history holds it.
 #[derive(Debug, Clone, PartialEq)]

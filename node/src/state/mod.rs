@@ -22,7 +22,7 @@ use prost::Message;
 use rocksdb::{DB, IteratorMode, ReadOptions};
 use tokio::sync::watch;
 
-use crate::db::{self, CF_EXPIRY, CF_KV, CF_SM_META};
+use crate::storage::db::{self, CF_EXPIRY, CF_KV, CF_SM_META};
 
 pub use apply::{ApplyBatch, ApplyEntry};
 

@@ -19,8 +19,8 @@ use prost::Message;
 use rocksdb::{DB, IteratorMode, WriteBatch};
 
 use super::{Result, StateError, StateStore, decode, meta};
-use crate::db::{self, CF_SM_META, STATE_CFS};
 use crate::failpoints;
+use crate::storage::db::{self, CF_SM_META, STATE_CFS};
 
 /// 03: 02 closed by a CRC32C of the whole file.
 const MAGIC: &[u8; 8] = b"HSSNAP03";
@@ -48,7 +48,7 @@ pub struct SnapshotDir {
 
 impl SnapshotDir {
     pub fn new(dir: PathBuf) -> Result<Self> {
-        crate::durable_dir::create(&dir)?;
+        crate::storage::durable_dir::create(&dir)?;
         // A snapshot of an earlier format cannot be read (Raft reads the
         // current snapshot at start, so it would stop the node). The node's
         // state is in its database, not in that file: drop it, and the next
@@ -150,7 +150,7 @@ impl SnapshotDir {
             last_log_id,
             last_membership,
             snapshot_id: format!("{term}-{index}-{}", crate::clock::wall_ms()),
-            format_version: crate::format::CURRENT,
+            format_version: crate::storage::format::CURRENT,
         };
         let tmp = self.dir.join(format!("{prefix}-{}.snap", meta.snapshot_id));
         let written = (|| -> Result<()> {
@@ -296,7 +296,7 @@ fn read_header(r: &mut impl Read) -> Result<(ipb::SnapshotMeta, bool)> {
     };
     let raw = read_field(r)?;
     let meta: ipb::SnapshotMeta = decode(&raw, "snapshot meta")?;
-    crate::format::check(meta.format_version, "a snapshot").map_err(|e| bad(e.to_string()))?;
+    crate::storage::format::check(meta.format_version, "a snapshot").map_err(|e| bad(e.to_string()))?;
     Ok((meta, summed))
 }
 
@@ -475,7 +475,7 @@ mod tests {
     #[test]
     fn a_snapshot_of_the_previous_format_is_read_and_one_damaged_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = crate::db::open(&dir.path().join("db"), Default::default()).expect("db");
+        let db = crate::storage::db::open(&dir.path().join("db"), Default::default()).expect("db");
         let state = StateStore::open(db, Default::default()).expect("state");
         let snaps = SnapshotDir::new(dir.path().join("snaps")).expect("snaps");
         let (path, _) = snaps.export(&state).expect("export");
@@ -516,14 +516,15 @@ mod tests {
     #[test]
     fn the_snapshot_handed_out_stays_the_file_verified_whatever_replaces_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = crate::db::open(&dir.path().join("db"), Default::default()).expect("db");
+        let db = crate::storage::db::open(&dir.path().join("db"), Default::default()).expect("db");
         let state = StateStore::open(db, Default::default()).expect("state");
         let snaps = SnapshotDir::new(dir.path().join("snaps")).expect("snaps");
         snaps.build(&state).expect("first build");
         let (sent, _) = snaps.current_verified(&state).expect("reads").expect("one");
         let before = records_in(&sent);
         let db = state.db();
-        db.put_cf(crate::db::cf(db, STATE_CFS[0]), b"k", b"v").expect("put");
+        db.put_cf(crate::storage::db::cf(db, STATE_CFS[0]), b"k", b"v")
+            .expect("put");
         let (built, _) = snaps.build(&state).expect("second build");
         assert_eq!(records_in(&built), before + 1);
         let current = File::open(snaps.current_path()).expect("current");

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use rustls::pki_types::CertificateDer;
 
-use super::peer::names_of;
+use super::names::names_of;
 
 /// How often refusals are logged (a removed member keeps knocking).
 const WARN_EVERY: Duration = Duration::from_secs(10);

@@ -6,10 +6,11 @@
 //! use is kept.
 
 pub mod gate;
+pub mod names;
 pub mod peer;
 pub mod server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -21,6 +22,10 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 /// How often the files are checked for changes.
 const WATCH_EVERY: Duration = Duration::from_secs(2);
 
+/// The ALPN protocol id of the Raft wire (`raft::net::peer_wire`), which
+/// a leader offers alone and the peer port accepts beside h2.
+pub const RAFT_WIRE_ALPN: &[u8] = b"hsraft/1";
+
 /// The first byte of every TLS connection (a handshake record).
 pub const HANDSHAKE_RECORD: u8 = 0x16;
 
@@ -28,32 +33,20 @@ pub const HANDSHAKE_RECORD: u8 = 0x16;
 pub const REQUIRES_TLS: &str = "this port requires TLS: connect with https:// and the cluster's CA \
      (--cacert, HANDLESTORE_CACERT, or ClientBuilder::tls)";
 
-/// The files a port's TLS is made of.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TlsFiles {
-    /// This node's certificate chain (PEM).
-    pub cert: PathBuf,
-    /// Its private key (PEM).
-    pub key: PathBuf,
-    /// With a CA (PEM), every client must show a certificate it signed;
-    /// on the peer port, it is also the CA other nodes' certificates must
-    /// come from.
-    pub ca: Option<PathBuf>,
+pub use crate::config::TlsFiles;
+
+/// The files of `files`, certificate first.
+fn paths(files: &TlsFiles) -> impl Iterator<Item = &Path> {
+    [files.cert.as_path(), files.key.as_path()]
+        .into_iter()
+        .chain(files.ca.as_deref())
 }
 
-impl TlsFiles {
-    fn paths(&self) -> impl Iterator<Item = &Path> {
-        [self.cert.as_path(), self.key.as_path()]
-            .into_iter()
-            .chain(self.ca.as_deref())
-    }
-
-    /// When each file last changed, to notice a new one.
-    fn stamps(&self) -> Vec<Option<SystemTime>> {
-        self.paths()
-            .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-            .collect()
-    }
+/// When each file of `files` last changed, to notice a new one.
+fn stamps(files: &TlsFiles) -> Vec<Option<SystemTime>> {
+    paths(files)
+        .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .collect()
 }
 
 /// The crypto provider every TLS configuration of the build uses.
@@ -119,7 +112,7 @@ pub struct Reloading<T> {
 impl<T: Send + Sync + 'static> Reloading<T> {
     /// Builds `what` from `files`; an error says which file is wrong.
     pub fn load(what: &'static str, files: TlsFiles, build: Build<T>) -> anyhow::Result<Arc<Self>> {
-        let stamps = files.stamps();
+        let stamps = stamps(&files);
         let config = build(&files).with_context(|| what)?;
         Ok(Arc::new(Self {
             what,
@@ -137,7 +130,7 @@ impl<T: Send + Sync + 'static> Reloading<T> {
 
     /// Loads the files again; on failure the configuration in use stays.
     pub fn reload(&self, why: &str) {
-        let stamps = self.files.stamps();
+        let stamps = stamps(&self.files);
         match (self.build)(&self.files) {
             Ok(config) => {
                 *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(config);
@@ -152,7 +145,7 @@ impl<T: Send + Sync + 'static> Reloading<T> {
     }
 
     fn changed(&self) -> bool {
-        *self.stamps.lock().unwrap_or_else(|p| p.into_inner()) != self.files.stamps()
+        *self.stamps.lock().unwrap_or_else(|p| p.into_inner()) != stamps(&self.files)
     }
 
     /// Reloads on SIGHUP and whenever a file changes, until the process

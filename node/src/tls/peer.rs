@@ -36,7 +36,7 @@ fn client_config(files: &TlsFiles) -> anyhow::Result<ClientConfig> {
 /// The configuration in use, asking for the Raft wire (alone) by ALPN.
 pub fn wire_config(tls: &PeerClientTls) -> Arc<ClientConfig> {
     let mut config = (*tls.current()).clone();
-    config.alpn_protocols = vec![crate::raft::peer_wire::ALPN.to_vec()];
+    config.alpn_protocols = vec![super::RAFT_WIRE_ALPN.to_vec()];
     Arc::new(config)
 }
 
@@ -50,35 +50,6 @@ pub async fn dial(uri: http::Uri, tls: Arc<PeerClientTls>) -> std::io::Result<To
     let name = ServerName::try_from(host.clone()).map_err(|e| invalid(format!("{host}: {e}")))?;
     let stream = TlsConnector::from(tls.current()).connect(name, Conn::new(tcp)).await?;
     Ok(TokioIo::new(ClientConn::Tls(Box::new(stream))))
-}
-
-/// The first common name of a certificate's subject (a client's user
-/// name, when client certificates authenticate).
-pub fn common_name(der: &CertificateDer<'_>) -> Option<String> {
-    let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref()).ok()?;
-    let cn = cert.subject().iter_common_name().next()?;
-    cn.as_str().ok().map(String::from)
-}
-
-/// The names a certificate gives its subject: the common name and the DNS
-/// names (an unparsable certificate has none).
-pub fn names_of(der: &CertificateDer<'_>) -> Vec<String> {
-    let Ok((_, cert)) = x509_parser::parse_x509_certificate(der.as_ref()) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = cert
-        .subject()
-        .iter_common_name()
-        .filter_map(|cn| cn.as_str().ok().map(String::from))
-        .collect();
-    if let Ok(Some(san)) = cert.subject_alternative_name() {
-        for name in &san.value.general_names {
-            if let x509_parser::extensions::GeneralName::DNSName(dns) = name {
-                names.push((*dns).to_string());
-            }
-        }
-    }
-    names
 }
 
 /// A client-certificate verifier that, on top of the CA's check, lets in

@@ -11,8 +11,7 @@ use rustls::server::danger::ClientCertVerifier;
 use tokio_rustls::TlsAcceptor;
 
 use super::gate::PeerGate;
-use super::{Reloading, TlsFiles, VERSIONS, load_certs, load_key, load_roots, peer, provider};
-use crate::raft::peer_wire::ALPN as RAFT_WIRE_ALPN;
+use super::{RAFT_WIRE_ALPN, Reloading, TlsFiles, VERSIONS, load_certs, load_key, load_roots, peer, provider};
 
 /// A port's TLS, reloaded when its files change.
 pub type ServerTls = Reloading<ServerConfig>;

@@ -64,7 +64,7 @@ fn a_certificate_names_its_common_name_and_dns_names() {
     params.distinguished_name.push(rcgen::DnType::CommonName, "node-1");
     let key = rcgen::KeyPair::generate().expect("key");
     let cert = params.self_signed(&key).expect("cert");
-    let names = peer::names_of(cert.der());
+    let names = names::names_of(cert.der());
     assert_eq!(names, vec!["node-1".to_string(), "n1.internal".to_string()]);
-    assert!(peer::names_of(&rustls::pki_types::CertificateDer::from(vec![1, 2, 3])).is_empty());
+    assert!(names::names_of(&rustls::pki_types::CertificateDer::from(vec![1, 2, 3])).is_empty());
 }

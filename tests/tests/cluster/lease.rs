@@ -1,4 +1,4 @@
-//! Reads on the leader's lease (`--read-lease`, node/src/raft/lease.rs):
+//! Reads on the leader's lease (`--read-lease`, node/src/raft/reads/lease.rs):
 //! the leader answers linearizable reads without a quorum round while its
 //! lease holds (counted in `handlestore_server_reads_on_lease_total`); with
 //! `--read-lease false` every read takes a round. Reads on the lease see

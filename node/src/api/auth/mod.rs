@@ -25,7 +25,7 @@ use tonic::{Request, Status};
 
 pub use rules::{Need, On};
 
-use crate::logs::request::stage_now;
+use crate::observe::logs::request::stage_now;
 use crate::state::StateStore;
 use crate::state::auth::AuthView;
 
@@ -184,7 +184,7 @@ impl Guard {
     fn named(&self, creds: &Credentials, need: &Need<'_>) -> Result<Decision, Status> {
         let d = self.authenticate(creds);
         let user = d.as_ref().ok().and_then(Decision::user);
-        crate::logs::request::caller(need.reaches(), user);
+        crate::observe::logs::request::caller(need.reaches(), user);
         d
     }
 }
@@ -203,7 +203,7 @@ fn identify(view: &AuthView, creds: &Credentials) -> Result<String, Status> {
                 .ok_or_else(|| unauthenticated("the token is invalid or revoked"))
         }
         (None, Some(cert)) => {
-            let name = crate::tls::peer::common_name(cert)
+            let name = crate::tls::names::common_name(cert)
                 .ok_or_else(|| unauthenticated("the client certificate has no common name"))?;
             match view.user(&name) {
                 Some(u) => Ok(u.name.clone()),

@@ -35,9 +35,8 @@ use crate::status;
 pub use outbox::{Outbox, OutboxStream, WatchBudget};
 use pb::Access;
 
-/// Values read from the history for one response, at most (whole
-/// revisions always go together).
-pub const PAGE_BYTES: usize = 1 << 20;
+/// Values read from the history for one response, at most.
+pub const PAGE_BYTES: usize = crate::config::WATCH_PAGE_BYTES;
 /// How often an idle watch with progress notifications hears the
 /// revision it reached.
 const PROGRESS_EVERY: Duration = handlestore_proto::limits::WATCH_PROGRESS_EVERY;
@@ -450,7 +449,9 @@ impl Watcher {
     /// past `through`.
     fn queue(&mut self, batch: Vec<WatchOut>, sent: usize, through: u64) -> Result<bool, Status> {
         self.position = through + 1;
-        crate::metrics::recorders().watch_events_sent.inc_by(sent as u64);
+        crate::observe::metrics::recorders()
+            .watch_events_sent
+            .inc_by(sent as u64);
         if batch.is_empty() {
             return Ok(self.out.ended().is_none());
         }

@@ -19,8 +19,8 @@ use super::answers::{AnswerHints, Answers, Seen};
 use super::auth::AuthView;
 use super::history::{self, Event};
 use super::{Record, Result, StateLimits, Usage, decode, decode_opt_u64, is_live, keys, meta};
-use crate::db::{self, CF_EXPIRY, CF_HISTORY, CF_KV, CF_SM_META};
 use crate::failpoints;
+use crate::storage::db::{self, CF_EXPIRY, CF_HISTORY, CF_KV, CF_SM_META};
 use handlestore_proto::v1::EventKind;
 
 mod auth;

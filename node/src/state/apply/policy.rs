@@ -8,8 +8,8 @@ use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::v1 as pb;
 
 use super::{Tx, fail};
-use crate::db::{self, CF_SM_META};
 use crate::state::{Record, Result, Usage, keys};
+use crate::storage::db::{self, CF_SM_META};
 
 /// Who a command was authorized for.
 #[derive(Debug, Clone, Default)]

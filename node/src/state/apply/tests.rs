@@ -2,8 +2,8 @@
 //! however entries are batched.
 
 use super::*;
-use crate::db::CF_ANSWERS;
 use crate::state::answers::MAX_CLIENT_ANSWERS;
+use crate::storage::db::CF_ANSWERS;
 
 /// Client `client`'s write `seq` creating handle `id{seq}`.
 fn write_as(client_id: u64, seq: u64, first_incomplete_seq: u64) -> ipb::Command {
@@ -55,7 +55,7 @@ struct Run {
 /// are dropped before every batch (as after a restart).
 fn run_with(cmds: &[ipb::Command], per_batch: usize, limits: StateLimits, keep_hints: bool) -> Run {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = crate::db::open(dir.path(), crate::db::DbConfig::default()).expect("db");
+    let db = crate::storage::db::open(dir.path(), crate::storage::db::DbConfig::default()).expect("db");
     let hints = Mutex::new(AnswerHints::default());
     let mut auth = Arc::new(AuthView::default());
     let mut index = 0;
@@ -96,7 +96,7 @@ fn run_with(cmds: &[ipb::Command], per_batch: usize, limits: StateLimits, keep_h
         results.extend(out.results.into_iter().flat_map(|p| p.expect("a proposal").results));
     }
     let remembered: Remembered = db
-        .iterator_cf(crate::db::cf(&db, CF_ANSWERS), IteratorMode::Start)
+        .iterator_cf(crate::storage::db::cf(&db, CF_ANSWERS), IteratorMode::Start)
         .map(|item| {
             let (k, v) = item.expect("read");
             let rec: ipb::ClientAnswers = decode(&v, "answers").expect("decodes");
@@ -105,7 +105,7 @@ fn run_with(cmds: &[ipb::Command], per_batch: usize, limits: StateLimits, keep_h
         })
         .collect();
     let count = decode_opt_u64(
-        db.get_cf(crate::db::cf(&db, CF_SM_META), meta::ANSWER_COUNT)
+        db.get_cf(crate::storage::db::cf(&db, CF_SM_META), meta::ANSWER_COUNT)
             .expect("read"),
         "count",
     )
@@ -113,7 +113,10 @@ fn run_with(cmds: &[ipb::Command], per_batch: usize, limits: StateLimits, keep_h
     let total: usize = remembered.iter().map(|(_, _, seqs)| seqs.len()).sum();
     assert_eq!(count, total as u64, "the answer count matches the table");
     let ages: Vec<(u64, u64)> = db
-        .iterator_cf(crate::db::cf(&db, crate::db::CF_ANSWERS_AGE), IteratorMode::Start)
+        .iterator_cf(
+            crate::storage::db::cf(&db, crate::storage::db::CF_ANSWERS_AGE),
+            IteratorMode::Start,
+        )
         .map(|item| keys::split_answer_age_key(&item.expect("read").0).expect("age key"))
         .collect();
     assert_eq!(ages.len(), remembered.len(), "one age key per client record: {ages:?}");
@@ -150,7 +153,7 @@ fn remembered_alike(cmds: &[ipb::Command], batchings: [usize; 4], limits: StateL
 }
 
 fn has_handle(db: &DB, id: &str) -> bool {
-    db.get_cf(crate::db::cf(db, CF_KV), keys::handle_key("ns", "s", id))
+    db.get_cf(crate::storage::db::cf(db, CF_KV), keys::handle_key("ns", "s", id))
         .expect("read")
         .is_some()
 }

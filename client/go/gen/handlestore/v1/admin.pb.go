@@ -700,7 +700,7 @@ type StatusResponse struct {
 	// from each peer: a peer it cannot talk to says why.
 	ProtocolVersion uint32          `protobuf:"varint,19,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
 	PeerProtocols   []*PeerProtocol `protobuf:"bytes,20,rep,name=peer_protocols,json=peerProtocols,proto3" json:"peer_protocols,omitempty"`
-	// The cluster this node belongs to (node/src/raft/identity.rs): nodes of
+	// The cluster this node belongs to (node/src/raft/net/identity.rs): nodes of
 	// different clusters refuse each other. Empty until the cluster is named
 	// (a leader names it once every member speaks peer protocol 2).
 	ClusterId string `protobuf:"bytes,21,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`

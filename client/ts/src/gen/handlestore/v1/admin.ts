@@ -154,7 +154,7 @@ export interface StatusResponse {
   protocolVersion: number;
   peerProtocols: PeerProtocol[];
   /**
-   * The cluster this node belongs to (node/src/raft/identity.rs): nodes of
+   * The cluster this node belongs to (node/src/raft/net/identity.rs): nodes of
    * different clusters refuse each other. Empty until the cluster is named
    * (a leader names it once every member speaks peer protocol 2).
    */
