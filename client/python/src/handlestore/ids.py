@@ -10,8 +10,9 @@ import secrets
 
 ID_LEN = 26
 MAX_PREFIX_LEN = 64
-_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-_RANDOM = re.compile(r"^[A-Z2-7]{26}$")
+# fullmatch, not match: "$" would also match before a trailing newline.
+_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+_RANDOM = re.compile(r"[A-Z2-7]{26}")
 
 
 def new_handle_id(prefix: str = "") -> str:
@@ -22,7 +23,7 @@ def new_handle_id(prefix: str = "") -> str:
 
 def is_name(s: str, max_len: int = 64) -> bool:
     """A namespace, store or prefix name: A-Z a-z 0-9 _ - . (1 to max_len)."""
-    return len(s) <= max_len and _NAME.match(s) is not None
+    return len(s) <= max_len and _NAME.fullmatch(s) is not None
 
 
 def check_handle_id(handle_id: str) -> str | None:
@@ -37,7 +38,7 @@ def check_handle_id(handle_id: str) -> str | None:
         prefix, random = handle_id[: -ID_LEN - 1], handle_id[-ID_LEN:]
         if not is_name(prefix, MAX_PREFIX_LEN):
             return f"handle id {shown} has an invalid prefix (A-Z a-z 0-9 _ - . only)"
-    if _RANDOM.match(random) and _decodes_to_16(random):
+    if _RANDOM.fullmatch(random) and _decodes_to_16(random):
         return None
     return f'handle id {shown} is malformed: expected 26 base32 characters (A-Z, 2-7), optionally after "<prefix>-"'
 
