@@ -96,7 +96,8 @@ var ErrClosed = errors.New("handlestore: closed")
 
 // DeadlineError: the call's deadline (its context's, else
 // Config.CallTimeout) passed while no node could serve it. A write's
-// outcome is unknown. errors.Is(err, context.DeadlineExceeded) holds.
+// outcome is unknown. errors.Is(err, context.DeadlineExceeded) and
+// errors.Is(err, ErrDeadlineExceeded) hold.
 type DeadlineError struct {
 	// Deadline is how long the call had.
 	Deadline time.Duration
@@ -109,6 +110,11 @@ func (e *DeadlineError) Error() string {
 }
 
 func (e *DeadlineError) Unwrap() error { return context.DeadlineExceeded }
+
+// Is makes a DeadlineError match ErrDeadlineExceeded too, the table's
+// value of that code (a node's slow_request is one), as in the
+// TypeScript client.
+func (e *DeadlineError) Is(target error) bool { return target == ErrDeadlineExceeded }
 
 // invalid is the client's own refusal of malformed input.
 func invalid(format string, args ...any) error {

@@ -81,7 +81,7 @@ func TestNoNodeServingEndsAtTheContextsDeadline(t *testing.T) {
 	start := time.Now()
 	_, err := c.StateTool(StateToolOptions{}).Exists(ctx, "k")
 	var d *DeadlineError
-	if !errors.As(err, &d) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(d.Last, ErrNoQuorum) {
+	if !errors.As(err, &d) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrDeadlineExceeded) || !errors.Is(d.Last, ErrNoQuorum) {
 		t.Fatalf("got %v", err)
 	}
 	if took := time.Since(start); took > time.Second {

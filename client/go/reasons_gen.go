@@ -55,6 +55,8 @@ const (
 	ReasonPermissionDenied Reason = "permission_denied"
 	// ReasonInternal (INTERNAL): A bug or a storage failure on the node; the message says which.
 	ReasonInternal Reason = "internal"
+	// ReasonSlowRequest (DEADLINE_EXCEEDED): A call's request did not arrive whole within 10 s of its headers (a client stalled mid-request, or a link too slow for its size): the node dropped it unread, so it changed nothing.
+	ReasonSlowRequest Reason = "slow_request"
 )
 
 // reasonTable is proto/reasons.txt, in its order.
@@ -84,6 +86,7 @@ var reasonTable = []reasonRow{
 	{ReasonUnauthenticated, codes.Unauthenticated, RetryNo},
 	{ReasonPermissionDenied, codes.PermissionDenied, RetryNo},
 	{ReasonInternal, codes.Internal, RetryNo},
+	{ReasonSlowRequest, codes.DeadlineExceeded, RetryYes},
 }
 
 var (
@@ -95,6 +98,8 @@ var (
 	ErrOutOfRange error = &sentinel{code: codes.OutOfRange, byCode: true}
 	// ErrResourceExhausted matches every error of gRPC code RESOURCE_EXHAUSTED, whatever its reason.
 	ErrResourceExhausted error = &sentinel{code: codes.ResourceExhausted, byCode: true}
+	// ErrDeadlineExceeded matches every error of gRPC code DEADLINE_EXCEEDED, whatever its reason.
+	ErrDeadlineExceeded error = &sentinel{code: codes.DeadlineExceeded, byCode: true}
 	// ErrInvalidArgument matches every error of gRPC code INVALID_ARGUMENT (reason "invalid_argument" or another).
 	ErrInvalidArgument error = &sentinel{reason: ReasonInvalidArgument, code: codes.InvalidArgument, byCode: true}
 	// ErrValueTooLarge matches the errors of reason "value_too_large" (code INVALID_ARGUMENT).
@@ -145,4 +150,6 @@ var (
 	ErrPermissionDenied error = &sentinel{reason: ReasonPermissionDenied, code: codes.PermissionDenied, byCode: true}
 	// ErrInternal matches every error of gRPC code INTERNAL (reason "internal" or another).
 	ErrInternal error = &sentinel{reason: ReasonInternal, code: codes.Internal, byCode: true}
+	// ErrSlowRequest matches the errors of reason "slow_request" (code DEADLINE_EXCEEDED).
+	ErrSlowRequest error = &sentinel{reason: ReasonSlowRequest, code: codes.DeadlineExceeded}
 )

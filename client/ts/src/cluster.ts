@@ -15,8 +15,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Coalescer } from "./coalesce.js";
 import { type Answer, Connections, parseEndpoint, type TlsOptions, type UnaryMethod, unary } from "./connections.js";
+import { DeadlineError } from "./deadline.js";
 import { optionsFromEnv } from "./env.js";
-import { DeadlineExceededError, HandlestoreError } from "./errorBase.js";
+import { HandlestoreError } from "./errorBase.js";
 import { errorOf, isServiceError, type Status, statusOf } from "./errors.js";
 import type { WriteId } from "./gen/handlestore/v1/common.js";
 import { Read } from "./gen/handlestore/v1/reads.js";
@@ -273,7 +274,7 @@ export class Client {
       index = leader ?? conns.indexOf(failure.detail.leaderAddr) ?? (index + 1) % conns.targets.length;
       conns.preferred = index;
       const wait = Math.max(backoff(this.backoffMs, tries), pushback(failure.metadata));
-      if (performance.now() + wait >= end) throw new DeadlineExceededError(deadline, last);
+      if (performance.now() + wait >= end) throw new DeadlineError(deadline, last);
       await sleep(wait, undefined, { signal: options.signal }).catch(() => options.signal?.throwIfAborted());
     }
   }

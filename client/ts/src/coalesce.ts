@@ -10,7 +10,8 @@
  * gets its own answer or error; a call that fails as a whole fails each of
  * its requests. A request whose caller gave up while it waited is never sent.
  */
-import { DeadlineExceededError, HandlestoreError } from "./errorBase.js";
+import { DeadlineError } from "./deadline.js";
+import { HandlestoreError } from "./errorBase.js";
 
 export interface Bounds {
   readonly maxCalls: number;
@@ -117,7 +118,7 @@ export class Coalescer<I, R> {
     const last = this.waiting.includes(w)
       ? `waiting for a free call (every ${this.what} call of this client is busy)`
       : `the shared ${this.what} call carrying it did not answer`;
-    return new DeadlineExceededError(deadline, last);
+    return new DeadlineError(deadline, last);
   }
 
   /** A call ended: its slot drains what queued meanwhile, or is freed. */

@@ -36,21 +36,6 @@ export class HandlestoreError extends Error {
   }
 }
 
-/**
- * The call's overall deadline passed while retrying (no node could serve
- * it in time). A write's outcome is unknown.
- */
-export class DeadlineExceededError extends HandlestoreError {
-  constructor(
-    /** The deadline, in milliseconds. */
-    readonly deadline: number,
-    /** The last error seen, with the node it came from. */
-    readonly last: string,
-  ) {
-    super(`deadline of ${deadline} ms exceeded; last error: ${last}`);
-  }
-}
-
 /** The node does not know the method: it is older than this client. */
 export class UnimplementedError extends HandlestoreError {}
 

@@ -50,7 +50,6 @@ export function statusOfFailure(f: WriteFailure): Status {
 
 // Codes outside the table that a transport or an older node gives.
 const OTHER_CODES: ReadonlyMap<Code, typeof HandlestoreError> = new Map<Code, typeof HandlestoreError>([
-  [Code.DEADLINE_EXCEEDED, UnavailableError],
   [Code.ABORTED, UnavailableError],
   [Code.CANCELLED, UnavailableError],
   [Code.UNIMPLEMENTED, UnimplementedError],

@@ -14,11 +14,11 @@ export { ClientStateStore } from "./clientState.js";
 export { type CallOptions, Client, type ClientOptions } from "./cluster.js";
 export type { StreamMethod, TlsOptions, UnaryMethod } from "./connections.js";
 export { Consistency } from "./consistency.js";
+export { DeadlineError } from "./deadline.js";
 export { optionsFromEnv, readTokenFile, tlsFromFiles } from "./env.js";
 export {
   ClosedError,
   CodecError,
-  DeadlineExceededError,
   type ErrorInit,
   HandlestoreError,
   UnimplementedError,

@@ -46,6 +46,7 @@ export const REASONS = {
   unauthenticated: { code: Code.UNAUTHENTICATED, retried: "no", when: "Missing, malformed, unknown or expired credentials, or a peer port reached without TLS." },
   permission_denied: { code: Code.PERMISSION_DENIED, retried: "no", when: "The caller's roles do not grant the call; on the peer port, a certificate that names no member." },
   internal: { code: Code.INTERNAL, retried: "no", when: "A bug or a storage failure on the node; the message says which." },
+  slow_request: { code: Code.DEADLINE_EXCEEDED, retried: "yes", when: "A call's request did not arrive whole within 10 s of its headers (a client stalled mid-request, or a link too slow for its size): the node dropped it unread, so it changed nothing." },
 } as const satisfies Record<string, ReasonRow>;
 
 /** A reason of the error table. */
@@ -123,6 +124,13 @@ export class PermissionDeniedError extends HandlestoreError {
 export class InternalError extends HandlestoreError {
   constructor(message: string, init: ErrorInit = {}) {
     super(message, { ...init, code: Code.INTERNAL, reason: init.reason ?? "internal" });
+  }
+}
+
+/** DEADLINE_EXCEEDED: the errors of reasons "slow_request" (each its own subclass), or of a status without a reason. */
+export class DeadlineExceededError extends HandlestoreError {
+  constructor(message: string, init: ErrorInit = {}) {
+    super(message, { ...init, code: Code.DEADLINE_EXCEEDED, reason: init.reason });
   }
 }
 
@@ -307,6 +315,15 @@ export class QuotaError extends ResourceExhaustedError {
   }
 }
 
+/** DEADLINE_EXCEEDED (retried: yes): A call's request did not arrive whole within 10 s of its headers (a client stalled mid-request, or a link too slow for its size): the node dropped it unread, so it changed nothing. */
+export class SlowRequestError extends DeadlineExceededError {
+  declare readonly reason: "slow_request";
+
+  constructor(message: string, init: ErrorInit = {}) {
+    super(message, { ...init, reason: "slow_request" });
+  }
+}
+
 /** The class of each reason's errors. */
 export const REASON_ERRORS: { readonly [R in Reason]: ErrorClass } = {
   invalid_argument: InvalidArgumentError,
@@ -334,6 +351,7 @@ export const REASON_ERRORS: { readonly [R in Reason]: ErrorClass } = {
   unauthenticated: UnauthenticatedError,
   permission_denied: PermissionDeniedError,
   internal: InternalError,
+  slow_request: SlowRequestError,
 };
 
 /** The class of each gRPC code of the table (for a status without a known reason). */
@@ -348,4 +366,5 @@ export const CODE_ERRORS: ReadonlyMap<Code, ErrorClass> = new Map<Code, ErrorCla
   [Code.UNAUTHENTICATED, UnauthenticatedError],
   [Code.PERMISSION_DENIED, PermissionDeniedError],
   [Code.INTERNAL, InternalError],
+  [Code.DEADLINE_EXCEEDED, DeadlineExceededError],
 ]);

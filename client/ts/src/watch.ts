@@ -14,7 +14,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { status as Code } from "@grpc/grpc-js";
 import type { Client } from "./cluster.js";
-import { ClosedError, DeadlineExceededError, HandlestoreError } from "./errorBase.js";
+import { DeadlineError } from "./deadline.js";
+import { ClosedError, HandlestoreError } from "./errorBase.js";
 import { errorOf, isServiceError, type Status, statusOf } from "./errors.js";
 import { ErrorDetail } from "./gen/handlestore/v1/common.js";
 import {
@@ -212,7 +213,7 @@ export class Watch implements AsyncIterable<WatchBatch> {
       const last = `${this.client.endpoints[this.nodeAt]}: ${opened.message}`;
       this.moveOn();
       const wait = this.client.backoff(tries);
-      if (performance.now() + wait >= end) throw new DeadlineExceededError(this.client.deadline, `watch: ${last}`);
+      if (performance.now() + wait >= end) throw new DeadlineError(this.client.deadline, `watch: ${last}`);
       await sleep(wait, undefined, { signal: this.signal }).catch(() => this.checkOpen());
     }
   }

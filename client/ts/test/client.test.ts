@@ -1,7 +1,7 @@
 /** The client's retry loop alone, against nodes that are not there: bounded by the deadline, ended by an AbortSignal. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Client, DeadlineExceededError, InvalidArgumentError } from "../src/index.js";
+import { Client, DeadlineError, InvalidArgumentError } from "../src/index.js";
 
 const nowhere = ["127.0.0.1:1", "127.0.0.1:2"];
 
@@ -9,7 +9,7 @@ test("a call no node answers fails after its deadline, saying the last error", a
   const client = new Client({ endpoints: nowhere, deadline: 400, attemptTimeout: 100 });
   const started = performance.now();
   await assert.rejects(client.stateTool().get("k"), (e: unknown) => {
-    assert.ok(e instanceof DeadlineExceededError);
+    assert.ok(e instanceof DeadlineError);
     assert.equal(e.deadline, 400);
     assert.match(e.last, /127\.0\.0\.1:[12]/);
     return true;
@@ -23,7 +23,7 @@ test("a call no node answers fails after its deadline, saying the last error", a
 test("a call's own deadline overrides the client's", async () => {
   const client = new Client({ endpoints: nowhere, deadline: 60_000 });
   const started = performance.now();
-  await assert.rejects(client.stateTool().store("k", 1, { deadline: 200 }), DeadlineExceededError);
+  await assert.rejects(client.stateTool().store("k", 1, { deadline: 200 }), DeadlineError);
   assert.ok(performance.now() - started < 2_000);
   client.close();
 });

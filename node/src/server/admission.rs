@@ -174,7 +174,7 @@ impl http_body::Body for Timely {
             return Poll::Ready(frame);
         }
         match self.by.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(tonic::Status::deadline_exceeded(format!(
+            Poll::Ready(()) => Poll::Ready(Some(Err(Reason::SlowRequest.status(format!(
                 "the request did not arrive within {BODY_WITHIN:?} of its headers"
             ))))),
             Poll::Pending => Poll::Pending,

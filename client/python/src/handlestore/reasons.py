@@ -37,6 +37,7 @@ QUOTA = "quota"
 UNAUTHENTICATED = "unauthenticated"
 PERMISSION_DENIED = "permission_denied"
 INTERNAL = "internal"
+SLOW_REQUEST = "slow_request"
 
 TABLE: dict[str, Row] = {
     INVALID_ARGUMENT: Row("INVALID_ARGUMENT", "no", "A malformed id, key, store, namespace, write id, page token or request; a TTL over ten years; invalid JSON; an oversized batch or page."),
@@ -64,4 +65,5 @@ TABLE: dict[str, Row] = {
     UNAUTHENTICATED: Row("UNAUTHENTICATED", "no", "Missing, malformed, unknown or expired credentials, or a peer port reached without TLS."),
     PERMISSION_DENIED: Row("PERMISSION_DENIED", "no", "The caller's roles do not grant the call; on the peer port, a certificate that names no member."),
     INTERNAL: Row("INTERNAL", "no", "A bug or a storage failure on the node; the message says which."),
+    SLOW_REQUEST: Row("DEADLINE_EXCEEDED", "yes", "A call's request did not arrive whole within 10 s of its headers (a client stalled mid-request, or a link too slow for its size): the node dropped it unread, so it changed nothing."),
 }
