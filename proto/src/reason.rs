@@ -95,7 +95,11 @@ mod tests {
         for r in Reason::ALL {
             let retried = r.retry() == Retry::Yes;
             let code = r.code();
-            assert_eq!(retried, code == tonic::Code::Unavailable || code == tonic::Code::DeadlineExceeded, "{r}");
+            assert_eq!(
+                retried,
+                code == tonic::Code::Unavailable || code == tonic::Code::DeadlineExceeded,
+                "{r}"
+            );
         }
     }
 

@@ -161,7 +161,10 @@ async fn a_call_whose_request_never_arrives_gives_its_place_back() {
         .get("grpc-status")
         .map(|v| v.to_str().unwrap_or("").to_string());
     assert_eq!(code.as_deref(), Some("4"), "DEADLINE_EXCEEDED: {answer:?}");
-    let detail = answer.headers().get("grpc-status-details-bin").expect("a reason of the table");
+    let detail = answer
+        .headers()
+        .get("grpc-status-details-bin")
+        .expect("a reason of the table");
     let raw = detail.to_str().expect("ASCII").trim_end_matches('=');
     let detail = data_encoding::BASE64_NOPAD.decode(raw.as_bytes()).expect("base64");
     let detail = <pb::ErrorDetail as prost::Message>::decode(detail.as_slice()).expect("an ErrorDetail");

@@ -249,7 +249,11 @@ fn map_functions(map: &str) -> Vec<(String, String)> {
     for chunk in map.split("](../../node/src/").skip(1) {
         let Some(end) = chunk.find(')') else { continue };
         // Up to the next link, or the end of the paragraph.
-        let stop = [chunk.find('['), chunk.find("\n\n")].into_iter().flatten().min().unwrap_or(chunk.len());
+        let stop = [chunk.find('['), chunk.find("\n\n")]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(chunk.len());
         let text = &chunk[end..stop.max(end)];
         for (i, part) in text.split('`').enumerate() {
             if i % 2 == 1 && !part.is_empty() && part.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
@@ -265,9 +269,15 @@ fn the_maps_write_and_read_paths_name_real_functions() {
     let root = repo_root();
     let design = std::fs::read_to_string(root.join("docs/dev/design.md")).expect("design.md");
     let start = design.find("## The map").expect("design.md has \"The map\"");
-    let map = &design[start..design[start + 3..].find("\n## ").map_or(design.len(), |e| start + 3 + e)];
+    let map = &design[start
+        ..design[start + 3..]
+            .find("\n## ")
+            .map_or(design.len(), |e| start + 3 + e)];
     let named = map_functions(map);
-    assert!(named.len() >= 15, "the map names the functions of a write and a read: {named:?}");
+    assert!(
+        named.len() >= 15,
+        "the map names the functions of a write and a read: {named:?}"
+    );
     let missing: Vec<String> = named
         .iter()
         .filter(|(file, f)| {
@@ -276,5 +286,9 @@ fn the_maps_write_and_read_paths_name_real_functions() {
         })
         .map(|(file, f)| format!("{file}: fn {f}"))
         .collect();
-    assert!(missing.is_empty(), "docs/dev/design.md's map names functions that are not there:\n  {}", missing.join("\n  "));
+    assert!(
+        missing.is_empty(),
+        "docs/dev/design.md's map names functions that are not there:\n  {}",
+        missing.join("\n  ")
+    );
 }
