@@ -1,6 +1,7 @@
 //! Client-facing gRPC services: input validation, the read gate, and the
 //! mapping of command results to gRPC statuses. Writes go to `raft`
-//! (proposer), reads come from `state`; nothing here touches RocksDB.
+//! (proposer), reads come from `state`; nothing here touches RocksDB,
+//! and nothing here uses `server` or `cli`, which sit above.
 
 pub mod admin;
 pub mod auth;

@@ -1,5 +1,6 @@
 //! The `handlestore` command line: `node` and `dev` run servers; the other
-//! subcommands are an etcdctl-like admin client.
+//! subcommands are an etcdctl-like admin client. The top layer: it may
+//! use every other (it runs `server` for `node` and `dev`); none uses it.
 
 mod auth;
 pub(crate) mod certs;

@@ -1,6 +1,7 @@
 //! Node configuration: what `handlestore node` flags turn into. The
 //! tunables, with their defaults and validation, are `tuning`; this is
-//! who the node is and where it serves.
+//! who the node is and where it serves. It imports no other layer of
+//! the node: every layer reads it.
 
 mod tuning;
 

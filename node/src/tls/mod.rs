@@ -3,7 +3,9 @@
 //! port's mutual TLS, both ends (`peer`), all from PEM files and reloaded
 //! without a restart when the files change or on SIGHUP (`Reloading`): a
 //! file that does not load at reload is logged and the configuration in
-//! use is kept.
+//! use is kept. It imports only `config` (the files); `raft` and
+//! `server` use it, never the reverse (the Raft wire's ALPN id lives here
+//! for that).
 
 pub mod gate;
 pub mod names;
