@@ -128,33 +128,47 @@ fn declared_mod(item: &str) -> Option<String> {
     item.trim_end().ends_with(';').then(|| name.to_string())
 }
 
+/// The `use` statements of `code`, each as its tree and whether it
+/// re-exports (`pub`, `pub(crate)`), and the code without them.
+fn use_statements(code: &str) -> (Vec<(bool, &str)>, String) {
+    let (mut uses, mut rest, mut from) = (Vec::new(), String::new(), 0);
+    while let Some(at) = find_word(&code[from..], "use").map(|i| from + i) {
+        let end = code[at..].find(';').map_or(code.len(), |e| at + e);
+        let before = code[..at].trim_end();
+        uses.push((
+            before.ends_with("pub") || before.ends_with("pub(crate)"),
+            &code[at + 3..end],
+        ));
+        rest.push_str(&code[from..at]);
+        from = end;
+    }
+    rest.push_str(&code[from..]);
+    (uses, rest)
+}
+
 /// Every path a `use` statement or an inline path names in `code`, as
 /// written: `crate`/`super`/`self` first. External crates are left out.
 pub fn paths(code: &str) -> Vec<Vec<String>> {
+    let (uses, rest) = use_statements(code);
     let mut out = Vec::new();
-    let mut rest = code.to_string();
-    while let Some(at) = find_word(&rest, "use") {
-        let end = rest[at..].find(';').map_or(rest.len(), |e| at + e);
-        expand(&rest[at + 3..end], Vec::new(), &mut out);
-        rest.replace_range(at..end, "");
+    for (_, tree) in uses {
+        expand(tree, Vec::new(), &mut out);
     }
-    for (i, _) in rest.match_indices("::") {
-        let start = rest[..i]
-            .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-            .map_or(0, |s| s + 1);
-        if start < i && (rest[start..].starts_with("crate::") || rest[start..].starts_with("super::")) {
-            let tail = &rest[start..];
-            let len = tail
-                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-                .unwrap_or(tail.len());
-            let path: Vec<String> = tail[..len]
-                .split("::")
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect();
-            if !out.contains(&path) {
-                out.push(path);
+    let in_path = |c: char| c.is_alphanumeric() || c == '_' || c == ':';
+    for head in ["crate::", "super::"] {
+        for (i, _) in rest.match_indices(head) {
+            if rest[..i].chars().next_back().is_some_and(in_path) {
+                continue;
             }
+            let tail = &rest[i..];
+            let len = tail.find(|c: char| !in_path(c)).unwrap_or(tail.len());
+            out.push(
+                tail[..len]
+                    .split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect(),
+            );
         }
     }
     out.retain(|p| matches!(p.first().map(String::as_str), Some("crate" | "super" | "self")));
@@ -165,18 +179,12 @@ pub fn paths(code: &str) -> Vec<Vec<String>> {
 /// `pub(crate)`), each with the path it names, as written.
 pub fn reexports(code: &str) -> BTreeMap<String, Vec<String>> {
     let mut out = BTreeMap::new();
-    let mut rest = code;
-    while let Some(at) = find_word(rest, "use") {
-        let end = rest[at..].find(';').map_or(rest.len(), |e| at + e);
-        let before = rest[..at].trim_end();
-        if before.ends_with("pub") || before.ends_with("pub(crate)") {
-            let mut paths = Vec::new();
-            expand(&rest[at + 3..end], Vec::new(), &mut paths);
-            for p in paths.into_iter().filter(|p| p.len() > 1) {
-                out.insert(p.last().expect("not empty").clone(), p);
-            }
+    for (_, tree) in use_statements(code).0.into_iter().filter(|(re, _)| *re) {
+        let mut paths = Vec::new();
+        expand(tree, Vec::new(), &mut paths);
+        for p in paths.into_iter().filter(|p| p.len() > 1) {
+            out.insert(p.last().expect("not empty").clone(), p);
         }
-        rest = &rest[end..];
     }
     out
 }
