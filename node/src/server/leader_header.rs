@@ -3,9 +3,7 @@
 //! follow the leader: after a failover a client may have settled on a
 //! follower, and the header moves its next call to the leader.
 
-/// Metadata key carrying the leader's client address: on UNAVAILABLE
-/// answers, and on the answer to a write this node forwarded.
-pub use handlestore_proto::meta::LEADER_HEADER as LEADER_ADDR_HEADER;
+use handlestore_proto::meta::LEADER_HEADER;
 
 use crate::raft::writes::forwarded;
 
@@ -14,7 +12,7 @@ use crate::raft::writes::forwarded;
 pub async fn leader_header(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
     let (mut resp, to) = forwarded::watching(next.run(req)).await;
     if let Some(v) = to.and_then(|addr| addr.parse().ok()) {
-        resp.headers_mut().insert(LEADER_ADDR_HEADER, v);
+        resp.headers_mut().insert(LEADER_HEADER, v);
     }
     resp
 }
