@@ -14,6 +14,11 @@ Format (see client/rust/src/request_state.rs):
   payload = {"s": state, "exp": unix_seconds, "b": bind}   (compact JSON)
   signed    = "v1."  + b64url(payload) + "." + b64url(HMAC-SHA256(mac_key, payload))
   encrypted = "v1e." + b64url(nonce12 + AES-256-GCM(aes_key, nonce, payload, aad=bind))
+
+Single use (client/rust/src/single_use.rs): a token is redeemed by a
+create-only mint in handle store "mcp-redeemed" under the id
+  base32(SHA-256(token)[:16]), RFC 4648 upper case, no padding
+so that replicas in any language refuse each other's redeemed tokens.
 """
 import base64
 import hashlib
@@ -114,11 +119,19 @@ for name, blob in [("empty", ""), ("unknown version", "v2.e30.e30"), ("no tag", 
     vectors.append({"name": f"malformed: {name}", "mode": "signed", "blob": blob,
                     "subject": SUBJECT, "tool": TOOL, "ring": ["key1"], "now": NOW, "expect": None})
 
+def redeemed_id(token: str) -> str:
+    return base64.b32encode(hashlib.sha256(token.encode()).digest()[:16]).decode().rstrip("=")
+
+
+redemptions = [{"token": t, "id": redeemed_id(t)}
+               for t in (vectors[0]["blob"], vectors[9]["blob"], "", "v1.e30.e30", "\u00e9t\u00e9")]
+
 json.dump({
     "keys": {"key1": KEY1.hex(), "key2": KEY2.hex()},
     "primary": "key1",
     "exp": EXP,
     "nonce": NONCE.hex(),
     "vectors": vectors,
+    "redemptions": redemptions,
 }, sys.stdout, indent=2)
 print()

@@ -11,6 +11,7 @@ import pytest
 from cluster import handlestore_bin
 
 from handlestore import Mode, RequestStateCodec, RingKey, SingleUse
+from handlestore.single_use import token_id
 
 
 def codec_for(vectors: dict, ring: list[str], mode: str) -> RequestStateCodec:
@@ -33,6 +34,12 @@ def test_sealing_gives_the_vectors_bytes(vectors):
         codec = codec_for(vectors, v["ring"], v["mode"])
         blob = codec.encode_at(v["expect"], v["subject"], v["tool"], vectors["exp"], nonce)
         assert blob == v["blob"], v["name"]
+
+
+def test_tokens_are_redeemed_under_the_shared_vectors_ids(vectors):
+    assert vectors["redemptions"]
+    for case in vectors["redemptions"]:
+        assert token_id(case["token"]) == case["id"], case["token"]
 
 
 @pytest.mark.parametrize("garbage", ["", "v1.", "v1e.", "v1..", "v1e.!!!!", "v2.a.b", "x" * 70000, "v1.e30.AAAA"])

@@ -65,4 +65,16 @@ mod tests {
         assert_eq!(a, token_id("v1.payload.tag"));
         assert_ne!(a, token_id("v1.payload.tah"));
     }
+
+    #[test]
+    fn tokens_are_redeemed_under_the_shared_vectors_ids() {
+        let all: serde_json::Value =
+            serde_json::from_str(include_str!("../../../proto/vectors/request_state_vectors.json")).expect("vectors");
+        let cases = all["redemptions"].as_array().expect("redemptions");
+        assert!(!cases.is_empty());
+        for case in cases {
+            let token = case["token"].as_str().expect("token");
+            assert_eq!(token_id(token), case["id"].as_str().expect("id"), "{token:?}");
+        }
+    }
 }

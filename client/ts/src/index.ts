@@ -40,6 +40,7 @@ export type { RingKey } from "./keyring.js";
 export * as proto from "./proto.js";
 export * from "./reasons.js";
 export { type Mode, RequestStateCodec, type SealOptions } from "./requestState.js";
+export { REDEEMED_STORE, redeemedId, SingleUse } from "./singleUse.js";
 export {
   type Deleted,
   type ListOptions,

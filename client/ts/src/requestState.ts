@@ -20,7 +20,8 @@
  * or tool, or any malformed input gives undefined, never an error. Every
  * key of the ring is tried (blobs carry no key id), so a blob stays valid
  * across rotations until its key is retired. A JSON `null` state cannot be
- * told from a refusal: seal objects.
+ * told from a refusal: seal objects. With `withSingleUse`, a blob opens once
+ * in the whole cluster (SEP-2322's one-time redemption).
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Client } from "./cluster.js";
@@ -28,6 +29,7 @@ import { b64, b64Decode, canonicalJson } from "./encoding.js";
 import { CodecError, HandlestoreError } from "./errorBase.js";
 import { keyring, type RingKey } from "./keyring.js";
 import { InvalidArgumentError, NotFoundError } from "./reasons.js";
+import type { SingleUse } from "./singleUse.js";
 
 export const SIGNED_PREFIX = "v1.";
 export const ENCRYPTED_PREFIX = "v1e.";
@@ -214,6 +216,7 @@ export interface SealOptions {
 export class RequestStateCodec {
   private keys: Derived[];
   private fetched = performance.now();
+  private singleUse: SingleUse | undefined;
 
   private constructor(
     keys: readonly RingKey[],
@@ -242,6 +245,16 @@ export class RequestStateCodec {
     return new RequestStateCodec(keys, mode, client, options.refreshEvery ?? 10_000);
   }
 
+  /**
+   * Opens each blob once in the whole cluster: a later `decode` of it, on
+   * any replica, gives undefined; so does one whose redemption could not be
+   * recorded (fail closed).
+   */
+  withSingleUse(singleUse: SingleUse): this {
+    this.singleUse = singleUse;
+    return this;
+  }
+
   /** Re-reads the ring from the cluster now (nothing for fixed keys). */
   async refresh(): Promise<void> {
     if (!this.client) return;
@@ -266,21 +279,35 @@ export class RequestStateCodec {
     return seal(keys, this.mode, state, subject, options.tool, exp);
   }
 
-  /** The state of a blob sealed for `subject` (and `tool`); undefined if forged, tampered with, expired, for someone else or malformed. */
+  /**
+   * The state of a blob sealed for `subject` (and `tool`); undefined if
+   * forged, tampered with, expired, for someone else or malformed, and with
+   * single use, if it was opened before anywhere.
+   */
   async decode(blob: string, subject: string, options: { tool?: string | undefined } = {}): Promise<unknown> {
     const now = nowSeconds();
-    // The ring as re-read every refresh interval: a retired key stops
-    // opening within one interval, also on a replica that only opens.
-    let got = open(await this.freshKeys(), blob, subject, options.tool, now);
-    if (!got && this.client && performance.now() - this.fetched >= 1_000) {
-      try {
-        await this.refresh();
-      } catch {
-        return undefined;
-      }
-      got = open(this.keys, blob, subject, options.tool, now);
+    const got = await this.openFresh(blob, subject, options.tool, now);
+    if (!got || !this.singleUse) return got?.state;
+    try {
+      const first = await this.singleUse.redeem(blob, (got.exp - now + 1) * 1_000);
+      return first ? got.state : undefined;
+    } catch (e) {
+      if (e instanceof HandlestoreError) return undefined; // fail closed: not recorded
+      throw e;
     }
-    return got?.state;
+  }
+
+  /** Opens with the ring as re-read every refresh interval, and once more at once when no cached key opens it. */
+  private async openFresh(blob: string, subject: string, tool: string | undefined, now: number) {
+    // A retired key stops opening within one interval, also on a replica that only opens.
+    const got = open(await this.freshKeys(), blob, subject, tool, now);
+    if (got || !this.client || performance.now() - this.fetched < 1_000) return got;
+    try {
+      await this.refresh();
+    } catch {
+      return undefined;
+    }
+    return open(this.keys, blob, subject, tool, now);
   }
 
   /** Deterministic sealing at an expiry (unix seconds) and nonce: for test vectors. */

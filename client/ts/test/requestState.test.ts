@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { RequestStateCodec, type RingKey } from "../src/index.js";
+import { RequestStateCodec, type RingKey, redeemedId } from "../src/index.js";
 import { loadVectors, VECTORS_PATH, type Vector, type Vectors } from "./vectors.js";
 
 const vectors: Vectors = loadVectors();
@@ -41,6 +41,13 @@ describe(`request-state vectors (${VECTORS_PATH})`, () => {
       });
     }
   }
+});
+
+describe("single use", () => {
+  test("tokens are redeemed under the shared vectors' ids", () => {
+    assert.ok(vectors.redemptions.length > 0);
+    for (const { token, id } of vectors.redemptions) assert.equal(redeemedId(token), id, JSON.stringify(token));
+  });
 });
 
 describe("request-state codec", () => {

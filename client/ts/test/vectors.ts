@@ -29,6 +29,8 @@ export interface Vectors {
   readonly exp: number;
   readonly nonce: string;
   readonly vectors: Vector[];
+  /** Tokens and the handle id each is redeemed under (single use). */
+  readonly redemptions: { readonly token: string; readonly id: string }[];
 }
 
 export function loadVectors(): Vectors {
