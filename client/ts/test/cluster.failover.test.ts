@@ -1,29 +1,16 @@
 /** Leader following and failover: retried writes apply once, a killed leader is replaced, no quorum fails closed. */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { StateService } from "../src/gen/handlestore/v1/state.js";
 import { Client, DeadlineExceededError, newHandleId, UnavailableError } from "../src/index.js";
-import { Cluster, skipReason } from "./cluster.js";
+import { Cluster, skipReason, useCluster } from "./cluster.js";
 
 describe("failover", { skip: skipReason }, () => {
-  let cluster: Cluster;
-  const clients: Client[] = [];
-  const track = (c: Client) => {
-    clients.push(c);
-    return c;
-  };
-
-  before(async () => {
-    cluster = await Cluster.start();
-  });
-  after(async () => {
-    for (const c of clients) c.close();
-    await cluster?.stop();
-  });
+  const fx = useCluster();
 
   test("the same write id twice: the second call gets the first answer, and the write happened once", async () => {
-    const client = track(cluster.client({ namespace: "ts-once" }));
+    const client = fx.client({ namespace: "ts-once" });
     const ticket = client.writeTicket();
     const request = {
       namespace: client.namespace,
@@ -42,27 +29,27 @@ describe("failover", { skip: skipReason }, () => {
   });
 
   test("writes sent to a follower move to the leader it names", async () => {
-    const leader = await cluster.waitLeader();
-    const addr = cluster.node(leader).addr;
-    const others = cluster.endpoints.filter((e) => e !== addr);
-    const client = track(new Client({ endpoints: [...others, addr], namespace: "ts-move" }));
+    const leader = await fx.cluster.waitLeader();
+    const addr = fx.cluster.node(leader).addr;
+    const others = fx.cluster.endpoints.filter((e) => e !== addr);
+    const client = fx.track(new Client({ endpoints: [...others, addr], namespace: "ts-move" }));
     await client.stateTool().store("k", 1); // sent to a follower, forwarded
     await client.stateTool().store("k", 2);
     assert.equal(client.endpoints[client.preferred], addr, "the follower named the leader");
   });
 
   test("an unreachable endpoint is skipped", async () => {
-    const client = track(new Client({ endpoints: ["127.0.0.1:1", ...cluster.endpoints], namespace: "ts-skip" }));
+    const client = fx.track(new Client({ endpoints: ["127.0.0.1:1", ...fx.cluster.endpoints], namespace: "ts-skip" }));
     await client.stateTool().store("k", "v");
     assert.equal(await client.stateTool().get("k"), "v");
   });
 
   test("writes through a leader kill apply exactly once, and a new leader takes over", async () => {
-    const client = track(cluster.client({ namespace: "ts-failover", deadline: 30_000, attemptTimeout: 1_000 }));
+    const client = fx.client({ namespace: "ts-failover", deadline: 30_000, attemptTimeout: 1_000 });
     const t = client.stateTool();
     const jobs = client.handleStore<{ n: number }>("jobs");
     await t.batchStore(Array.from({ length: 60 }, (_, i) => ({ key: `old/${String(i).padStart(3, "0")}`, value: i })));
-    const leader = await cluster.waitLeader();
+    const leader = await fx.cluster.waitLeader();
     const key = (prefix: string, i: number) => `${prefix}/${String(i).padStart(3, "0")}`;
     const done: number[] = [];
     let killedAt = -1;
@@ -85,7 +72,7 @@ describe("failover", { skip: skipReason }, () => {
     };
     const killer = async () => {
       while (done.length < 20) await sleep(1);
-      await cluster.kill(leader);
+      await fx.cluster.kill(leader);
       killedAt = done.length;
     };
     const [minted] = await Promise.all([writes(), killer()]);
@@ -105,10 +92,10 @@ describe("failover", { skip: skipReason }, () => {
       values.map((v) => v?.n),
       Array.from({ length: 60 }, (_, i) => i),
     );
-    const now = await cluster.waitLeader();
+    const now = await fx.cluster.waitLeader();
     assert.notEqual(now, leader, "a new leader took over");
     await t.store("after", 1);
-    assert.equal(client.endpoints[client.preferred], cluster.node(now).addr, "the client follows the new leader");
+    assert.equal(client.endpoints[client.preferred], fx.cluster.node(now).addr, "the client follows the new leader");
   });
 });
 

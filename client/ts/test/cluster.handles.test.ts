@@ -1,10 +1,9 @@
 /** HandleStore against a real cluster: the HandleStore contract, compare-and-set, TTLs, coalesced writes, reasons. */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   AlreadyExistsError,
-  type Client,
   InvalidArgumentError,
   NotFoundError,
   newHandleId,
@@ -12,29 +11,16 @@ import {
   Ttl,
   ValueTooLargeError,
 } from "../src/index.js";
-import { Cluster, skipReason } from "./cluster.js";
+import { skipReason, useCluster } from "./cluster.js";
 
 interface Cart {
   items: string[];
 }
 
 describe("handle store on a cluster", { skip: skipReason }, () => {
-  let cluster: Cluster;
+  const fx = useCluster();
   let n = 0;
-  const clients: Client[] = [];
-  const client = (options = {}) => {
-    const c = cluster.client({ namespace: `ts-handles-${++n}`, ...options });
-    clients.push(c);
-    return c;
-  };
-
-  before(async () => {
-    cluster = await Cluster.start();
-  });
-  after(async () => {
-    for (const c of clients) c.close();
-    await cluster?.stop();
-  });
+  const client = (options = {}) => fx.client({ namespace: `ts-handles-${++n}`, ...options });
 
   test("mint, get, put, delete and len", async () => {
     const carts = client().handleStore<Cart>("cart", { prefix: "cart" });

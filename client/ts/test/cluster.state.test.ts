@@ -1,35 +1,25 @@
-/** StateTool, the key ring, RequestStateCodec and ClientStateStore against a real cluster. */
+/** StateTool, the key ring, RequestStateCodec (with single use) and ClientStateStore against a real cluster. */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import {
   AlreadyExistsError,
-  type Client,
+  Client,
   ClientStateStore,
   Consistency,
   InvalidArgumentError,
   PreconditionError,
+  REDEEMED_STORE,
   RequestStateCodec,
   RevisionMismatchError,
+  redeemedId,
+  SingleUse,
 } from "../src/index.js";
-import { Cluster, skipReason } from "./cluster.js";
+import { skipReason, useCluster } from "./cluster.js";
 
 describe("state tool on a cluster", { skip: skipReason }, () => {
-  let cluster: Cluster;
+  const fx = useCluster();
   let n = 0;
-  const clients: Client[] = [];
-  const client = () => {
-    const c = cluster.client({ namespace: `ts-state-${++n}` });
-    clients.push(c);
-    return c;
-  };
-
-  before(async () => {
-    cluster = await Cluster.start();
-  });
-  after(async () => {
-    for (const c of clients) c.close();
-    await cluster?.stop();
-  });
+  const client = () => fx.client({ namespace: `ts-state-${++n}` });
 
   test("store, retrieve, exists and delete; JSON and bytes come back as they went", async () => {
     const t = client().stateTool();
@@ -153,6 +143,48 @@ describe("state tool on a cluster", { skip: skipReason }, () => {
     assert.equal(await opener.decode(blob, "user-1", { tool: "checkout" }), undefined);
   });
 
+  test("single use: a blob opens once in the whole cluster, whichever replica tries", async () => {
+    const c = client();
+    await c.keyringRotate({ create: true });
+    const replicas = await Promise.all(
+      fx.cluster.endpoints.map(async (first) => {
+        const endpoints = [first, ...fx.cluster.endpoints.filter((e) => e !== first)];
+        const r = fx.client({ endpoints, namespace: c.namespace });
+        return (await RequestStateCodec.fromCluster(r, "encrypted")).withSingleUse(new SingleUse(r));
+      }),
+    );
+    const blob = await (replicas[0] as RequestStateCodec).encode({ step: 2 }, "user-1", { tool: "checkout", ttl: 60 });
+    // Every replica at once: one opens it.
+    const opened = await Promise.all(replicas.map((r) => r.decode(blob, "user-1", { tool: "checkout" })));
+    assert.deepEqual(
+      opened.filter((o) => o !== undefined),
+      [{ step: 2 }],
+    );
+    for (const r of replicas) assert.equal(await r.decode(blob, "user-1", { tool: "checkout" }), undefined);
+    // A blob that does not open is not redeemed: its rightful opening still works.
+    const other = await (replicas[1] as RequestStateCodec).encode({ step: 3 }, "user-1", { ttl: 60 });
+    assert.equal(await (replicas[2] as RequestStateCodec).decode(other, "user-2"), undefined);
+    assert.deepEqual(await (replicas[2] as RequestStateCodec).decode(other, "user-1"), { step: 3 });
+    // The record is a handle, kept about as long as the blob lives.
+    const record = await c.handleStore<boolean>(REDEEMED_STORE).getVersioned(redeemedId(blob));
+    assert.equal(record?.value, true);
+    const left = (record?.expiresAtMs ?? 0) - Date.now();
+    assert.ok(left > 50_000 && left <= 62_000, `${left} ms`);
+  });
+
+  test("single use fails closed: a redemption that cannot be recorded does not open", async () => {
+    const c = client();
+    await c.keyringRotate({ create: true });
+    const codec = await RequestStateCodec.fromCluster(c, "signed");
+    const blob = await codec.encode({ step: 1 }, "user-1");
+    const dead = new Client({ endpoints: ["127.0.0.1:1"], namespace: c.namespace, deadline: 300 });
+    codec.withSingleUse(new SingleUse(dead));
+    assert.equal(await codec.decode(blob, "user-1"), undefined);
+    dead.close();
+    codec.withSingleUse(new SingleUse(c));
+    assert.deepEqual(await codec.decode(blob, "user-1"), { step: 1 });
+  });
+
   test("the client state store keeps the token encrypted, and forgets on clear", async () => {
     const c = client();
     await c.keyringRotate({ create: true });
@@ -164,8 +196,7 @@ describe("state tool on a cluster", { skip: skipReason }, () => {
     await store.setProtocolVersion("2025-06-18");
     await store.setServerCapabilities({ tools: { listChanged: true } });
     // Another replica (its own connections) reads what this one stored.
-    const replica = cluster.client({ namespace: c.namespace });
-    clients.push(replica);
+    const replica = fx.client({ namespace: c.namespace });
     const again = await ClientStateStore.fromCluster(replica, key);
     assert.equal(await again.sessionId(), "session-1");
     assert.equal(await again.accessToken(), "secret-token");

@@ -2,29 +2,22 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { Client, tlsFromFiles, UnauthenticatedError } from "../src/index.js";
-import { Cluster, skipReason } from "./cluster.js";
+import { skipReason, useCluster } from "./cluster.js";
 
 describe("TLS", { skip: skipReason }, () => {
-  let cluster: Cluster;
-
-  before(async () => {
-    cluster = await Cluster.start({ tls: true });
-  });
-  after(async () => {
-    await cluster?.stop();
-  });
+  const fx = useCluster({ tls: true });
 
   test("a client trusting the cluster's CA reads and writes over https", async () => {
-    const client = cluster.client({ namespace: "ts-tls" });
+    const client = fx.cluster.client({ namespace: "ts-tls" });
     try {
       const t = client.stateTool();
       await t.store("k", { over: "tls" });
       assert.deepEqual(await t.get("k"), { over: "tls" });
       const https = new Client({
-        endpoints: cluster.endpoints.map((e) => `https://${e}`),
-        tls: tlsFromFiles(join(cluster.certs as string, "ca.pem")),
+        endpoints: fx.cluster.endpoints.map((e) => `https://${e}`),
+        tls: tlsFromFiles(join(fx.cluster.certs as string, "ca.pem")),
         namespace: "ts-tls",
       });
       assert.deepEqual(await https.stateTool().get("k"), { over: "tls" });
@@ -35,10 +28,10 @@ describe("TLS", { skip: skipReason }, () => {
   });
 
   test("a node whose certificate is not from the trusted CA is refused at once", async () => {
-    const other = join(cluster.root, "other-ca");
-    execFileSync(cluster.bin, ["certs", "--dir", other, "--node", "1=localhost,127.0.0.1"], { stdio: "ignore" });
+    const other = join(fx.cluster.root, "other-ca");
+    execFileSync(fx.cluster.bin, ["certs", "--dir", other, "--node", "1=localhost,127.0.0.1"], { stdio: "ignore" });
     const client = new Client({
-      endpoints: cluster.endpoints,
+      endpoints: fx.cluster.endpoints,
       tls: tlsFromFiles(join(other, "ca.pem")),
       namespace: "ts-tls",
       deadline: 20_000,

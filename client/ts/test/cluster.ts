@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } fr
 import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
+import { after, before } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { credentials, Metadata } from "@grpc/grpc-js";
 import { AdminClient, type StatusResponse } from "../src/gen/handlestore/v1/admin.js";
@@ -61,6 +62,8 @@ interface Node {
 export interface ClusterOptions {
   readonly size?: number;
   readonly tls?: boolean;
+  /** With tls: client certificates for root and these names, and nodes that require one (`--tls-client-ca`). */
+  readonly clientCerts?: readonly string[];
   readonly extraArgs?: readonly string[];
 }
 
@@ -70,10 +73,12 @@ export class Cluster {
   readonly nodes: Node[] = [];
   readonly certs: string | undefined;
   private readonly extraArgs: readonly string[];
+  private readonly clientCerts: readonly string[];
 
   private constructor(options: ClusterOptions) {
     this.extraArgs = options.extraArgs ?? [];
     this.certs = options.tls ? join(this.root, "certs") : undefined;
+    this.clientCerts = options.clientCerts ?? [];
   }
 
   /** A started cluster with a leader. */
@@ -91,12 +96,18 @@ export class Cluster {
     }
     if (c.certs) c.makeCerts();
     for (const n of c.nodes) c.spawn(n.id);
-    await c.waitLeader();
+    try {
+      await c.waitLeader();
+    } catch (e) {
+      await c.stop();
+      throw e;
+    }
     return c;
   }
 
   private makeCerts(): void {
     const args = ["certs", "--dir", this.certs as string, "--client", "root"];
+    for (const name of this.clientCerts) args.push("--client", name);
     for (const n of this.nodes) args.push("--node", `${n.id}=localhost,127.0.0.1`);
     execFileSync(this.bin, args, { stdio: "ignore" });
   }
@@ -111,10 +122,17 @@ export class Cluster {
     return n;
   }
 
-  /** A client of this cluster (with its TLS, if it has TLS). */
-  client(options: Partial<ClientOptions> = {}): Client {
-    const tls = this.certs ? tlsFromFiles(join(this.certs, "ca.pem")) : undefined;
-    return new Client({ endpoints: this.endpoints, tls, ...options });
+  /**
+   * A client of this cluster, with its TLS if it has TLS, and where nodes
+   * require client certificates, `certFor`'s (root's by default; `null`: none).
+   */
+  client(options: Partial<ClientOptions> & { certFor?: string | null } = {}): Client {
+    const { certFor, ...rest } = options;
+    const name = certFor === undefined && this.clientCerts.length > 0 ? "root" : certFor;
+    const file = (f: string) => join(this.certs as string, f);
+    const cert = name ? [file(`client-${name}.pem`), file(`client-${name}-key.pem`)] : [];
+    const tls = this.certs ? tlsFromFiles(file("ca.pem"), ...cert) : undefined;
+    return new Client({ endpoints: this.endpoints, tls, ...rest });
   }
 
   spawn(id: number): void {
@@ -127,6 +145,7 @@ export class Cluster {
       const key = join(this.certs, `node-${n.id}-key.pem`);
       args.push("--tls-cert", cert, "--tls-key", key, "--peer-tls-cert", cert, "--peer-tls-key", key);
       args.push("--peer-tls-ca", join(this.certs, "ca.pem"), "--peer-listen", n.peerAddr);
+      if (this.clientCerts.length > 0) args.push("--tls-client-ca", join(this.certs, "ca.pem"));
     }
     mkdirSync(n.data, { recursive: true });
     const log = openSync(n.log, "a");
@@ -170,9 +189,13 @@ export class Cluster {
 
   /** Node `id`'s status, asked of it alone. */
   status(id: number): Promise<StatusResponse> {
-    const creds = this.certs
-      ? credentials.createSsl(readFileSync(join(this.certs, "ca.pem")))
-      : credentials.createInsecure();
+    const file = (f: string) => readFileSync(join(this.certs as string, f));
+    const mtls = this.clientCerts.length > 0;
+    const creds = !this.certs
+      ? credentials.createInsecure()
+      : mtls
+        ? credentials.createSsl(file("ca.pem"), file("client-root-key.pem"), file("client-root.pem"))
+        : credentials.createSsl(file("ca.pem"));
     const admin = new AdminClient(this.node(id).addr, creds);
     return new Promise<StatusResponse>((resolve, reject) => {
       admin.status({}, new Metadata(), { deadline: Date.now() + 1_000 }, (err, resp) => {
@@ -197,4 +220,58 @@ export class Cluster {
     }
     throw new Error(`no leader within ${timeoutMs} ms\n${this.logs()}`);
   }
+}
+
+/** Anything a test opens and must close when the cluster goes. */
+export interface Closable {
+  close(): void | Promise<void>;
+}
+
+/** A describe block's cluster: started before its tests, stopped after them with all it tracked. */
+export interface ClusterFixture {
+  /** The started cluster (only inside tests and hooks). */
+  readonly cluster: Cluster;
+  /** A client of the cluster, closed after the tests. */
+  client(options?: Parameters<Cluster["client"]>[0]): Client;
+  /** Closes `c` after the tests (before the cluster stops), and returns it. */
+  track<C extends Closable>(c: C): C;
+}
+
+/**
+ * Registers the `before` that starts a cluster and the `after` that closes
+ * what was tracked (newest first) and stops it; call it inside a `describe`,
+ * before its own hooks (a later `after` runs once the cluster has stopped).
+ * A close that throws does not keep the others open or the cluster running:
+ * the first such error fails the `after` once all is done.
+ */
+export function useCluster(options: ClusterOptions = {}): ClusterFixture {
+  let started: Cluster | undefined;
+  const tracked: Closable[] = [];
+  before(async () => {
+    started = await Cluster.start(options);
+  });
+  after(async () => {
+    const failed: unknown[] = [];
+    for (const c of tracked.splice(0).reverse()) {
+      try {
+        await c.close();
+      } catch (e) {
+        failed.push(e);
+      }
+    }
+    await started?.stop();
+    if (failed.length > 0) throw failed[0];
+  });
+  const fixture: ClusterFixture = {
+    get cluster(): Cluster {
+      if (!started) throw new Error("the cluster is not started yet: use it inside a test or hook");
+      return started;
+    },
+    client: (o = {}) => fixture.track(fixture.cluster.client(o)),
+    track: (c) => {
+      tracked.push(c);
+      return c;
+    },
+  };
+  return fixture;
 }

@@ -1,9 +1,9 @@
 /** Watch against a real cluster: changes in revision order, replay from a revision, resume on another node. */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import type { Change, Client, Watch } from "../src/index.js";
+import { describe, test } from "node:test";
+import type { Change, Watch } from "../src/index.js";
 import { ClosedError, InvalidArgumentError } from "../src/index.js";
-import { Cluster, skipReason } from "./cluster.js";
+import { skipReason, useCluster } from "./cluster.js";
 
 async function nextChanges(w: Watch, want: number, timeoutMs = 10_000): Promise<Change[]> {
   const got: Change[] = [];
@@ -21,22 +21,9 @@ async function nextChanges(w: Watch, want: number, timeoutMs = 10_000): Promise<
 }
 
 describe("watch on a cluster", { skip: skipReason }, () => {
-  let cluster: Cluster;
+  const fx = useCluster();
   let n = 0;
-  const clients: Client[] = [];
-  const client = () => {
-    const c = cluster.client({ namespace: `ts-watch-${++n}` });
-    clients.push(c);
-    return c;
-  };
-
-  before(async () => {
-    cluster = await Cluster.start();
-  });
-  after(async () => {
-    for (const c of clients) c.close();
-    await cluster?.stop();
-  });
+  const client = () => fx.client({ namespace: `ts-watch-${++n}` });
 
   test("a prefix watch sees puts, deletes and expiry in order", async () => {
     const c = client();
@@ -138,7 +125,7 @@ describe("watch on a cluster", { skip: skipReason }, () => {
     const serving = w.node + 1;
     await t.store("n/0", 0);
     assert.equal((await nextChanges(w, 1)).length, 1);
-    await cluster.kill(serving);
+    await fx.cluster.kill(serving);
     for (let i = 1; i < 20; i++) await t.store(`n/${i}`, i);
     const got = await nextChanges(w, 19, 30_000);
     w.close();

@@ -16,14 +16,14 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Order } from "../examples/cartServer.js";
 import type { Client } from "../src/index.js";
-import { Cluster, handlestoreBin, skipReason } from "./cluster.js";
+import { handlestoreBin, skipReason, useCluster } from "./cluster.js";
 import { freePort, ServerProcess } from "./mcpHttp.js";
 import { REPO } from "./vectors.js";
 
@@ -74,36 +74,31 @@ function roundRobin(replicas: readonly { name: string; url: string }[], hits: Hi
 }
 
 describe("one MCP client across Rust, Python and TypeScript cart replicas", { skip }, () => {
-  let cluster: Cluster;
+  const fx = useCluster();
   let client: Client;
   const servers: ServerProcess[] = [];
   const hits: Hit[] = [];
   let mcp: McpClient;
+  /** Stops `s` after the tests (before the client and the cluster go), and returns it. */
+  const serve = (s: ServerProcess) => {
+    servers.push(s);
+    fx.track({ close: () => s.stop() });
+    return s;
+  };
 
   before(async () => {
-    cluster = await Cluster.start();
-    client = cluster.client();
-    const plain = cluster.endpoints.join(",");
-    const http = cluster.endpoints.map((e) => `http://${e}`).join(",");
+    client = fx.client();
+    const plain = fx.cluster.endpoints.join(",");
+    const http = fx.cluster.endpoints.map((e) => `http://${e}`).join(",");
     const [rustPort, pyPort] = [await freePort(), await freePort()];
-    servers.push(
-      await ServerProcess.onPort(RUST_CART, ["--listen", `127.0.0.1:${rustPort}`, "--endpoints", http], rustPort),
-    );
-    servers.push(
-      await ServerProcess.onPort(py, [PY_CART, "--listen", `127.0.0.1:${pyPort}`, "--endpoints", plain], pyPort),
-    );
-    servers.push(await ServerProcess.start(TS_CART, ["--listen", "127.0.0.1:0", "--endpoints", plain]));
+    serve(await ServerProcess.onPort(RUST_CART, ["--listen", `127.0.0.1:${rustPort}`, "--endpoints", http], rustPort));
+    serve(await ServerProcess.onPort(py, [PY_CART, "--listen", `127.0.0.1:${pyPort}`, "--endpoints", plain], pyPort));
+    serve(await ServerProcess.start(TS_CART, ["--listen", "127.0.0.1:0", "--endpoints", plain]));
     const names = ["rust", "python", "typescript"];
     const replicas = servers.map((s, i) => ({ name: names[i] as string, url: s.url }));
-    mcp = new McpClient({ name: "three-language-cart", version: "0.1.0" });
+    mcp = fx.track(new McpClient({ name: "three-language-cart", version: "0.1.0" }));
     const fetchRR = roundRobin(replicas, hits);
     await mcp.connect(new StreamableHTTPClientTransport(new URL(replicas[0]?.url as string), { fetch: fetchRR }));
-  });
-  after(async () => {
-    await mcp?.close();
-    for (const s of servers) await s.stop();
-    client?.close();
-    await cluster?.stop();
   });
 
   async function call(name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {

@@ -6,7 +6,7 @@
  * events, in order.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -20,7 +20,7 @@ import {
   ValueTooLargeError,
 } from "../src/index.js";
 import { ClusterEventStore, parseEventId } from "../src/mcp/index.js";
-import { Cluster, skipReason } from "./cluster.js";
+import { skipReason, useCluster } from "./cluster.js";
 import { eventStoreCases } from "./eventStoreCases.js";
 import { Front, ServerProcess } from "./mcpHttp.js";
 
@@ -60,22 +60,9 @@ describe("the SDK's in-memory EventStore", () => {
 });
 
 describe("ClusterEventStore on a cluster", { skip: skipReason }, () => {
-  let cluster: Cluster;
+  const fx = useCluster();
   let n = 0;
-  const clients: Client[] = [];
-  const client = (namespace = `ts-events-${++n}`) => {
-    const c = cluster.client({ namespace });
-    clients.push(c);
-    return c;
-  };
-
-  before(async () => {
-    cluster = await Cluster.start();
-  });
-  after(async () => {
-    for (const c of clients) c.close();
-    await cluster?.stop();
-  });
+  const client = (namespace = `ts-events-${++n}`) => fx.client({ namespace });
 
   eventStoreCases("ClusterEventStore", () => new ClusterEventStore(client()));
 
@@ -155,7 +142,7 @@ describe("ClusterEventStore on a cluster", { skip: skipReason }, () => {
 
   test("a stream cut on one replica resumes on another with exactly the missed events", async () => {
     const ns = `ts-events-${++n}`;
-    const args = [cluster.endpoints.join(","), ns];
+    const args = [fx.cluster.endpoints.join(","), ns];
     const [a, b] = [await ServerProcess.start(FIXTURE, args), await ServerProcess.start(FIXTURE, args)];
     const front = await new Front(a.port).start();
     const mcp = new McpClient({ name: "resume-test", version: "0.1.0" });
@@ -201,7 +188,7 @@ describe("ClusterEventStore on a cluster", { skip: skipReason }, () => {
   });
 
   test("a replica refuses a Last-Event-ID this store never minted", async () => {
-    const s = await ServerProcess.start(FIXTURE, [cluster.endpoints.join(","), `ts-events-${++n}`]);
+    const s = await ServerProcess.start(FIXTURE, [fx.cluster.endpoints.join(","), `ts-events-${++n}`]);
     try {
       const headers = { accept: "text/event-stream", "mcp-protocol-version": "2025-11-25" };
       for (const id of ["garbage", "ABCDEFGHIJKLMNOPQRSTUVWXYZ.7"]) {

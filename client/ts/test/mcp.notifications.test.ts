@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import type { Server } from "node:http";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -20,7 +20,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { Client, DeadlineExceededError, InvalidArgumentError, ValueTooLargeError } from "../src/index.js";
 import { ClusterNotificationBus, digestName, forwardNotifications, type ServerEvent } from "../src/mcp/index.js";
-import { Cluster, skipReason } from "./cluster.js";
+import { skipReason, useCluster } from "./cluster.js";
 import { listen } from "./fixtures/perRequest.js";
 
 /** Collects a listener's events; `until` waits for `n` of them. */
@@ -57,29 +57,17 @@ describe("the notification bus's bad input", () => {
 });
 
 describe("ClusterNotificationBus on a cluster", { skip: skipReason }, () => {
-  let cluster: Cluster;
+  const fx = useCluster();
   let n = 0;
-  const clients: Client[] = [];
-  const buses: ClusterNotificationBus[] = [];
+  // Each bus is tracked after its client, so it is closed first.
   const replicas = (count: number, follow?: { store: string; uriPrefix: string }) => {
     const ns = `ts-bus-${++n}`;
     return Array.from({ length: count }, () => {
-      const c = cluster.client({ namespace: ns });
-      const bus = new ClusterNotificationBus(c, { followStore: follow });
-      clients.push(c);
-      buses.push(bus);
+      const c = fx.client({ namespace: ns });
+      const bus = fx.track(new ClusterNotificationBus(c, { followStore: follow }));
       return { client: c, bus };
     });
   };
-
-  before(async () => {
-    cluster = await Cluster.start();
-  });
-  after(async () => {
-    for (const b of buses) b.close();
-    for (const c of clients) c.close();
-    await cluster?.stop();
-  });
 
   test("a publish on one replica reaches every replica's subscribers", async () => {
     const [a, b, c] = replicas(3);
@@ -138,8 +126,7 @@ describe("ClusterNotificationBus on a cluster", { skip: skipReason }, () => {
     const kept = collector();
     const dropped = collector();
     const errors: unknown[] = [];
-    const bus = new ClusterNotificationBus(a?.client as Client, { onError: (e) => errors.push(e) });
-    buses.push(bus);
+    const bus = fx.track(new ClusterNotificationBus(a?.client as Client, { onError: (e) => errors.push(e) }));
     await bus.subscribe(() => {
       throw new Error("bad listener");
     });

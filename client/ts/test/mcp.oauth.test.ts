@@ -7,13 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
-import { after, before, describe, test } from "node:test";
+import { before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { type Client, ClientStateStore, InvalidArgumentError, NotFoundError, RequestStateCodec } from "../src/index.js";
 import { ClusterOAuthClientProvider, TOKENS } from "../src/mcp/index.js";
-import { Cluster, skipReason } from "./cluster.js";
+import { skipReason, useCluster } from "./cluster.js";
 import { ServerProcess } from "./mcpHttp.js";
 
 const FIXTURE = fileURLToPath(new URL("./fixtures/oauthClient.ts", import.meta.url));
@@ -66,21 +66,16 @@ describe("the OAuth provider's bad input", () => {
 });
 
 describe("ClusterOAuthClientProvider on a cluster", { skip: skipReason }, () => {
-  let cluster: Cluster;
+  const fx = useCluster();
   let client: Client;
 
   before(async () => {
-    cluster = await Cluster.start();
-    client = cluster.client({ namespace: "ts-oauth" });
+    client = fx.client({ namespace: "ts-oauth" });
     await client.keyringRotate({ create: true });
-  });
-  after(async () => {
-    client?.close();
-    await cluster?.stop();
   });
 
   test("a restarted client process resumes with its saved tokens, without a new flow", async () => {
-    const common = [cluster.endpoints.join(","), "ts-oauth", "app-alice"];
+    const common = [fx.cluster.endpoints.join(","), "ts-oauth", "app-alice"];
     assert.ok((await run([...common, "save"])).lines.includes("saved"));
     const server = await protectedServer();
     try {
@@ -135,7 +130,7 @@ describe("ClusterOAuthClientProvider on a cluster", { skip: skipReason }, () => 
   });
 
   test("without a key ring there is no provider: the reason says so", async () => {
-    const other = cluster.client({ namespace: "ts-oauth-no-ring" });
+    const other = fx.cluster.client({ namespace: "ts-oauth-no-ring" });
     try {
       await assert.rejects(ClusterOAuthClientProvider.fromCluster(other, "app", options), (e: unknown) => {
         assert.ok(e instanceof NotFoundError);

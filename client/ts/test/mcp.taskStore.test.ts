@@ -7,7 +7,7 @@
  * first once it is back.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
@@ -19,7 +19,7 @@ import {
 import { CallToolResultSchema, CreateTaskResultSchema, type Request } from "@modelcontextprotocol/sdk/types.js";
 import { Client, DeadlineExceededError, InvalidArgumentError, NotFoundError } from "../src/index.js";
 import { ClusterTaskMessageQueue, ClusterTaskStore } from "../src/mcp/index.js";
-import { Cluster, skipReason } from "./cluster.js";
+import { skipReason, useCluster } from "./cluster.js";
 import { Front, ServerProcess } from "./mcpHttp.js";
 import { taskQueueCases, taskStoreCases } from "./taskStoreCases.js";
 
@@ -51,22 +51,9 @@ describe("malformed task ids", () => {
 });
 
 describe("ClusterTaskStore on a cluster", { skip: skipReason }, () => {
-  let cluster: Cluster;
+  const fx = useCluster();
   let n = 0;
-  const clients: Client[] = [];
-  const client = (namespace = `ts-tasks-${++n}`) => {
-    const c = cluster.client({ namespace });
-    clients.push(c);
-    return c;
-  };
-
-  before(async () => {
-    cluster = await Cluster.start();
-  });
-  after(async () => {
-    for (const c of clients) c.close();
-    await cluster?.stop();
-  });
+  const client = (namespace = `ts-tasks-${++n}`) => fx.client({ namespace });
 
   taskStoreCases("ClusterTaskStore", () => ({ store: new ClusterTaskStore(client()) }));
   taskQueueCases("ClusterTaskMessageQueue", () => new ClusterTaskMessageQueue(client()));
@@ -137,7 +124,7 @@ describe("ClusterTaskStore on a cluster", { skip: skipReason }, () => {
   });
 
   test("SDK servers: a task outlives the replica that made it", async () => {
-    const args = [cluster.endpoints.join(","), `ts-tasks-${++n}`];
+    const args = [fx.cluster.endpoints.join(","), `ts-tasks-${++n}`];
     let a = await ServerProcess.start(FIXTURE, args);
     const b = await ServerProcess.start(FIXTURE, args);
     const front = await new Front(a.port).start();

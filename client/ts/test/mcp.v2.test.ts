@@ -6,12 +6,11 @@
  * stops verifying a retired key's state.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createMcpHandler, createRequestStateCodec, McpServer, type ServerContext } from "@modelcontextprotocol/server";
-import type { Client } from "../src/index.js";
 import { ClusterServerEventBus, KeyRingRequestStateCodec, requestStateKey } from "../src/mcp/v2/index.js";
-import { Cluster, skipReason } from "./cluster.js";
+import { skipReason, useCluster } from "./cluster.js";
 
 type Ctx = ServerContext & { principal: string };
 const as = (principal: string) => ({ principal }) as Ctx;
@@ -27,21 +26,8 @@ async function reason(p: Promise<unknown>): Promise<string> {
 }
 
 describe("v2 SDK seams on a cluster", { skip: skipReason }, () => {
-  let cluster: Cluster;
-  const clients: Client[] = [];
-  const replica = (namespace: string) => {
-    const c = cluster.client({ namespace });
-    clients.push(c);
-    return c;
-  };
-
-  before(async () => {
-    cluster = await Cluster.start();
-  });
-  after(async () => {
-    for (const c of clients) c.close();
-    await cluster?.stop();
-  });
+  const fx = useCluster();
+  const replica = (namespace: string) => fx.client({ namespace });
 
   test("ServerEventBus: one replica's handler notifies, every replica's listeners hear it", async () => {
     const [a, b] = [
