@@ -18,6 +18,13 @@
  * makes a retried add_item a no-op; `checkout` records one order per cart
  * however often, and on whichever replica, it is called.
  *
+ * The same server over other backends, for the bench (tests/bench, systems
+ * `ts-cart-redis-fsync` and `ts-cart-memory`), with the same tools and
+ * answers: `--kv redis --redis redis://host:port/` keeps the carts in Redis
+ * as a careful author would (one key per cart with its TTL, WATCH/MULTI
+ * adds, a SET NX checkout), `--kv memory` in a Map of this process (lost on
+ * restart, invisible to a second replica).
+ *
  * Prints `listening <port>` once it serves.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -26,42 +33,20 @@ import { parseArgs } from "node:util";
 import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { z } from "zod";
-import { Client, type HandleStore, InvalidArgumentError, newHandleId, Ttl } from "../src/index.js";
+import { Client, InvalidArgumentError, newHandleId } from "../src/index.js";
+import {
+  CART_URI,
+  type Cart,
+  type CartBackend,
+  handlestoreCarts,
+  type Line,
+  memoryCarts,
+  stores,
+} from "./cartBackends.js";
 
-export const CART_URI = "cart://";
-
-/** One add_item call's line. */
-export interface Line {
-  sku: string;
-  quantity: number;
-  /** The caller's idempotency key, if it gave one. */
-  request_id?: string;
-}
-
-export interface Cart {
-  lines: Line[];
-  /** Set once, by the first checkout. */
-  order_id?: string;
-}
-
-export interface Order {
-  cart_id: string;
-  lines: Line[];
-}
-
-export interface Stores {
-  readonly carts: HandleStore<Cart>;
-  readonly orders: HandleStore<Order>;
-}
-
-/** The cart and order stores of the Rust and Python twins. */
-export function stores(client: Client, cartTtlMs: number): Stores {
-  return {
-    carts: client.handleStore<Cart>("cart", { prefix: "cart", defaultTtl: cartTtlMs }),
-    orders: client.handleStore<Order>("order"),
-  };
-}
+export type { Cart, CartBackend, Line, Order } from "./cartBackends.js";
 
 function structured(value: Record<string, unknown>): CallToolResult {
   return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value };
@@ -90,9 +75,9 @@ function isResult(v: Cart | CallToolResult): v is CallToolResult {
   return "content" in v;
 }
 
-async function createCart(s: Stores): Promise<CallToolResult> {
+async function createCart(b: CartBackend): Promise<CallToolResult> {
   try {
-    return structured({ cart_id: await s.carts.mint({ lines: [] }) });
+    return structured({ cart_id: await b.create() });
   } catch (e) {
     return toolError(`cart store unavailable, retry: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -105,41 +90,28 @@ interface AddItem {
   request_id?: string | undefined;
 }
 
-async function addItem(s: Stores, args: AddItem): Promise<CallToolResult> {
+async function addItem(b: CartBackend, args: AddItem): Promise<CallToolResult> {
   const line: Line = { sku: args.sku, quantity: args.quantity };
   if (args.request_id !== undefined) line.request_id = args.request_id;
-  let refused: string | undefined;
-  const cart = await withCart(args.cart_id, () =>
-    s.carts.update(args.cart_id, (c) => {
-      refused = c.order_id ? `cart ${args.cart_id} is already checked out (order ${c.order_id})` : undefined;
-      const duplicate = line.request_id !== undefined && c.lines.some((l) => l.request_id === line.request_id);
-      if (!refused && !duplicate) c.lines.push(line);
-    }),
-  );
+  const cart = await withCart(args.cart_id, () => b.add(args.cart_id, line));
   if (isResult(cart)) return cart;
-  return refused ? toolError(refused) : structured({ cart_id: args.cart_id, cart });
+  if (cart.order_id) return toolError(`cart ${args.cart_id} is already checked out (order ${cart.order_id})`);
+  return structured({ cart_id: args.cart_id, cart });
 }
 
-async function getCart(s: Stores, cartId: string): Promise<CallToolResult> {
-  const cart = await withCart(cartId, () => s.carts.get(cartId));
+async function getCart(b: CartBackend, cartId: string): Promise<CallToolResult> {
+  const cart = await withCart(cartId, () => b.get(cartId));
   return isResult(cart) ? cart : structured({ cart_id: cartId, cart });
 }
 
-async function checkout(s: Stores, cartId: string): Promise<CallToolResult> {
-  const candidate = newHandleId("order");
-  let empty = false;
-  const cart = await withCart(cartId, () =>
-    s.carts.update(cartId, (c) => {
-      empty = c.lines.length === 0 && !c.order_id;
-      if (!c.order_id && !empty) c.order_id = candidate;
-    }),
-  );
+async function checkout(b: CartBackend, cartId: string): Promise<CallToolResult> {
+  const cart = await withCart(cartId, () => b.checkout(cartId, newHandleId("order")));
   if (isResult(cart)) return cart;
-  if (empty) return toolError(`cart ${cartId} is empty`);
+  if (!cart.order_id && cart.lines.length === 0) return toolError(`cart ${cartId} is empty`);
   if (!cart.order_id) return toolError("checkout did not record an order; retry");
   // Whichever call recorded the order writes it; a repeat writes the same content again.
   try {
-    await s.orders.put(cart.order_id, { cart_id: cartId, lines: cart.lines }, { ttl: Ttl.NEVER });
+    await b.recordOrder(cart.order_id, { cart_id: cartId, lines: cart.lines });
   } catch (e) {
     return storeError(cartId, e);
   }
@@ -147,38 +119,43 @@ async function checkout(s: Stores, cartId: string): Promise<CallToolResult> {
 }
 
 const cartId = z.string().describe("The id create_cart returned.");
+const addShape = {
+  cart_id: cartId,
+  sku: z.string().min(1).max(128).describe("Product SKU."),
+  quantity: z
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 32 - 1)
+    .describe("How many (at least 1)."),
+  request_id: z
+    .string()
+    .optional()
+    .describe("Idempotency key: a retried add_item with the same request_id is not added twice."),
+};
+const addDescription = "Add quantity units of a SKU to a cart. Returns the cart.";
+const getDescription = "Show a cart's lines and, once checked out, its order_id.";
+const checkoutDescription = "Check a cart out and return its order_id. Calling it again returns the same order_id.";
+/** One validator for every request's server: each would otherwise build its own Ajv, most of a server's cost. */
+const validator = new AjvJsonSchemaValidator();
 
-/** The MCP server for one request, over the shared stores. */
-export function cartServer(s: Stores): McpServer {
-  const server = new McpServer({ name: "handlestore-cart-server", version: "0.1.0" });
+/** The MCP server for one request, over the shared carts. */
+export function cartServer(b: CartBackend): McpServer {
+  const server = new McpServer(
+    { name: "handlestore-cart-server", version: "0.1.0" },
+    { jsonSchemaValidator: validator },
+  );
   const tool = server.registerTool.bind(server);
-  tool("create_cart", { description: "Create an empty shopping cart and return its cart_id." }, () => createCart(s));
-  const addShape = {
-    cart_id: cartId,
-    sku: z.string().min(1).max(128).describe("Product SKU."),
-    quantity: z
-      .number()
-      .int()
-      .min(1)
-      .max(2 ** 32 - 1)
-      .describe("How many (at least 1)."),
-    request_id: z
-      .string()
-      .optional()
-      .describe("Idempotency key: a retried add_item with the same request_id is not added twice."),
-  };
-  const addDescription = "Add quantity units of a SKU to a cart. Returns the cart.";
-  tool("add_item", { description: addDescription, inputSchema: addShape }, (args) => addItem(s, args));
-  const getDescription = "Show a cart's lines and, once checked out, its order_id.";
-  tool("get_cart", { description: getDescription, inputSchema: { cart_id: cartId } }, (a) => getCart(s, a.cart_id));
-  const checkoutDescription = "Check a cart out and return its order_id. Calling it again returns the same order_id.";
+  tool("create_cart", { description: "Create an empty shopping cart and return its cart_id." }, () => createCart(b));
+  tool("add_item", { description: addDescription, inputSchema: addShape }, (args) => addItem(b, args));
+  tool("get_cart", { description: getDescription, inputSchema: { cart_id: cartId } }, (a) => getCart(b, a.cart_id));
   tool("checkout", { description: checkoutDescription, inputSchema: { cart_id: cartId } }, (a) =>
-    checkout(s, a.cart_id),
+    checkout(b, a.cart_id),
   );
   const template = new ResourceTemplate(`${CART_URI}{cart_id}`, { list: undefined });
   server.registerResource("cart", template, { description: "A cart, as get_cart shows it." }, async (uri, vars) => {
     const id = String(vars.cart_id);
-    const cart = await s.carts.get(id).catch(() => undefined);
+    const cart = await b.get(id).catch(() => undefined);
     if (!cart) throw new Error(`unknown resource ${uri.href}`);
     return { contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify(cart) }] };
   });
@@ -186,12 +163,12 @@ export function cartServer(s: Stores): McpServer {
 }
 
 /** Serves one request with a fresh server and transport, closed once the response is done. */
-async function serve(s: Stores, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function serve(b: CartBackend, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (new URL(req.url ?? "/", "http://localhost").pathname !== "/mcp") {
     res.writeHead(404).end();
     return;
   }
-  const server = cartServer(s);
+  const server = cartServer(b);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   res.on("close", () => {
     void transport.close();
@@ -209,23 +186,50 @@ export function duration(text: string): number {
   return Number(m[1]) * unit;
 }
 
-function main(): void {
+interface Flags {
+  kv: string;
+  redis?: string | undefined;
+  endpoints?: string | undefined;
+  namespace?: string | undefined;
+  "cart-ttl": string;
+}
+
+/** The backend `--kv` names. */
+async function backend(values: Flags): Promise<CartBackend> {
+  const ttl = duration(values["cart-ttl"]);
+  switch (values.kv) {
+    case "handlestore": {
+      const overrides = {
+        ...(values.endpoints ? { endpoints: values.endpoints } : {}),
+        ...(values.namespace ? { namespace: values.namespace } : {}),
+      };
+      return handlestoreCarts(stores(Client.fromEnv(overrides), ttl));
+    }
+    case "redis":
+      if (!values.redis) throw new InvalidArgumentError("--kv redis needs --redis URL");
+      return (await import("./cartRedis.js")).redisCarts(values.redis, ttl);
+    case "memory":
+      return memoryCarts(ttl);
+    default:
+      throw new InvalidArgumentError(`--kv is handlestore, redis or memory, not ${JSON.stringify(values.kv)}`);
+  }
+}
+
+async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       listen: { type: "string", default: "127.0.0.1:8082" },
+      kv: { type: "string", default: "handlestore" },
+      redis: { type: "string" },
       endpoints: { type: "string" },
       namespace: { type: "string" },
       "cart-ttl": { type: "string", default: "1h" },
     },
   });
-  const overrides = {
-    ...(values.endpoints ? { endpoints: values.endpoints } : {}),
-    ...(values.namespace ? { namespace: values.namespace } : {}),
-  };
-  const s = stores(Client.fromEnv(overrides), duration(values["cart-ttl"]));
+  const b = await backend(values);
   const [host, port] = [values.listen.slice(0, values.listen.lastIndexOf(":")), values.listen.split(":").pop()];
   const http = createServer((req, res) => {
-    serve(s, req, res).catch((e: unknown) => {
+    serve(b, req, res).catch((e: unknown) => {
       console.error(e);
       if (!res.headersSent) res.writeHead(500).end();
     });
@@ -236,4 +240,9 @@ function main(): void {
   });
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) main();
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().catch((e: unknown) => {
+    console.error(e instanceof Error ? e.message : e);
+    process.exit(2);
+  });
+}

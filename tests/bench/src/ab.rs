@@ -20,10 +20,11 @@ pub fn base(system: &str) -> &str {
 
 /// Whether the system runs this repository's binaries (the node, or the
 /// cart_server example): those are the ones an A/B run doubles. The
-/// FastMCP servers over a cluster run B's node under this tree's Python.
+/// FastMCP and TypeScript servers over a cluster run B's node under this
+/// tree's Python or Node.js.
 fn is_ours(system: &str) -> bool {
     let s = base(system);
-    s.starts_with("handlestore") || s.starts_with("cart-") || matches!(s, "fastmcp" | "fastmcp-handles")
+    s.starts_with("handlestore") || s.starts_with("cart-") || matches!(s, "fastmcp" | "fastmcp-handles" | "ts-cart")
 }
 
 /// The systems in run order, each of ours followed by its B twin.

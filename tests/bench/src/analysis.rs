@@ -294,7 +294,7 @@ fn write_read_targets(c: &Cells) -> Vec<Target> {
 }
 
 /// The MCP path: the cart flow over handlestore against the same server
-/// over Redis and in memory, in Rust and through FastMCP.
+/// over Redis and in memory, in Rust, through FastMCP and in TypeScript.
 fn mcp_targets(c: &Cells) -> Vec<Target> {
     let tp = |s, o, n| c.tp(s, o, n);
     vec![
@@ -335,6 +335,21 @@ fn mcp_targets(c: &Cells) -> Vec<Target> {
         reported(
             "FastMCP cart_flow x64 over handles / over HandlestoreStore (reported)",
             ratio(tp("fastmcp-handles", "cart_flow", 64), tp("fastmcp", "cart_flow", 64)),
+        ),
+        // The TypeScript twin (`--systems ts-cart,...`): the same server
+        // over the cluster's handles, over Redis as its author would keep
+        // the carts there, and in its own memory.
+        at_least(
+            "TypeScript cart_flow x64 over handlestore / over Redis (appendfsync always)",
+            ratio(
+                tp("ts-cart", "cart_flow", 64),
+                tp("ts-cart-redis-fsync", "cart_flow", 64),
+            ),
+            1.0,
+        ),
+        reported(
+            "TypeScript cart_flow x64 over handlestore / in memory (reported)",
+            ratio(tp("ts-cart", "cart_flow", 64), tp("ts-cart-memory", "cart_flow", 64)),
         ),
     ]
 }

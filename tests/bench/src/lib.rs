@@ -8,10 +8,13 @@
 //! it (with `cpu.rs` for the CPU it cost and `mem.rs` for the servers'
 //! peak memory), `analysis.rs` takes the medians
 //! over rounds and the targets' ratios; `plot.rs` draws the run. `ab.rs`
-//! runs two builds side by side and compares them.
+//! runs two builds side by side and compares them. `client_rows.rs` is
+//! what the client benches (`pyclient`, `tsclient`) share, `typescript.rs`
+//! runs the TypeScript client's scripts under Node.js.
 
 pub mod ab;
 mod analysis;
+pub mod client_rows;
 pub mod cpu;
 pub mod fs;
 mod measure;
@@ -19,6 +22,7 @@ pub mod mem;
 pub mod plot;
 mod setup;
 pub mod systems;
+pub mod typescript;
 mod workload;
 
 use std::time::Duration;
@@ -160,6 +164,12 @@ pub const OVERLOAD_SYSTEMS: [&str; 2] = ["handlestore-fleet", "handlestore-fleet
 /// `HandlestoreStore`, over the cluster's handles, over py-key-value's
 /// `RedisStore` (Redis with `appendfsync always`) and its `MemoryStore`.
 pub const PYTHON_SYSTEMS: [&str; 4] = ["fastmcp", "fastmcp-handles", "fastmcp-redis-fsync", "fastmcp-memory"];
+
+/// Systems run only when named, with Node.js and client/ts's node_modules:
+/// the TypeScript cart example (`client/ts/examples/cartServer.ts`) over
+/// the cluster's handles, over Redis with `appendfsync always` (`--kv
+/// redis`) and in its own memory (`--kv memory`).
+pub const TS_SYSTEMS: [&str; 3] = ["ts-cart", "ts-cart-redis-fsync", "ts-cart-memory"];
 
 /// Runs every system's operations at every concurrency, `cfg.rounds` times.
 pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {

@@ -9,8 +9,9 @@ use handlestore_client::{Client, ClusterHandleStore, Consistency, HandleStore, T
 use serde_json::{Value, json};
 
 use super::systems::{Etcd, Redis, RedisMode};
+use super::typescript::{Node, TsCartServer};
 use super::workload::Op;
-use super::{OVERLOAD_SYSTEMS, PYTHON_SYSTEMS, SYSTEMS, VALUE_BYTES};
+use super::{OVERLOAD_SYSTEMS, PYTHON_SYSTEMS, SYSTEMS, TS_SYSTEMS, VALUE_BYTES};
 use handlestore_tests::cluster::TestCluster;
 use handlestore_tests::mcp::CartServer;
 
@@ -37,6 +38,7 @@ pub(super) fn plan(system: &str) -> Vec<&'static str> {
         "handlestore-secure" | "handlestore-fleet" | "handlestore-fleet-unlimited" => vec!["mint", "get"],
         "cart-memory" | "cart-redis" | "cart-redis-fsync" => vec!["cart_flow"],
         "fastmcp" | "fastmcp-handles" | "fastmcp-redis-fsync" | "fastmcp-memory" => vec!["cart_flow"],
+        "ts-cart" | "ts-cart-redis-fsync" | "ts-cart-memory" => vec!["cart_flow"],
         "etcd" => vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"],
         "redis" | "redis-fsync" => vec!["set_ex", "get", "multi_set10"],
         "fsync" => vec!["fdatasync"],
@@ -68,15 +70,19 @@ pub(super) async fn start(
         "fastmcp-handles" => start_fastmcp_cluster(dir, &[], keep, pids).await,
         "fastmcp-redis-fsync" => start_fastmcp_redis(dir, keep, pids).await,
         "fastmcp-memory" => start_fastmcp_memory(dir, keep, pids).await,
+        "ts-cart" => start_ts_cluster(dir, keep, pids).await,
+        "ts-cart-redis-fsync" => start_ts_redis(dir, keep, pids).await,
+        "ts-cart-memory" => start_ts_memory(dir, keep, pids).await,
         "etcd" => start_etcd(dir, keep, pids).await,
         "redis" => start_redis(dir, RedisMode::Shipped, keep, pids).await,
         "redis-fsync" => start_redis(dir, RedisMode::FsyncAlways, keep, pids).await,
         "fsync" => start_fsync(dir, keep),
         other => anyhow::bail!(
-            "unknown system {other:?}; known: {}, {}, {}",
+            "unknown system {other:?}; known: {}, {}, {}, {}",
             SYSTEMS.join(", "),
             OVERLOAD_SYSTEMS.join(", "),
-            PYTHON_SYSTEMS.join(", ")
+            PYTHON_SYSTEMS.join(", "),
+            TS_SYSTEMS.join(", ")
         ),
     }
 }
@@ -199,10 +205,10 @@ async fn start_cart_redis(
 
 /// Two stateless replicas (started by `replica`, given the Redis URL) over
 /// one Redis in `mode`.
-async fn start_over_redis(
+async fn start_over_redis<R: Replica>(
     dir: &Path,
     mode: RedisMode,
-    replica: impl AsyncFn(&str) -> Result<CartServer>,
+    replica: impl AsyncFn(&str) -> Result<R>,
     keep: &mut Vec<Running>,
     pids: &mut Vec<u32>,
 ) -> Result<Vec<(&'static str, Op)>> {
@@ -270,11 +276,70 @@ async fn start_fastmcp_memory(
     Ok(vec![("cart_flow", cart_op(vec![server], keep, pids))])
 }
 
+/// `client/ts/examples/cartServer.ts` as two stateless replicas over three
+/// nodes, carts as the cluster's handles (as shipped).
+async fn start_ts_cluster(dir: &Path, keep: &mut Vec<Running>, pids: &mut Vec<u32>) -> Result<Vec<(&'static str, Op)>> {
+    let node = Node::find()?;
+    let cluster = TestCluster::builder(3).dir_in(dir).start().await?;
+    let endpoints = cluster.endpoints().join(",");
+    let mut carts = Vec::new();
+    for _ in 0..2 {
+        carts.push(TsCartServer::start(&node, &["--endpoints", &endpoints], dir).await?);
+    }
+    let cart_flow = cart_op(carts, keep, pids);
+    pids.extend((1..=3).filter_map(|id| cluster.node(id).pid()));
+    keep.push(Box::new(cluster));
+    Ok(vec![("cart_flow", cart_flow)])
+}
+
+/// `cartServer.ts --kv redis` as two replicas over one Redis with
+/// `appendfsync always`: the same server as a careful author writes it
+/// over Redis (a key per cart with its TTL, `WATCH`/`MULTI` adds, a `SET
+/// NX` checkout).
+async fn start_ts_redis(dir: &Path, keep: &mut Vec<Running>, pids: &mut Vec<u32>) -> Result<Vec<(&'static str, Op)>> {
+    let node = Node::find()?;
+    let replica = async |url: &str| TsCartServer::start(&node, &["--kv", "redis", "--redis", url], dir).await;
+    start_over_redis(dir, RedisMode::FsyncAlways, replica, keep, pids).await
+}
+
+/// `cartServer.ts --kv memory` alone, carts in a `Map`.
+async fn start_ts_memory(dir: &Path, keep: &mut Vec<Running>, pids: &mut Vec<u32>) -> Result<Vec<(&'static str, Op)>> {
+    let server = TsCartServer::start(&Node::find()?, &["--kv", "memory"], dir).await?;
+    Ok(vec![("cart_flow", cart_op(vec![server], keep, pids))])
+}
+
+/// An MCP cart server replica the cart flow drives: the Rust or FastMCP
+/// one, or the TypeScript one.
+trait Replica: Send + 'static {
+    fn mcp_url(&self) -> String;
+    fn pid(&self) -> Option<u32>;
+}
+
+impl Replica for CartServer {
+    fn mcp_url(&self) -> String {
+        CartServer::mcp_url(self)
+    }
+
+    fn pid(&self) -> Option<u32> {
+        CartServer::pid(self)
+    }
+}
+
+impl Replica for TsCartServer {
+    fn mcp_url(&self) -> String {
+        TsCartServer::mcp_url(self)
+    }
+
+    fn pid(&self) -> Option<u32> {
+        Some(TsCartServer::pid(self))
+    }
+}
+
 /// The cart flow over `carts` (each call to the next replica in turn);
 /// their pids recorded, and kept running until the rows are measured.
-fn cart_op(carts: Vec<CartServer>, keep: &mut Vec<Running>, pids: &mut Vec<u32>) -> Op {
-    let urls: Vec<String> = carts.iter().map(CartServer::mcp_url).collect();
-    pids.extend(carts.iter().filter_map(CartServer::pid));
+fn cart_op<R: Replica>(carts: Vec<R>, keep: &mut Vec<Running>, pids: &mut Vec<u32>) -> Op {
+    let urls: Vec<String> = carts.iter().map(R::mcp_url).collect();
+    pids.extend(carts.iter().filter_map(R::pid));
     keep.push(Box::new(carts));
     Op::Cart(Arc::new(urls), Vec::new())
 }

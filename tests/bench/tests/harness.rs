@@ -39,13 +39,13 @@ async fn harness_runs_every_system() {
         assert_eq!(r.server_peak_rss_mib.is_empty(), r.system == "fsync", "{r:?}");
         assert!(r.server_peak_rss_mib.iter().all(|m| *m >= 1.0), "{r:?}");
     }
-    // Every target but the FastMCP ones (their systems need Python; the
-    // test below runs them).
+    // Every target but the FastMCP and TypeScript ones (their systems need
+    // Python or Node.js; the tests below run them).
     let targets = bench::targets(&rows);
     assert!(
         targets
             .iter()
-            .all(|t| t.value.is_some() || t.name.starts_with("FastMCP")),
+            .all(|t| t.value.is_some() || t.name.starts_with("FastMCP") || t.name.starts_with("TypeScript")),
         "{targets:#?}"
     );
     let svg = dir.path().join("plot.svg");
@@ -304,6 +304,28 @@ async fn python_systems_run_the_cart_flow() {
     let fastmcp: Vec<_> = targets.iter().filter(|t| t.name.starts_with("FastMCP")).collect();
     assert_eq!(fastmcp.len(), 3, "{targets:#?}");
     assert!(fastmcp.iter().all(|t| t.value.is_some()), "{fastmcp:#?}");
+}
+
+/// The TypeScript cart systems, where Node.js and client/ts's node_modules
+/// exist: each starts its servers and runs the cart flow without errors, and
+/// the TypeScript targets have their values.
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_systems_run_the_cart_flow() {
+    if let Err(why) = bench::typescript::Node::find() {
+        println!("SKIPPED: the TypeScript cart systems: {why:#}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = every_op(&bench::TS_SYSTEMS, &[1, 64], dir.path());
+    let rows = bench::run(&cfg).await.expect("bench run");
+    assert_eq!(rows.len(), bench::TS_SYSTEMS.len() * 2, "{rows:#?}");
+    for r in &rows {
+        assert!(r.ops > 0 && r.errors == 0, "{r:?}");
+    }
+    let targets = bench::targets(&rows);
+    let ts: Vec<_> = targets.iter().filter(|t| t.name.starts_with("TypeScript")).collect();
+    assert_eq!(ts.len(), 2, "{targets:#?}");
+    assert!(ts.iter().all(|t| t.value.is_some()), "{ts:#?}");
 }
 
 /// `--ab`: each system of ours runs again on the other build, right after

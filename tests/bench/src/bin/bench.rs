@@ -23,7 +23,10 @@ struct Args {
     /// Systems to run, in order. Also, only when named: the overload rows'
     /// handlestore-fleet (64 clients, each its own connections, for
     /// `--concurrency 1024,4096`) and handlestore-fleet-unlimited (the same
-    /// with admission off).
+    /// with admission off); the FastMCP cart servers (fastmcp,
+    /// fastmcp-handles, fastmcp-redis-fsync, fastmcp-memory: the tests'
+    /// Python) and the TypeScript ones (ts-cart, ts-cart-redis-fsync,
+    /// ts-cart-memory: Node.js and `npm ci` in client/ts).
     #[arg(long, value_delimiter = ',', default_values_t = bench::SYSTEMS.map(String::from))]
     systems: Vec<String>,
     /// Concurrent clients per measurement.
