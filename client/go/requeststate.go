@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,11 +36,13 @@ import (
 // Opening fails closed: a bad MAC or tag, an expired blob, another subject
 // or tool, or any malformed input gives false, never an error. Every key of
 // the ring is tried (blobs carry no key id), so a blob stays valid across
-// rotations until its key is retired.
+// rotations until its key is retired. With WithSingleUse, a blob opens once
+// in the whole cluster (SEP-2322's one-time redemption).
 type RequestStateCodec struct {
 	mode         SealMode
 	client       *Client
 	refreshEvery time.Duration
+	singleUse    atomic.Pointer[SingleUse]
 
 	mu      sync.Mutex
 	keys    []derivedKey
@@ -202,19 +205,34 @@ func (c *RequestStateCodec) Encode(ctx context.Context, state any, subject strin
 
 // Decode opens a blob sealed for subject (and tool): the state's JSON, and
 // false if it is forged, tampered with, expired, for someone else or
-// malformed.
+// malformed, and with WithSingleUse, if it was opened before anywhere or
+// its redemption could not be recorded.
 func (c *RequestStateCodec) Decode(ctx context.Context, blob, subject, tool string) ([]byte, bool) {
 	now := uint64(time.Now().Unix())
-	// The ring as re-read every refresh interval: a retired key stops
-	// opening within one interval, also on a replica that only opens.
-	if s, ok := open(c.freshKeys(ctx), blob, subject, tool, now); ok {
-		return s, true
+	s, exp, ok := c.openFresh(ctx, blob, subject, tool, now)
+	single := c.singleUse.Load()
+	if !ok || single == nil {
+		return s, ok
+	}
+	if !single.redeemOpened(ctx, blob, exp, now) {
+		return nil, false
+	}
+	return s, true
+}
+
+// openFresh opens with the ring as re-read every refresh interval, and
+// once more at once (at most once a second) when no cached key opens it.
+func (c *RequestStateCodec) openFresh(ctx context.Context, blob, subject, tool string, now uint64) ([]byte, uint64, bool) {
+	// A retired key stops opening within one interval, also on a replica
+	// that only opens.
+	if s, exp, ok := open(c.freshKeys(ctx), blob, subject, tool, now); ok {
+		return s, exp, true
 	}
 	if _, age := c.current(); c.client == nil || age < time.Second {
-		return nil, false
+		return nil, 0, false
 	}
 	if c.Refresh(ctx) != nil {
-		return nil, false
+		return nil, 0, false
 	}
 	keys, _ := c.current()
 	return open(keys, blob, subject, tool, now)
@@ -236,10 +254,12 @@ func (c *RequestStateCodec) EncodeAt(state any, subject, tool string, exp uint64
 	return seal(keys, c.mode, state, subject, tool, exp, nonce)
 }
 
-// DecodeAt opens at a given time (unix seconds): for test vectors.
+// DecodeAt opens at a given time (unix seconds): for test vectors. It
+// does not redeem.
 func (c *RequestStateCodec) DecodeAt(blob, subject, tool string, now uint64) ([]byte, bool) {
 	keys, _ := c.current()
-	return open(keys, blob, subject, tool, now)
+	s, _, ok := open(keys, blob, subject, tool, now)
+	return s, ok
 }
 
 func hmacOf(key []byte, parts ...[]byte) []byte {
