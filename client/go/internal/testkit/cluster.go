@@ -40,6 +40,11 @@ type Options struct {
 	Size int
 	// TLS gives the nodes certificates from `handlestore certs`.
 	TLS bool
+	// ClientCerts (implies TLS) makes client certificates for root and
+	// these names (`handlestore certs --client NAME`: the common name is
+	// the user), and nodes that require one (`--tls-client-ca`); the
+	// cluster's clients then present root's (TLS, Client), others TLSFor's.
+	ClientCerts []string
 	// Extra flags for every node.
 	Extra []string
 }
@@ -52,7 +57,9 @@ type Cluster struct {
 	Certs string
 	Nodes []*Node
 	extra []string
-	t     testing.TB
+	// clientCerts: the names of ClientCerts; nodes require a certificate.
+	clientCerts []string
+	t           testing.TB
 }
 
 var (
@@ -88,7 +95,10 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.Size == 0 {
 		opts.Size = 3
 	}
-	c := &Cluster{Bin: Bin(), Root: t.TempDir(), extra: opts.Extra, t: t}
+	if len(opts.ClientCerts) > 0 {
+		opts.TLS = true
+	}
+	c := &Cluster{Bin: Bin(), Root: t.TempDir(), extra: opts.Extra, clientCerts: opts.ClientCerts, t: t}
 	for id := 1; id <= opts.Size; id++ {
 		n := &Node{ID: id, Addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), Data: filepath.Join(c.Root, fmt.Sprintf("node-%d", id))}
 		n.Log = n.Data + ".log"
@@ -111,6 +121,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 func (c *Cluster) makeCerts() {
 	c.Certs = filepath.Join(c.Root, "certs")
 	args := []string{"certs", "--dir", c.Certs, "--client", "root"}
+	for _, name := range c.clientCerts {
+		args = append(args, "--client", name)
+	}
 	for _, n := range c.Nodes {
 		args = append(args, "--node", fmt.Sprintf("%d=localhost,127.0.0.1", n.ID))
 	}
@@ -131,12 +144,27 @@ func (c *Cluster) Endpoints() []string {
 	return out
 }
 
-// TLS is the client TLS of a cluster with TLS (nil without).
+// TLS is the client TLS of a cluster with TLS (nil without): the CA, and
+// where nodes require client certificates, root's.
 func (c *Cluster) TLS() *handlestore.TLS {
+	if len(c.clientCerts) > 0 {
+		return c.TLSFor("root")
+	}
+	return c.TLSFor("")
+}
+
+// TLSFor is the CA and the client certificate made for name (root or one
+// of Options.ClientCerts; "": none), nil without TLS.
+func (c *Cluster) TLSFor(name string) *handlestore.TLS {
 	if c.Certs == "" {
 		return nil
 	}
-	t, err := handlestore.TLSFromFiles(filepath.Join(c.Certs, "ca.pem"), "", "")
+	var cert, key string
+	if name != "" {
+		cert = filepath.Join(c.Certs, "client-"+name+".pem")
+		key = filepath.Join(c.Certs, "client-"+name+"-key.pem")
+	}
+	t, err := handlestore.TLSFromFiles(filepath.Join(c.Certs, "ca.pem"), cert, key)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -176,6 +204,9 @@ func (c *Cluster) nodeArgs(n *Node) []string {
 		key := filepath.Join(c.Certs, fmt.Sprintf("node-%d-key.pem", n.ID))
 		args = append(args, "--tls-cert", cert, "--tls-key", key, "--peer-tls-cert", cert, "--peer-tls-key", key,
 			"--peer-tls-ca", filepath.Join(c.Certs, "ca.pem"), "--peer-listen", n.PeerAddr)
+		if len(c.clientCerts) > 0 {
+			args = append(args, "--tls-client-ca", filepath.Join(c.Certs, "ca.pem"))
+		}
 	}
 	return append(args, c.extra...)
 }

@@ -8,12 +8,20 @@ import (
 	handlestore "github.com/handlestore/handlestore/client/go"
 )
 
-// handlestoreTLS is the crypto/tls form of the client's TLS, for the
-// harness's own admin calls.
+// handlestoreTLS is the crypto/tls form of the client's TLS (with its
+// client certificate, if any), for the harness's own admin calls.
 func handlestoreTLS(t *handlestore.TLS) (*tls.Config, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(t.CA) {
 		return nil, errors.New("no CA certificate")
 	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if len(t.Cert) > 0 {
+		pair, err := tls.X509KeyPair(t.Cert, t.Key)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
 }
