@@ -1,22 +1,25 @@
 /**
  * The TypeScript cart server beside its twins: one Rust replica
  * (client/rust/examples/cart_server), one Python (client/python/examples/
- * fastmcp_cart.py) and one TypeScript (examples/cartServer.ts) on one
+ * fastmcp_cart.py), one TypeScript (examples/cartServer.ts) and one Go
+ * (client/go/gosdk/examples/cartserver, on the official Go SDK) on one
  * cluster, driven by one client of the TypeScript SDK whose every request
  * goes to the next replica (a round-robin load balancer, through the SDK
- * client's `fetch`): every item kept, concurrent adds across the three
+ * client's `fetch`): every item kept, concurrent adds across the four
  * included, one order, checkout exactly once, and bad ids refused alike.
  *
  * The Rust replica needs the example binary beside the handlestore one
  * (`cargo build --release --examples`), the Python one the tests' virtual
- * environment ($HANDLESTORE_TEST_PYTHON, or tests/ensure-python-env.sh):
- * without them the test skips and says why.
+ * environment ($HANDLESTORE_TEST_PYTHON, or tests/ensure-python-env.sh), the
+ * Go one `go` (the test builds the example with `go build`): without them
+ * the test skips and says why.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { before, describe, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -30,6 +33,9 @@ import { REPO } from "./vectors.js";
 const TS_CART = fileURLToPath(new URL("../examples/cartServer.ts", import.meta.url));
 const RUST_CART = join(dirname(handlestoreBin()), "examples", "cart_server");
 const PY_CART = join(REPO, "client/python/examples/fastmcp_cart.py");
+const GO_MODULE = join(REPO, "client/go/gosdk");
+/** The Go toolchain as the Go client's scripts/ci.sh runs it: the one installed, never a downloaded one. */
+const GO_ENV = { ...process.env, GOTOOLCHAIN: "local" };
 
 /** The tests' Python: $HANDLESTORE_TEST_PYTHON, else what tests/ensure-python-env.sh makes (or an empty string). */
 function python(): string {
@@ -44,16 +50,26 @@ function python(): string {
   }
 }
 
+/** Why the Go replica cannot be built here (undefined if it can). */
+function noGo(): string | undefined {
+  try {
+    execFileSync("go", ["version"], { stdio: "ignore", env: GO_ENV });
+    return undefined;
+  } catch {
+    return "go is not installed (the Go replica is built with go build)";
+  }
+}
+
 function missing(): string | undefined {
   if (skipReason) return skipReason;
   if (!existsSync(RUST_CART)) return `no Rust cart_server at ${RUST_CART}: cargo build --release --examples`;
-  return undefined;
+  return noGo();
 }
 
 const why = missing();
 const py = why ? "" : python();
 const skip = why ?? (py ? undefined : "no Python environment for fastmcp_cart.py (tests/ensure-python-env.sh)");
-if (skip) console.log(`SKIPPED: the three-language cart test: ${skip}`);
+if (skip) console.log(`SKIPPED: the four-language cart test: ${skip}`);
 
 interface Hit {
   readonly replica: string;
@@ -73,7 +89,7 @@ function roundRobin(replicas: readonly { name: string; url: string }[], hits: Hi
   };
 }
 
-describe("one MCP client across Rust, Python and TypeScript cart replicas", { skip }, () => {
+describe("one MCP client across Rust, Python, TypeScript and Go cart replicas", { skip }, () => {
   const fx = useCluster();
   let client: Client;
   const servers: ServerProcess[] = [];
@@ -86,7 +102,16 @@ describe("one MCP client across Rust, Python and TypeScript cart replicas", { sk
     return s;
   };
 
+  const goDir = mkdtempSync(join(tmpdir(), "handlestore-ts-go-cart-"));
+  after(() => rmSync(goDir, { recursive: true, force: true }));
+
   before(async () => {
+    const goCart = join(goDir, "cartserver");
+    execFileSync("go", ["build", "-o", goCart, "./examples/cartserver"], {
+      cwd: GO_MODULE,
+      env: GO_ENV,
+      stdio: "inherit",
+    });
     client = fx.client();
     const plain = fx.cluster.endpoints.join(",");
     const http = fx.cluster.endpoints.map((e) => `http://${e}`).join(",");
@@ -94,9 +119,10 @@ describe("one MCP client across Rust, Python and TypeScript cart replicas", { sk
     serve(await ServerProcess.onPort(RUST_CART, ["--listen", `127.0.0.1:${rustPort}`, "--endpoints", http], rustPort));
     serve(await ServerProcess.onPort(py, [PY_CART, "--listen", `127.0.0.1:${pyPort}`, "--endpoints", plain], pyPort));
     serve(await ServerProcess.start(TS_CART, ["--listen", "127.0.0.1:0", "--endpoints", plain]));
-    const names = ["rust", "python", "typescript"];
+    serve(await ServerProcess.start(goCart, ["--listen", "127.0.0.1:0", "--endpoints", plain]));
+    const names = ["rust", "python", "typescript", "go"];
     const replicas = servers.map((s, i) => ({ name: names[i] as string, url: s.url }));
-    mcp = fx.track(new McpClient({ name: "three-language-cart", version: "0.1.0" }));
+    mcp = fx.track(new McpClient({ name: "four-language-cart", version: "0.1.0" }));
     const fetchRR = roundRobin(replicas, hits);
     await mcp.connect(new StreamableHTTPClientTransport(new URL(replicas[0]?.url as string), { fetch: fetchRR }));
   });
@@ -122,7 +148,7 @@ describe("one MCP client across Rust, Python and TypeScript cart replicas", { sk
     for (let i = 1; i <= 6; i++) await ok("add_item", { cart_id: cartId, sku: `sku-${i}`, quantity: i });
     // A retried add (same request_id) on the next two replicas: added once.
     for (let i = 0; i < 2; i++) await ok("add_item", { cart_id: cartId, sku: "gift", quantity: 1, request_id: "r-1" });
-    // Concurrent adds, three on each replica.
+    // Concurrent adds, nine across the four replicas.
     const adds = Array.from({ length: 9 }, (_, i) => ok("add_item", { cart_id: cartId, sku: `c-${i}`, quantity: 1 }));
     await Promise.all(adds);
     const { cart } = (await ok("get_cart", { cart_id: cartId })) as { cart: { lines: { sku: string }[] } };
@@ -130,12 +156,13 @@ describe("one MCP client across Rust, Python and TypeScript cart replicas", { sk
     assert.deepEqual(skus.slice(0, 7), ["sku-1", "sku-2", "sku-3", "sku-4", "sku-5", "sku-6", "gift"]);
     assert.deepEqual(skus.slice(7).sort(), Array.from({ length: 9 }, (_, i) => `c-${i}`).sort());
 
-    const orders = await Promise.all([0, 1, 2].map(() => ok("checkout", { cart_id: cartId })));
+    // Concurrent checkouts, one on each replica.
+    const orders = await Promise.all([0, 1, 2, 3].map(() => ok("checkout", { cart_id: cartId })));
     const orderIds = new Set(orders.map((o) => o.order_id));
     assert.equal(orderIds.size, 1, JSON.stringify(orders));
     const orderId = String([...orderIds][0]);
     assert.ok(orders.every((o) => o.lines === 16));
-    for (let i = 0; i < 3; i++) assert.equal((await ok("checkout", { cart_id: cartId })).order_id, orderId);
+    for (let i = 0; i < 4; i++) assert.equal((await ok("checkout", { cart_id: cartId })).order_id, orderId);
     assert.match(await refused("add_item", { cart_id: cartId, sku: "late", quantity: 1 }), /already checked out/);
 
     const order = await client.handleStore<Order>("order").get(orderId);
@@ -143,26 +170,27 @@ describe("one MCP client across Rust, Python and TypeScript cart replicas", { sk
     assert.equal(order?.lines.length, 16);
     assert.equal(await client.handleStore<Order>("order").len(), 1, "exactly one order recorded");
 
-    // Every call went to the next replica: Rust, Python, TypeScript, Rust...
+    // Every call went to the next replica: Rust, Python, TypeScript, Go, Rust...
     const calls = hits.slice(start).filter((h) => h.rpc === "tools/call");
-    const cycle = ["rust", "python", "typescript"];
+    const cycle = ["rust", "python", "typescript", "go"];
     const first = cycle.indexOf(calls[0]?.replica ?? "");
     assert.deepEqual(
       calls.map((h) => h.replica),
-      calls.map((_, i) => cycle[(first + i) % 3]),
+      calls.map((_, i) => cycle[(first + i) % cycle.length]),
     );
     assert.ok(calls.length >= 26, `${calls.length} calls`);
   });
 
   test("bad ids and empty carts are refused alike by every replica", async () => {
-    for (let i = 0; i < 3; i++) {
+    // Four rounds of three calls: each kind of call reaches each replica.
+    for (let i = 0; i < 4; i++) {
       assert.match(await refused("get_cart", { cart_id: "../etc/passwd" }), /unknown cart_id: \.\.\/etc\/passwd/);
       assert.match(await refused("get_cart", { cart_id: "cart-AAAAAAAAAAAAAAAAAAAAAAAAAA" }), /unknown cart_id/);
       assert.match(await refused("add_item", { cart_id: "nope", sku: "x", quantity: 1 }), /unknown cart_id: nope/);
     }
-    for (let i = 0; i < 3; i++) {
-      const { cart_id: cartId } = (await ok("create_cart")) as { cart_id: string };
-      assert.match(await refused("checkout", { cart_id: cartId }), /is empty/);
-    }
+    // Four empty carts, then their checkouts, one on each replica.
+    const empty: string[] = [];
+    for (let i = 0; i < 4; i++) empty.push(((await ok("create_cart")) as { cart_id: string }).cart_id);
+    for (const cartId of empty) assert.match(await refused("checkout", { cart_id: cartId }), /is empty/);
   });
 });

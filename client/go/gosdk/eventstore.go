@@ -1,0 +1,160 @@
+// Package gosdk has the seams of the official Go MCP SDK
+// (github.com/modelcontextprotocol/go-sdk, v1.8) on a handlestore
+// cluster: EventStore, the SDK's mcp.EventStore, so a Streamable HTTP
+// stream cut off one replica resumes on any other with Last-Event-ID, and
+// Resume, the handler that serves those resumptions on a replica that does
+// not hold the stream.
+//
+// It is a module of its own, so the client module's users do not pull the
+// SDK.
+package gosdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	handlestore "github.com/handlestore/handlestore/client/go"
+	"github.com/handlestore/handlestore/client/go/internal/mcpevents"
+)
+
+// EventsPrefix is the default key prefix, the one the Rust, Python and
+// TypeScript event stores use.
+const EventsPrefix = mcpevents.Prefix
+
+// ErrUnknownStream is what After yields for a stream the cluster does not
+// have (never stored, expired, or its session closed). The SDK answers the
+// GET with 400.
+var ErrUnknownStream = errors.New("gosdk: unknown event stream")
+
+// EventStoreOptions shape an EventStore.
+type EventStoreOptions struct {
+	// Prefix of the keys (default mcp/events).
+	Prefix string
+	// TTL of every event (default an hour, at least a second).
+	TTL time.Duration
+	// MaxEvents is how many of a stream's latest events are kept (default
+	// 1000, at least 100); older ones go a hundred at a time.
+	MaxEvents int
+	// KeepOnSessionClosed makes SessionClosed a no-op: for servers that
+	// close a session after every request while its client goes on using
+	// it (a stateless handler with MCPGODEBUG=allowsessionsinstateless=1).
+	// The TTL removes the events.
+	KeepOnSessionClosed bool
+}
+
+// EventStore is the SDK's mcp.EventStore on the cluster: every event the
+// SDK sends on a stream is committed (replicated and fsynced on a
+// majority) before the SDK writes it, so a client that resumes with
+// Last-Event-ID on any replica gets exactly the events after it, in order.
+// Pass it as StreamableHTTPOptions.EventStore; one store serves every
+// session of a process.
+//
+// The SDK names events itself ("<stream id>_<index>", the index counted
+// from 0 in each session's stream), so the store keeps each stream's
+// events by position: the event at index i is sequence number i+1 of the
+// stream's head, in the layout of the other clients' event stores (see
+// the package mcpevents).
+type EventStore struct {
+	log     *mcpevents.Log
+	keep    bool
+	replays atomic.Uint64
+}
+
+var _ mcp.EventStore = (*EventStore)(nil)
+
+// NewEventStore is the store in c's namespace.
+func NewEventStore(c *handlestore.Client, opts EventStoreOptions) (*EventStore, error) {
+	if err := mcpevents.CheckPrefix(opts.Prefix); err != nil {
+		return nil, err
+	}
+	return &EventStore{
+		log:  mcpevents.New(c, mcpevents.Options{Prefix: opts.Prefix, TTL: opts.TTL, MaxEvents: opts.MaxEvents}),
+		keep: opts.KeepOnSessionClosed,
+	}, nil
+}
+
+// Open implements mcp.EventStore. It makes no call: a stream comes into
+// being with its first event (the SDK opens one for every request, most
+// of which never store an event).
+func (s *EventStore) Open(context.Context, string, string) error { return nil }
+
+// Append implements mcp.EventStore: data is stored as the stream's next
+// event (nil or empty data, the SDK's priming event, as null).
+func (s *EventStore) Append(ctx context.Context, sessionID, streamID string, data []byte) error {
+	_, err := s.log.Append(ctx, sessionID, streamID, data)
+	return err
+}
+
+// After implements mcp.EventStore: the data of the events after index, in
+// order, all read before the first is yielded. It yields ErrUnknownStream
+// for a stream the cluster does not have (except from index -1: a stream
+// opened but with nothing stored yet), and an error wrapping
+// mcp.ErrEventsPurged if an event after index is gone (expired, pushed out
+// by MaxEvents, or never stored because its Append failed), never a part
+// of the events.
+func (s *EventStore) After(ctx context.Context, sessionID, streamID string, index int) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		data, err := s.after(ctx, sessionID, streamID, index)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for _, d := range data {
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (s *EventStore) after(ctx context.Context, sessionID, streamID string, index int) ([][]byte, error) {
+	if index < -1 {
+		return nil, fmt.Errorf("gosdk: event index %d: %w", index, handlestore.ErrInvalidArgument)
+	}
+	head, ok, err := s.log.Head(ctx, sessionID, streamID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if index == -1 {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("unknown stream ID %s in session %s: %w", mcpevents.Shown(streamID), mcpevents.Shown(sessionID), ErrUnknownStream)
+	}
+	first := uint64(index) + 2 // the sequence number of the event at index+1
+	evs, err := s.log.After(ctx, head.Token, first-1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, 0, len(evs))
+	want := first
+	for _, e := range evs {
+		if e.Seq != want {
+			break
+		}
+		out = append(out, e.Data)
+		want++
+	}
+	// Every event through the head read first must be there.
+	if want <= head.Seq {
+		return nil, fmt.Errorf("stream ID %s in session %s: the event at index %d is gone: %w",
+			mcpevents.Shown(streamID), mcpevents.Shown(sessionID), want-1, mcp.ErrEventsPurged)
+	}
+	return out, nil
+}
+
+// SessionClosed implements mcp.EventStore: it deletes the session's
+// streams, on every replica (the empty session, the one every request of
+// a stateless handler is in, is never deleted: its events expire).
+func (s *EventStore) SessionClosed(ctx context.Context, sessionID string) error {
+	if s.keep || sessionID == "" {
+		return nil
+	}
+	return s.log.PurgeSession(ctx, sessionID)
+}

@@ -1,0 +1,319 @@
+package gosdk_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	handlestore "github.com/handlestore/handlestore/client/go"
+	"github.com/handlestore/handlestore/client/go/gosdk"
+	"github.com/handlestore/handlestore/client/go/internal/testkit"
+)
+
+// replica is one go-sdk server process's worth: its own handlestore
+// client and store, the SDK's StreamableHTTPHandler behind Resume, on its
+// own HTTP server.
+type replica struct {
+	url   string
+	store *gosdk.EventStore
+	// cmds drive the emitter tool: a notification per command, until
+	// "return".
+	cmds chan string
+}
+
+func newReplica(t *testing.T, c *testkit.Cluster, ns string, stateless bool) *replica {
+	t.Helper()
+	client := c.Client(handlestore.Config{Namespace: ns})
+	r := &replica{store: must[*gosdk.EventStore](t)(gosdk.NewEventStore(client, gosdk.EventStoreOptions{})), cmds: make(chan string, 64)}
+	server := mcp.NewServer(&mcp.Implementation{Name: "emitter", Version: "0.1.0"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "emitter"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		n := 0
+		for cmd := range r.cmds {
+			if cmd == "return" {
+				break
+			}
+			n++
+			// In a stateless handler the SDK drops what a request sends
+			// after its client went away; the test sends nothing then.
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: req.Params.GetProgressToken(), Progress: float64(n), Message: cmd,
+			})
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
+	getServer := func(*http.Request) *mcp.Server { return server }
+	handler := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: stateless, EventStore: r.store})
+	srv := httptest.NewServer(r.store.Resume(handler, getServer))
+	t.Cleanup(func() {
+		close(r.cmds)
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	r.url = srv.URL
+	return r
+}
+
+// progress records the progress notifications a client hears.
+type progress struct {
+	mu   sync.Mutex
+	msgs []string
+	more chan struct{}
+}
+
+func newProgress() *progress { return &progress{more: make(chan struct{}, 1024)} }
+
+func (p *progress) handler(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	p.mu.Lock()
+	p.msgs = append(p.msgs, req.Params.Message)
+	p.mu.Unlock()
+	p.more <- struct{}{}
+}
+
+func (p *progress) got() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.msgs)
+}
+
+func (p *progress) wait(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for len(p.got()) < n {
+		select {
+		case <-p.more:
+		case <-deadline:
+			t.Fatalf("heard %v, waiting for %d", p.got(), n)
+		}
+	}
+}
+
+func connect(t *testing.T, ctx context.Context, url string, p *progress, protocol string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "resumer", Version: "0.1.0"}, &mcp.ClientOptions{ProgressNotificationHandler: p.handler})
+	// No standalone GET stream: the session's own one lives on the replica
+	// that holds the session (go-sdk has no session store).
+	transport := &mcp.StreamableClientTransport{Endpoint: url + "/mcp", DisableStandaloneSSE: true, MaxRetries: 20}
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+type called struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+func callEmitter(ctx context.Context, cs *mcp.ClientSession) chan called {
+	done := make(chan called, 1)
+	go func() {
+		params := &mcp.CallToolParams{Name: "emitter", Arguments: map[string]any{}}
+		params.SetProgressToken("p")
+		res, err := cs.CallTool(ctx, params)
+		done <- called{res, err}
+	}()
+	return done
+}
+
+func resultText(t *testing.T, c called) string {
+	t.Helper()
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	if len(c.res.Content) != 1 {
+		t.Fatalf("result %+v", c.res)
+	}
+	return c.res.Content[0].(*mcp.TextContent).Text
+}
+
+// resumes are the GETs with Last-Event-ID the front forwarded, as
+// "<replica> <status>".
+func resumes(f *testkit.Front) []string {
+	var out []string
+	for _, h := range f.Hits() {
+		if h.Method == http.MethodGet && h.LastEventID != "" {
+			out = append(out, fmt.Sprintf("%d %d", h.Replica, h.Status))
+		}
+	}
+	return out
+}
+
+func TestAStreamCutOnOneReplicaResumesOnAnother(t *testing.T) {
+	c := testkit.Start(t, testkit.Options{})
+
+	t.Run("stateful: every event after the cut, in order, once", func(t *testing.T) {
+		ctx := testCtx(t)
+		a, b := newReplica(t, c, "gosdk-resume-1", false), newReplica(t, c, "gosdk-resume-1", false)
+		front := testkit.NewFront(t, a.url, b.url)
+		p := newProgress()
+		cs := connect(t, ctx, front.URL, p, "")
+		done := callEmitter(ctx, cs)
+		for _, m := range []string{"1", "2", "3"} {
+			a.cmds <- m
+		}
+		p.wait(t, 3)
+
+		// The load balancer loses the stream and sends the reconnection to
+		// B; A's request goes on, its events stored as they go.
+		front.Point(1)
+		front.Cut()
+		for _, m := range []string{"4", "5", "6", "7", "return"} {
+			a.cmds <- m
+		}
+		if got := resultText(t, <-done); got != "done" {
+			t.Fatalf("result %q", got)
+		}
+		// The client hands notifications to their handler on goroutines of
+		// their own: wait for them, and a little for any extra one.
+		p.wait(t, 7)
+		time.Sleep(200 * time.Millisecond)
+		if got := p.got(); !slices.Equal(got, []string{"1", "2", "3", "4", "5", "6", "7"}) {
+			t.Fatalf("heard %v: a gap or a duplicate", got)
+		}
+		rs := resumes(front)
+		if len(rs) == 0 || slices.ContainsFunc(rs, func(r string) bool { return r != "1 200" }) {
+			t.Fatalf("resumptions %v, want all on B (1) and served", rs)
+		}
+		if b.store.Replays() == 0 || a.store.Replays() != 0 {
+			t.Fatalf("replays: A %d, B %d", a.store.Replays(), b.store.Replays())
+		}
+
+		// Any replica replays exactly the events after a given one.
+		var last string
+		for _, h := range front.Hits() {
+			if h.LastEventID != "" {
+				last = h.LastEventID
+			}
+		}
+		stream := last[:strings.LastIndexByte(last, '_')]
+		for _, r := range []*replica{a, b} {
+			ids, msgs := getSSE(t, ctx, r.url, cs.ID(), stream+"_2")
+			wantIDs := []string{stream + "_3", stream + "_4", stream + "_5", stream + "_6", stream + "_7", stream + "_8"}
+			if !slices.Equal(ids, wantIDs) {
+				t.Fatalf("replay after %s_2: ids %v, want %v", stream, ids, wantIDs)
+			}
+			for i, m := range msgs[:5] {
+				if !strings.Contains(m, fmt.Sprintf(`"message":"%d"`, i+3)) {
+					t.Fatalf("event %s: %s", ids[i], m)
+				}
+			}
+			if !strings.Contains(msgs[5], `"done"`) {
+				t.Fatalf("the last event is not the result: %s", msgs[5])
+			}
+		}
+	})
+
+	t.Run("stateless: the result of a request whose stream was cut", func(t *testing.T) {
+		ctx := testCtx(t)
+		a, b := newReplica(t, c, "gosdk-resume-2", true), newReplica(t, c, "gosdk-resume-2", true)
+		front := testkit.NewFront(t, a.url, b.url)
+		p := newProgress()
+		// From protocol 2026-07-28 (SEP-2575) streams are not resumable.
+		cs := connect(t, ctx, front.URL, p, "2025-11-25")
+		done := callEmitter(ctx, cs)
+		for _, m := range []string{"1", "2"} {
+			a.cmds <- m
+		}
+		p.wait(t, 2)
+		front.Point(1)
+		front.Cut()
+		a.cmds <- "return"
+		if got := resultText(t, <-done); got != "done" {
+			t.Fatalf("result %q", got)
+		}
+		if got := p.got(); !slices.Equal(got, []string{"1", "2"}) {
+			t.Fatalf("heard %v", got)
+		}
+		if rs := resumes(front); len(rs) == 0 || slices.ContainsFunc(rs, func(r string) bool { return r != "1 200" }) {
+			t.Fatalf("resumptions %v, want all on B (1) and served", rs)
+		}
+		// A stateless handler alone refuses every GET.
+		req := must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/mcp", nil))
+		req.Header.Set("Accept", "text/event-stream")
+		resp := must[*http.Response](t)(http.DefaultClient.Do(req))
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Fatalf("a GET without Last-Event-ID: %d", resp.StatusCode)
+		}
+	})
+
+	t.Run("a malformed or unknown Last-Event-ID is the SDK's 400", func(t *testing.T) {
+		ctx := testCtx(t)
+		b := newReplica(t, c, "gosdk-resume-3", true)
+		for _, id := range []string{"garbage", "a_b_c", "x_-1", "_", "NOSUCHSTREAM_3"} {
+			status, body := getStatus(t, ctx, b.url, "", id)
+			if status != http.StatusBadRequest {
+				t.Errorf("Last-Event-ID %q: %d %s", id, status, body)
+			}
+		}
+	})
+}
+
+func TestAMalformedLastEventIDMakesNoCall(t *testing.T) {
+	dead := must[*handlestore.Client](t)(handlestore.New(handlestore.Config{Endpoints: []string{"127.0.0.1:1"}, CallTimeout: 5 * time.Second}))
+	defer dead.Close()
+	store := must[*gosdk.EventStore](t)(gosdk.NewEventStore(dead, gosdk.EventStoreOptions{}))
+	server := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "0.1.0"}, nil)
+	getServer := func(*http.Request) *mcp.Server { return server }
+	handler := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: true, EventStore: store})
+	srv := httptest.NewServer(store.Resume(handler, getServer))
+	defer srv.Close()
+	start := time.Now()
+	status, body := getStatus(t, testCtx(t), srv.URL, "", "not-an-event-id")
+	if status != http.StatusBadRequest || !strings.Contains(body, "malformed Last-Event-ID") || time.Since(start) > 2*time.Second {
+		t.Fatalf("%d %q after %v", status, body, time.Since(start))
+	}
+}
+
+func getStatus(t *testing.T, ctx context.Context, url, session, lastEventID string) (int, string) {
+	t.Helper()
+	resp := get(t, ctx, url, session, lastEventID)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func get(t *testing.T, ctx context.Context, url, session, lastEventID string) *http.Response {
+	t.Helper()
+	req := must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodGet, url+"/mcp", nil))
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", lastEventID)
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	return must[*http.Response](t)(http.DefaultClient.Do(req))
+}
+
+// getSSE resumes with a raw GET and reads the replay to its end.
+func getSSE(t *testing.T, ctx context.Context, url, session, lastEventID string) (ids, data []string) {
+	t.Helper()
+	resp := get(t, ctx, url, session, lastEventID)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET with Last-Event-ID %s: %d %s", lastEventID, resp.StatusCode, body)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			ids = append(ids, v)
+		} else if v, ok := strings.CutPrefix(line, "data: "); ok {
+			data = append(data, v)
+		}
+	}
+	return ids, data
+}
