@@ -15,7 +15,7 @@ if ! command -v go >/dev/null 2>&1; then
   exit 0
 fi
 # The nested modules, each requiring this one through a replace directive.
-nested=(internal/mcpevents gosdk mcpgo)
+nested=(internal/mcpevents gosdk mcpgo bench)
 # tools/go.mod (the generators, staticcheck) needs the newest Go of them.
 need="$(for m in . tools "${nested[@]}"; do sed -n 's/^go \([0-9.]*\)$/\1/p' "$m/go.mod"; done | sort -V | tail -1)"
 have="$(go env GOVERSION | sed 's/^go//')"

@@ -1,4 +1,4 @@
-//! What the client benches share (`pyclient`, `tsclient`): a client
+//! What the client benches share (`pyclient`, `tsclient`, `goclient`): a client
 //! library beside a Redis client, in one run. Each round starts a 3-node
 //! cluster and a Redis with `appendfsync always` afresh and runs a script in
 //! the client's language against both with the same flags (`--endpoints`,

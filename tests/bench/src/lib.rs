@@ -9,8 +9,8 @@
 //! peak memory), `analysis.rs` takes the medians
 //! over rounds and the targets' ratios; `plot.rs` draws the run. `ab.rs`
 //! runs two builds side by side and compares them. `client_rows.rs` is
-//! what the client benches (`pyclient`, `tsclient`) share, `typescript.rs`
-//! runs the TypeScript client's scripts under Node.js.
+//! what the client benches (`pyclient`, `tsclient`, `goclient`) share,
+//! `typescript.rs` runs the TypeScript client's scripts under Node.js.
 
 pub mod ab;
 mod analysis;
