@@ -184,6 +184,19 @@ fn fenced_ranges(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
+/// Byte ranges of inline code spans (`...`) on one line, where a
+/// `[T](x)` is code (a Go generic call), not a link.
+fn code_span_ranges(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let ticks: Vec<usize> = line.match_indices('`').map(|(i, _)| offset + i).collect();
+        out.extend(ticks.chunks_exact(2).map(|pair| (pair[0], pair[1] + 1)));
+        offset += line.len();
+    }
+    out
+}
+
 fn in_ranges(ranges: &[(usize, usize)], at: usize) -> bool {
     ranges.iter().any(|&(a, b)| a <= at && at < b)
 }
@@ -191,13 +204,14 @@ fn in_ranges(ranges: &[(usize, usize)], at: usize) -> bool {
 /// Every inline link `[text](target)` outside code blocks whose target is
 /// local (not a URL), and the section after it.
 fn markdown_links(text: &str) -> Vec<Ref> {
-    let fences = fenced_ranges(text);
+    let mut code = fenced_ranges(text);
+    code.extend(code_span_ranges(text));
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(pos) = text[from..].find("](") {
         let at = from + pos;
         from = at + 2;
-        if in_ranges(&fences, at) {
+        if in_ranges(&code, at) {
             continue;
         }
         let start = at + 2;
@@ -393,6 +407,7 @@ fn references_are_read_as_written() {
     assert_eq!((refs[1].line, refs[2].line, refs[3].line), (1, 2, 3));
     let md = format!(
         "# Title\n\n[a](x.md), \"Sec\" and [b](https://e.org) ![c](../{d}/y.svg#z)\n\
+         `New[T](client, \"x\")` and `a` [T](t.md)\n\
          ```sh\n# not a heading [no](link.md)\n```\n## At a2326da (2026-11-26)\n"
     );
     let links: Vec<(String, Option<String>)> = markdown_links(&md).into_iter().map(|r| (r.target, r.section)).collect();
@@ -400,7 +415,8 @@ fn references_are_read_as_written() {
         links,
         [
             ("x.md".to_string(), Some("Sec".to_string())),
-            (format!("../{d}/y.svg#z"), None)
+            (format!("../{d}/y.svg#z"), None),
+            ("t.md".to_string(), None)
         ]
     );
     let hs = headings(&md);
