@@ -38,7 +38,7 @@ func invoke[R any, PR interface {
 }](t *testing.T, c *handlestore.Client, method string, req proto.Message) PR {
 	t.Helper()
 	resp := PR(new(R))
-	if err := c.Invoke(testCtx(t), method, req, resp); err != nil {
+	if err := c.Invoke(testkit.Ctx(t), method, req, resp); err != nil {
 		t.Fatalf("%s: %v", method, err)
 	}
 	return resp
@@ -74,7 +74,7 @@ func refused(t *testing.T, what string, start time.Time, within time.Duration, e
 func deny(t *testing.T, what string, want error, reason handlestore.Reason, call func(ctx context.Context) error) {
 	t.Helper()
 	start := time.Now()
-	refused(t, what, start, 5*time.Second, call(testCtx(t)), want, reason)
+	refused(t, what, start, 5*time.Second, call(testkit.Ctx(t)), want, reason)
 }
 
 func unauthenticated(t *testing.T, what string, call func(ctx context.Context) error) {
@@ -127,7 +127,7 @@ func mintErr(c *handlestore.Client, store string) func(context.Context) error {
 func value(t *testing.T, root *handlestore.Client, key string) any {
 	t.Helper()
 	var v any
-	if ok := got(root.StateTool(handlestore.StateToolOptions{}).Get(testCtx(t), key, &v))(t); !ok {
+	if ok := got(root.StateTool(handlestore.StateToolOptions{}).Get(testkit.Ctx(t), key, &v))(t); !ok {
 		return nil
 	}
 	return v
@@ -146,7 +146,7 @@ func TestAuth(t *testing.T) {
 	user := func(name string, grants ...*pb.Permission) string { return addUser(t, root, name, false, grants...) }
 
 	t.Run("root's token reads, writes and watches", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		w := got(root.Watch(ctx, handlestore.WatchPrefix("root/"), handlestore.WatchOptions{}))(t)
 		defer w.Close()
 		tool := root.StateTool(handlestore.StateToolOptions{})
@@ -180,13 +180,13 @@ func TestAuth(t *testing.T) {
 		if v := value(t, root, "anon/k"); v != nil {
 			t.Fatalf("written: %v", v)
 		}
-		if n := got(handleStore[int](t, root, "anon", handlestore.HandleStoreOptions{}).Len(testCtx(t)))(t); n != 0 {
+		if n := got(handleStore[int](t, root, "anon", handlestore.HandleStoreOptions{}).Len(testkit.Ctx(t)))(t); n != 0 {
 			t.Fatalf("%d handles minted", n)
 		}
 	})
 
 	t.Run("a token used where it was not granted is denied, and nothing changes", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		bob := user("bob", grantWrite)
 		got(as(bob, authNS).StateTool(handlestore.StateToolOptions{}).Store(ctx, "bob/k", "mine", handlestore.StoreOptions{}))(t)
 		// Another namespace.
@@ -220,7 +220,7 @@ func TestAuth(t *testing.T) {
 	})
 
 	t.Run("a read-only token reads but cannot write; a grant narrowed to a store covers only that store", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		got(root.StateTool(handlestore.StateToolOptions{}).Store(ctx, "shared/k", "v1", handlestore.StoreOptions{}))(t)
 		reader := as(user("reader", grantRead), authNS)
 		r := reader.StateTool(handlestore.StateToolOptions{})
@@ -252,7 +252,7 @@ func TestAuth(t *testing.T) {
 	})
 
 	t.Run("a revoked role and a rotated token stop working on every node at once", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		carol := user("carol", grantWrite)
 		got(as(carol, authNS).StateTool(handlestore.StateToolOptions{}).Store(ctx, "carol/k", 1, handlestore.StoreOptions{}))(t)
 		invoke[pb.AuthChangeResponse](t, root, pb.Auth_UserRevokeRole_FullMethodName, &pb.UserRoleRequest{Name: "carol", Role: "carol"})
@@ -280,7 +280,7 @@ func TestAuth(t *testing.T) {
 	})
 
 	t.Run("a watch whose grant is revoked ends with permission_denied", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		dave := as(user("dave", grantRead), authNS)
 		w := got(dave.Watch(ctx, handlestore.WatchPrefix("dave/"), handlestore.WatchOptions{}))(t)
 		defer w.Close()
@@ -312,7 +312,7 @@ func TestAuthWithClientCertificates(t *testing.T) {
 	alice := cluster.TLSFor("alice")
 
 	t.Run("a certificate stands in for a token: its common name is the user", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		c := with(alice, "", authNS)
 		if s := invoke[pb.AuthStatusResponse](t, c, pb.Auth_AuthStatus_FullMethodName, &pb.AuthStatusRequest{}); !s.GetEnabled() || s.GetUser() != "alice" {
 			t.Fatalf("status %+v", s)
@@ -336,7 +336,7 @@ func TestAuthWithClientCertificates(t *testing.T) {
 
 	t.Run("no certificate, or one from another CA, is refused at the handshake, at once", func(t *testing.T) {
 		start := time.Now()
-		err := getErr(with(cluster.TLSFor(""), "", authNS).StateTool(handlestore.StateToolOptions{}), "alice/k")(testCtx(t))
+		err := getErr(with(cluster.TLSFor(""), "", authNS).StateTool(handlestore.StateToolOptions{}), "alice/k")(testkit.Ctx(t))
 		refused(t, "no certificate", start, 10*time.Second, err, handlestore.ErrUnauthenticated, handlestore.ReasonUnauthenticated)
 		other := filepath.Join(cluster.Root, "other-ca")
 		if out, err := exec.Command(cluster.Bin, "certs", "--dir", other, "--client", "alice").CombinedOutput(); err != nil {
@@ -344,11 +344,11 @@ func TestAuthWithClientCertificates(t *testing.T) {
 		}
 		foreign := got(handlestore.TLSFromFiles(filepath.Join(cluster.Certs, "ca.pem"), filepath.Join(other, "client-alice.pem"), filepath.Join(other, "client-alice-key.pem")))(t)
 		start = time.Now()
-		err = getErr(with(foreign, "", authNS).StateTool(handlestore.StateToolOptions{}), "alice/k")(testCtx(t))
+		err = getErr(with(foreign, "", authNS).StateTool(handlestore.StateToolOptions{}), "alice/k")(testkit.Ctx(t))
 		refused(t, "another CA's certificate", start, 10*time.Second, err, handlestore.ErrUnauthenticated, handlestore.ReasonUnauthenticated)
 		// Nor with root's token: the handshake comes first.
 		start = time.Now()
-		err = storeErr(with(foreign, rootToken, authNS).StateTool(handlestore.StateToolOptions{}), "alice/k", "forged")(testCtx(t))
+		err = storeErr(with(foreign, rootToken, authNS).StateTool(handlestore.StateToolOptions{}), "alice/k", "forged")(testkit.Ctx(t))
 		refused(t, "another CA's certificate with root's token", start, 10*time.Second, err, handlestore.ErrUnauthenticated, handlestore.ReasonUnauthenticated)
 		if v := value(t, root, "alice/k"); v != "by certificate" {
 			t.Fatalf("%v", v)

@@ -18,7 +18,7 @@ func TestLeaderFollowingAndExactlyOnce(t *testing.T) {
 	cluster := testkit.Start(t, testkit.Options{})
 
 	t.Run("the same write id twice: the first answer again, applied once", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		c := cluster.Client(handlestore.Config{Namespace: "go-once"})
 		id, release := c.NewWriteID()
 		defer release()
@@ -35,7 +35,7 @@ func TestLeaderFollowingAndExactlyOnce(t *testing.T) {
 	})
 
 	t.Run("writes sent to a follower move to the leader it names", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		leader := cluster.Node(cluster.WaitLeader(10 * time.Second)).Addr
 		var others []string
 		for _, e := range cluster.Endpoints() {
@@ -53,7 +53,7 @@ func TestLeaderFollowingAndExactlyOnce(t *testing.T) {
 	})
 
 	t.Run("an unreachable endpoint is skipped", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		c := cluster.Client(handlestore.Config{Namespace: "go-skip", Endpoints: append([]string{"127.0.0.1:1"}, cluster.Endpoints()...)})
 		var v string
 		got(c.StateTool(handlestore.StateToolOptions{}).Store(ctx, "k", "v", handlestore.StoreOptions{}))(t)
@@ -71,7 +71,7 @@ func TestLeaderFollowingAndExactlyOnce(t *testing.T) {
 // leader is SIGKILLed: a second application of any would fail or count
 // wrong.
 func writesThroughAKill(t *testing.T, cluster *testkit.Cluster) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	c := cluster.Client(handlestore.Config{Namespace: "go-failover", CallTimeout: 30 * time.Second, AttemptTimeout: time.Second})
 	tool := c.StateTool(handlestore.StateToolOptions{})
 	jobs := handleStore[int](t, c, "jobs", handlestore.HandleStoreOptions{})
@@ -157,7 +157,7 @@ func TestNoQuorumFailsFastAndClosed(t *testing.T) {
 	cluster := testkit.Start(t, testkit.Options{})
 	c := cluster.Client(handlestore.Config{Namespace: "go-quorum", CallTimeout: 2 * time.Second, AttemptTimeout: 500 * time.Millisecond})
 	tool := c.StateTool(handlestore.StateToolOptions{})
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	got(tool.Store(ctx, "before", 1, handlestore.StoreOptions{}))(t)
 	cluster.Kill(1)
 	cluster.Kill(2)

@@ -18,7 +18,7 @@ func TestHandlesOnACluster(t *testing.T) {
 	client := cluster.Client(handlestore.Config{Namespace: "go-handles"})
 
 	t.Run("minted on one node, read from every node", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		carts := handleStore[cart](t, client, "cart", handlestore.HandleStoreOptions{Prefix: "cart"})
 		id := got(carts.Mint(ctx, cart{Items: []string{"sku-1"}}, handlestore.TTLDefault))(t)
 		for _, ep := range cluster.Endpoints() {
@@ -34,7 +34,7 @@ func TestHandlesOnACluster(t *testing.T) {
 	})
 
 	t.Run("an unknown handle is absent, not an error", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		carts := handleStore[cart](t, client, "unknown", handlestore.HandleStoreOptions{})
 		id := handlestore.NewHandleID("")
 		if _, ok, err := carts.Get(ctx, id); ok || err != nil {
@@ -53,7 +53,7 @@ func TestHandlesOnACluster(t *testing.T) {
 	})
 
 	t.Run("a compare-and-set that lost carries revision_mismatch and the revision", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		carts := handleStore[cart](t, client, "cas", handlestore.HandleStoreOptions{})
 		id := got(carts.Mint(ctx, cart{}, 0))(t)
 		v, _ := got2(carts.GetVersioned(ctx, id))(t)
@@ -70,7 +70,7 @@ func TestHandlesOnACluster(t *testing.T) {
 	})
 
 	t.Run("concurrent updates lose nothing", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		carts := handleStore[cart](t, client, "update", handlestore.HandleStoreOptions{})
 		id := got(carts.Mint(ctx, cart{}, time.Hour))(t)
 		var wg sync.WaitGroup
@@ -99,7 +99,7 @@ func TestHandlesOnACluster(t *testing.T) {
 	})
 
 	t.Run("concurrent writes and reads share Submit calls", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		c := cluster.Client(handlestore.Config{Namespace: "go-handles", MaxWriteCalls: 1, MaxReadCalls: 1})
 		store := handleStore[int](t, c, "shared", handlestore.HandleStoreOptions{})
 		ids := make([]string, 64)
@@ -132,7 +132,7 @@ func TestHandlesOnACluster(t *testing.T) {
 	})
 
 	t.Run("TTL: > 0 expires, 0 the default, < 0 never", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		short := handleStore[int](t, client, "ttl", handlestore.HandleStoreOptions{DefaultTTL: 400 * time.Millisecond})
 		plain := handleStore[int](t, client, "ttl-plain", handlestore.HandleStoreOptions{})
 		own := got(short.Mint(ctx, 1, 300*time.Millisecond))(t)

@@ -1,19 +1,10 @@
 package handlestore_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	handlestore "github.com/handlestore/handlestore/client/go"
 )
-
-// testCtx bounds a test's calls.
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // got is v, or the test fails with err: got(f())(t).
 func got[T any](v T, err error) func(*testing.T) T {

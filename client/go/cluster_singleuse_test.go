@@ -24,10 +24,10 @@ func TestSingleUseOnACluster(t *testing.T) {
 	cluster := testkit.Start(t, testkit.Options{})
 	const ns = "go-single-use"
 	client := cluster.Client(handlestore.Config{Namespace: ns})
-	got(client.KeyringRotate(testCtx(t), true))(t)
+	got(client.KeyringRotate(testkit.Ctx(t), true))(t)
 
 	t.Run("a token redeems once; another token is its own", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		once := handlestore.NewSingleUse(client)
 		for i, want := range []bool{true, false, false} {
 			if first := got(once.Redeem(ctx, "token-a", time.Minute))(t); first != want {
@@ -46,7 +46,7 @@ func TestSingleUseOnACluster(t *testing.T) {
 	})
 
 	t.Run("a blob opens once in the whole cluster, whichever replica tries", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		var replicas []*handlestore.RequestStateCodec
 		for _, endpoints := range rotated(cluster.Endpoints()) {
 			r := cluster.Client(handlestore.Config{Namespace: ns, Endpoints: endpoints})
@@ -104,7 +104,7 @@ func TestSingleUseOnACluster(t *testing.T) {
 	})
 
 	t.Run("fails closed: a redemption that cannot be recorded does not open", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		codec := got(handlestore.RequestStateCodecFromCluster(ctx, client, handlestore.SealSigned, 0))(t)
 		blob := got(codec.Encode(ctx, map[string]int{"step": 1}, "user-1", handlestore.SealOptions{}))(t)
 		// No node answers: the calls end at the client's CallTimeout (the
@@ -136,7 +136,7 @@ func TestSingleUseWithoutQuorum(t *testing.T) {
 	cluster := testkit.Start(t, testkit.Options{})
 	const ns = "go-single-use-quorum"
 	client := cluster.Client(handlestore.Config{Namespace: ns, CallTimeout: 2 * time.Second})
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	got(client.KeyringRotate(ctx, true))(t)
 	codec := got(handlestore.RequestStateCodecFromCluster(ctx, client, handlestore.SealSigned, 0))(t)
 	codec.WithSingleUse(handlestore.NewSingleUse(client))

@@ -17,7 +17,7 @@ func TestStateToolOnACluster(t *testing.T) {
 	tool := client.StateTool(handlestore.StateToolOptions{})
 
 	t.Run("JSON and bytes come back as they went", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		rev := got(tool.Store(ctx, "a/json", map[string]any{"step": 3}, handlestore.StoreOptions{}))(t)
 		got(tool.Store(ctx, "a/bytes", []byte{0, 1, 2}, handlestore.StoreOptions{}))(t)
 		e := got(tool.Retrieve(ctx, "a/json"))(t)
@@ -37,7 +37,7 @@ func TestStateToolOnACluster(t *testing.T) {
 	})
 
 	t.Run("compare-and-set and deletes", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		rev := got(tool.Store(ctx, "cas/k", 1, handlestore.StoreOptions{ExpectedRevision: handlestore.Revision(0)}))(t)
 		_, err := tool.Store(ctx, "cas/k", 2, handlestore.StoreOptions{ExpectedRevision: handlestore.Revision(0)})
 		if !errors.Is(err, handlestore.ErrRevisionMismatch) {
@@ -61,7 +61,7 @@ func TestStateToolOnACluster(t *testing.T) {
 	})
 
 	t.Run("paged list and scan in key order", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		var items []handlestore.StoreItem
 		for i := range 25 {
 			items = append(items, handlestore.StoreItem{Key: fmt.Sprintf("list/%02d", i), Value: i})
@@ -84,7 +84,7 @@ func TestStateToolOnACluster(t *testing.T) {
 	})
 
 	t.Run("batches are atomic", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		got(tool.Store(ctx, "b/taken", 0, handlestore.StoreOptions{}))(t)
 		_, err := tool.BatchStore(ctx, []handlestore.StoreItem{
 			{Key: "b/new", Value: 1}, {Key: "b/taken", Value: 2, ExpectedRevision: handlestore.Revision(0)},
@@ -99,7 +99,7 @@ func TestStateToolOnACluster(t *testing.T) {
 	})
 
 	t.Run("the key ring seals request state every replica opens", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		if _, err := handlestore.RequestStateCodecFromCluster(ctx, client, handlestore.SealSigned, 0); !errors.Is(err, handlestore.ErrNotFound) {
 			t.Fatalf("no ring yet: %v", err)
 		}
@@ -117,7 +117,7 @@ func TestStateToolOnACluster(t *testing.T) {
 	})
 
 	t.Run("the client state store keeps the token encrypted", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		store := got(handlestore.ClientStateStoreFromCluster(ctx, client, "host-a"))(t)
 		if err := store.SetSessionID(ctx, "sess-1"); err != nil {
 			t.Fatal(err)

@@ -15,7 +15,7 @@ func TestTLS(t *testing.T) {
 	cluster := testkit.Start(t, testkit.Options{TLS: true})
 
 	t.Run("a client trusting the cluster's CA reads and writes", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		tool := cluster.Client(handlestore.Config{Namespace: "go-tls"}).StateTool(handlestore.StateToolOptions{})
 		got(tool.Store(ctx, "k", map[string]string{"over": "tls"}, handlestore.StoreOptions{}))(t)
 		var https []string
@@ -37,7 +37,7 @@ func TestTLS(t *testing.T) {
 		wrong := got(handlestore.TLSFromFiles(filepath.Join(other, "ca.pem"), "", ""))(t)
 		c := cluster.Client(handlestore.Config{Namespace: "go-tls", TLS: wrong, CallTimeout: 20 * time.Second})
 		start := time.Now()
-		_, err := c.StateTool(handlestore.StateToolOptions{}).Exists(testCtx(t), "k")
+		_, err := c.StateTool(handlestore.StateToolOptions{}).Exists(testkit.Ctx(t), "k")
 		if !errors.Is(err, handlestore.ErrUnauthenticated) {
 			t.Fatalf("got %v", err)
 		}

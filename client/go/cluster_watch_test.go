@@ -37,7 +37,7 @@ func TestWatchOnACluster(t *testing.T) {
 	}
 
 	t.Run("a prefix watch sees puts, deletes and expiry in order", func(t *testing.T) {
-		ctx, c := testCtx(t), client()
+		ctx, c := testkit.Ctx(t), client()
 		tool := c.StateTool(handlestore.StateToolOptions{})
 		w := got(c.Watch(ctx, handlestore.WatchPrefix("jobs/"), handlestore.WatchOptions{}))(t)
 		defer w.Close()
@@ -64,7 +64,7 @@ func TestWatchOnACluster(t *testing.T) {
 	})
 
 	t.Run("a watch from a revision replays the history, through the iterator", func(t *testing.T) {
-		ctx, c := testCtx(t), client()
+		ctx, c := testkit.Ctx(t), client()
 		tool := c.StateTool(handlestore.StateToolOptions{})
 		first := got(tool.Store(ctx, "h/a", 1, handlestore.StoreOptions{}))(t)
 		got(tool.Store(ctx, "h/b", 2, handlestore.StoreOptions{}))(t)
@@ -90,7 +90,7 @@ func TestWatchOnACluster(t *testing.T) {
 	})
 
 	t.Run("a handle watch names the store; Close ends a waiting Next", func(t *testing.T) {
-		ctx, c := testCtx(t), client()
+		ctx, c := testkit.Ctx(t), client()
 		carts := handleStore[cart](t, c, "cart", handlestore.HandleStoreOptions{Prefix: "cart"})
 		w := got(c.Watch(ctx, handlestore.WatchStore("cart"), handlestore.WatchOptions{KeysOnly: true}))(t)
 		id := got(carts.Mint(ctx, cart{}, 0))(t)
@@ -111,7 +111,7 @@ func TestWatchOnACluster(t *testing.T) {
 }
 
 func watchThroughAKill(t *testing.T, cluster *testkit.Cluster, c *handlestore.Client) {
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	tool := c.StateTool(handlestore.StateToolOptions{})
 	w := got(c.Watch(ctx, handlestore.WatchPrefix("n/"), handlestore.WatchOptions{}))(t)
 	defer w.Close()

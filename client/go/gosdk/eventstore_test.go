@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -18,35 +17,7 @@ import (
 )
 
 // TestMain says once, in any output mode, why the cluster tests skip.
-func TestMain(m *testing.M) {
-	if why := testkit.SkipReason(); why != "" {
-		fmt.Println("SKIPPED: the go-sdk seams' cluster tests:", why)
-	}
-	os.Exit(m.Run())
-}
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func must[T any](t *testing.T) func(T, error) T {
-	return func(v T, err error) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-}
-
-func noErr(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
+func TestMain(m *testing.M) { testkit.Main(m, "the go-sdk seams' cluster tests") }
 
 // collect is what After yields: the data, or the first error.
 func collect(s mcp.EventStore, ctx context.Context, session, stream string, index int) ([]string, error) {
@@ -95,7 +66,7 @@ func afterCases(clusterStore bool) []afterCase {
 // relies on, against a store.
 func storeCases(t *testing.T, name string, clusterStore bool, make func(t *testing.T) mcp.EventStore) {
 	t.Run(name+": after", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		s := make(t)
 		for _, e := range []struct{ stream, data string }{{"1", "d1"}, {"1", "d2"}, {"1", "d3"}, {"2", "d4"}} {
 			if err := s.Append(ctx, "S1", e.stream, []byte(e.data)); err != nil {
@@ -117,7 +88,7 @@ func storeCases(t *testing.T, name string, clusterStore bool, make func(t *testi
 
 	t.Run(name+": session close", func(t *testing.T) {
 		// The SDK's "session close" state case: S1's streams go, S2's stay.
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		s := make(t)
 		for _, e := range []struct{ session, stream, data string }{{"S1", "1", "d1"}, {"S1", "2", "d2"}, {"S1", "1", "d3"}, {"S2", "8", "d4"}} {
 			if err := s.Append(ctx, e.session, e.stream, []byte(e.data)); err != nil {
@@ -138,7 +109,7 @@ func storeCases(t *testing.T, name string, clusterStore bool, make func(t *testi
 	})
 
 	t.Run(name+": an opened stream with nothing stored replays nothing", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		s := make(t)
 		if err := s.Open(ctx, "S1", ""); err != nil {
 			t.Fatal(err)
@@ -151,7 +122,7 @@ func storeCases(t *testing.T, name string, clusterStore bool, make func(t *testi
 	t.Run(name+": indexes count the priming event", func(t *testing.T) {
 		// The transport stores a stream's priming event as nil data at index
 		// 0 and names the events after it "<stream>_1", "<stream>_2"...
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		s := make(t)
 		for _, d := range [][]byte{nil, []byte(`{"n":1}`), []byte(`{"n":2}`), []byte(`{"n":3}`)} {
 			if err := s.Append(ctx, "S1", "x", d); err != nil {
@@ -179,12 +150,12 @@ func TestTheEventStoreOnACluster(t *testing.T) {
 	store := func(t *testing.T, opts gosdk.EventStoreOptions) *gosdk.EventStore {
 		n++
 		client := c.Client(handlestore.Config{Namespace: fmt.Sprintf("gosdk-events-%d", n)})
-		return must[*gosdk.EventStore](t)(gosdk.NewEventStore(client, opts))
+		return testkit.Must[*gosdk.EventStore](t)(gosdk.NewEventStore(client, opts))
 	}
 	storeCases(t, "EventStore", true, func(t *testing.T) mcp.EventStore { return store(t, gosdk.EventStoreOptions{}) })
 
 	t.Run("another replica's store replays the same events", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		a := store(t, gosdk.EventStoreOptions{})
 		n-- // b is in a's namespace
 		b := store(t, gosdk.EventStoreOptions{})
@@ -200,7 +171,7 @@ func TestTheEventStoreOnACluster(t *testing.T) {
 	})
 
 	t.Run("events pushed out of the window are purged, never skipped", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		s := store(t, gosdk.EventStoreOptions{MaxEvents: 100})
 		for i := range 201 {
 			if err := s.Append(ctx, "S", "x", fmt.Appendf(nil, "%d", i)); err != nil {
@@ -220,7 +191,7 @@ func TestTheEventStoreOnACluster(t *testing.T) {
 	})
 
 	t.Run("an unknown stream is ErrUnknownStream", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		s := store(t, gosdk.EventStoreOptions{})
 		if _, err := collect(s, ctx, "S", "nope", 3); !errors.Is(err, gosdk.ErrUnknownStream) {
 			t.Fatalf("got %v", err)
@@ -228,14 +199,14 @@ func TestTheEventStoreOnACluster(t *testing.T) {
 	})
 
 	t.Run("the empty session is never closed; KeepOnSessionClosed keeps every one", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		s := store(t, gosdk.EventStoreOptions{})
 		n--
 		keep := store(t, gosdk.EventStoreOptions{KeepOnSessionClosed: true})
-		noErr(t, s.Append(ctx, "", "x", []byte(`1`)))
-		noErr(t, s.Append(ctx, "S", "x", []byte(`1`)))
-		noErr(t, s.SessionClosed(ctx, ""))
-		noErr(t, keep.SessionClosed(ctx, "S"))
+		testkit.NoErr(t, s.Append(ctx, "", "x", []byte(`1`)))
+		testkit.NoErr(t, s.Append(ctx, "S", "x", []byte(`1`)))
+		testkit.NoErr(t, s.SessionClosed(ctx, ""))
+		testkit.NoErr(t, keep.SessionClosed(ctx, "S"))
 		for _, session := range []string{"", "S"} {
 			if got, err := collect(s, ctx, session, "x", -1); err != nil || len(got) != 1 {
 				t.Errorf("session %q: %v, %v", session, got, err)
@@ -246,9 +217,9 @@ func TestTheEventStoreOnACluster(t *testing.T) {
 
 func TestBadInputIsRefusedBeforeAnyCall(t *testing.T) {
 	// Nothing listens there: a call would end in a deadline error.
-	dead := must[*handlestore.Client](t)(handlestore.New(handlestore.Config{Endpoints: []string{"127.0.0.1:1"}, CallTimeout: 300 * time.Millisecond}))
+	dead := testkit.Must[*handlestore.Client](t)(handlestore.New(handlestore.Config{Endpoints: []string{"127.0.0.1:1"}, CallTimeout: 300 * time.Millisecond}))
 	defer dead.Close()
-	s := must[*gosdk.EventStore](t)(gosdk.NewEventStore(dead, gosdk.EventStoreOptions{}))
+	s := testkit.Must[*gosdk.EventStore](t)(gosdk.NewEventStore(dead, gosdk.EventStoreOptions{}))
 	// A context's deadline bounds a call, else the client's CallTimeout.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,7 +33,7 @@ type replica struct {
 func newReplica(t *testing.T, c *testkit.Cluster, ns string, stateless bool) *replica {
 	t.Helper()
 	client := c.Client(handlestore.Config{Namespace: ns})
-	r := &replica{store: must[*gosdk.EventStore](t)(gosdk.NewEventStore(client, gosdk.EventStoreOptions{})), cmds: make(chan string, 64)}
+	r := &replica{store: testkit.Must[*gosdk.EventStore](t)(gosdk.NewEventStore(client, gosdk.EventStoreOptions{})), cmds: make(chan string, 64)}
 	server := mcp.NewServer(&mcp.Implementation{Name: "emitter", Version: "0.1.0"}, nil)
 	mcp.AddTool(server, &mcp.Tool{Name: "emitter"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		n := 0
@@ -64,37 +63,12 @@ func newReplica(t *testing.T, c *testkit.Cluster, ns string, stateless bool) *re
 }
 
 // progress records the progress notifications a client hears.
-type progress struct {
-	mu   sync.Mutex
-	msgs []string
-	more chan struct{}
-}
+type progress struct{ *testkit.Heard }
 
-func newProgress() *progress { return &progress{more: make(chan struct{}, 1024)} }
+func newProgress() *progress { return &progress{testkit.NewHeard()} }
 
 func (p *progress) handler(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	p.mu.Lock()
-	p.msgs = append(p.msgs, req.Params.Message)
-	p.mu.Unlock()
-	p.more <- struct{}{}
-}
-
-func (p *progress) got() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.msgs)
-}
-
-func (p *progress) wait(t *testing.T, n int) {
-	t.Helper()
-	deadline := time.After(60 * time.Second)
-	for len(p.got()) < n {
-		select {
-		case <-p.more:
-		case <-deadline:
-			t.Fatalf("heard %v, waiting for %d", p.got(), n)
-		}
-	}
+	p.Add(req.Params.Message)
 }
 
 func connect(t *testing.T, ctx context.Context, url string, p *progress, protocol string) *mcp.ClientSession {
@@ -154,7 +128,7 @@ func TestAStreamCutOnOneReplicaResumesOnAnother(t *testing.T) {
 	c := testkit.Start(t, testkit.Options{})
 
 	t.Run("stateful: every event after the cut, in order, once", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		a, b := newReplica(t, c, "gosdk-resume-1", false), newReplica(t, c, "gosdk-resume-1", false)
 		front := testkit.NewFront(t, a.url, b.url)
 		p := newProgress()
@@ -163,7 +137,7 @@ func TestAStreamCutOnOneReplicaResumesOnAnother(t *testing.T) {
 		for _, m := range []string{"1", "2", "3"} {
 			a.cmds <- m
 		}
-		p.wait(t, 3)
+		p.Wait(t, 3)
 
 		// The load balancer loses the stream and sends the reconnection to
 		// B; A's request goes on, its events stored as they go.
@@ -177,9 +151,9 @@ func TestAStreamCutOnOneReplicaResumesOnAnother(t *testing.T) {
 		}
 		// The client hands notifications to their handler on goroutines of
 		// their own: wait for them, and a little for any extra one.
-		p.wait(t, 7)
+		p.Wait(t, 7)
 		time.Sleep(200 * time.Millisecond)
-		if got := p.got(); !slices.Equal(got, []string{"1", "2", "3", "4", "5", "6", "7"}) {
+		if got := p.Got(); !slices.Equal(got, []string{"1", "2", "3", "4", "5", "6", "7"}) {
 			t.Fatalf("heard %v: a gap or a duplicate", got)
 		}
 		rs := resumes(front)
@@ -216,7 +190,7 @@ func TestAStreamCutOnOneReplicaResumesOnAnother(t *testing.T) {
 	})
 
 	t.Run("stateless: the result of a request whose stream was cut", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		a, b := newReplica(t, c, "gosdk-resume-2", true), newReplica(t, c, "gosdk-resume-2", true)
 		front := testkit.NewFront(t, a.url, b.url)
 		p := newProgress()
@@ -226,23 +200,23 @@ func TestAStreamCutOnOneReplicaResumesOnAnother(t *testing.T) {
 		for _, m := range []string{"1", "2"} {
 			a.cmds <- m
 		}
-		p.wait(t, 2)
+		p.Wait(t, 2)
 		front.Point(1)
 		front.Cut()
 		a.cmds <- "return"
 		if got := resultText(t, <-done); got != "done" {
 			t.Fatalf("result %q", got)
 		}
-		if got := p.got(); !slices.Equal(got, []string{"1", "2"}) {
+		if got := p.Got(); !slices.Equal(got, []string{"1", "2"}) {
 			t.Fatalf("heard %v", got)
 		}
 		if rs := resumes(front); len(rs) == 0 || slices.ContainsFunc(rs, func(r string) bool { return r != "1 200" }) {
 			t.Fatalf("resumptions %v, want all on B (1) and served", rs)
 		}
 		// A stateless handler alone refuses every GET.
-		req := must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/mcp", nil))
+		req := testkit.Must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/mcp", nil))
 		req.Header.Set("Accept", "text/event-stream")
-		resp := must[*http.Response](t)(http.DefaultClient.Do(req))
+		resp := testkit.Must[*http.Response](t)(http.DefaultClient.Do(req))
 		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusMethodNotAllowed {
 			t.Fatalf("a GET without Last-Event-ID: %d", resp.StatusCode)
@@ -250,7 +224,7 @@ func TestAStreamCutOnOneReplicaResumesOnAnother(t *testing.T) {
 	})
 
 	t.Run("a malformed or unknown Last-Event-ID is the SDK's 400", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		b := newReplica(t, c, "gosdk-resume-3", true)
 		for _, id := range []string{"garbage", "a_b_c", "x_-1", "_", "NOSUCHSTREAM_3"} {
 			status, body := getStatus(t, ctx, b.url, "", id)
@@ -262,16 +236,16 @@ func TestAStreamCutOnOneReplicaResumesOnAnother(t *testing.T) {
 }
 
 func TestAMalformedLastEventIDMakesNoCall(t *testing.T) {
-	dead := must[*handlestore.Client](t)(handlestore.New(handlestore.Config{Endpoints: []string{"127.0.0.1:1"}, CallTimeout: 5 * time.Second}))
+	dead := testkit.Must[*handlestore.Client](t)(handlestore.New(handlestore.Config{Endpoints: []string{"127.0.0.1:1"}, CallTimeout: 5 * time.Second}))
 	defer dead.Close()
-	store := must[*gosdk.EventStore](t)(gosdk.NewEventStore(dead, gosdk.EventStoreOptions{}))
+	store := testkit.Must[*gosdk.EventStore](t)(gosdk.NewEventStore(dead, gosdk.EventStoreOptions{}))
 	server := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "0.1.0"}, nil)
 	getServer := func(*http.Request) *mcp.Server { return server }
 	handler := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: true, EventStore: store})
 	srv := httptest.NewServer(store.Resume(handler, getServer))
 	defer srv.Close()
 	start := time.Now()
-	status, body := getStatus(t, testCtx(t), srv.URL, "", "not-an-event-id")
+	status, body := getStatus(t, testkit.Ctx(t), srv.URL, "", "not-an-event-id")
 	if status != http.StatusBadRequest || !strings.Contains(body, "malformed Last-Event-ID") || time.Since(start) > 2*time.Second {
 		t.Fatalf("%d %q after %v", status, body, time.Since(start))
 	}
@@ -287,13 +261,13 @@ func getStatus(t *testing.T, ctx context.Context, url, session, lastEventID stri
 
 func get(t *testing.T, ctx context.Context, url, session, lastEventID string) *http.Response {
 	t.Helper()
-	req := must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodGet, url+"/mcp", nil))
+	req := testkit.Must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodGet, url+"/mcp", nil))
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Last-Event-ID", lastEventID)
 	if session != "" {
 		req.Header.Set("Mcp-Session-Id", session)
 	}
-	return must[*http.Response](t)(http.DefaultClient.Do(req))
+	return testkit.Must[*http.Response](t)(http.DefaultClient.Do(req))
 }
 
 // getSSE resumes with a raw GET and reads the replay to its end.

@@ -210,9 +210,9 @@ func resumabilityCases(t *testing.T, newStore func(t *testing.T) server.EventSto
 		}
 		cancelResumed()
 
-		req := must[*http.Request](t)(http.NewRequest(http.MethodDelete, url, nil))
+		req := testkit.Must[*http.Request](t)(http.NewRequest(http.MethodDelete, url, nil))
 		req.Header.Set(sessionHeader, sid)
-		del := must[*http.Response](t)(http.DefaultClient.Do(req))
+		del := testkit.Must[*http.Response](t)(http.DefaultClient.Do(req))
 		_ = del.Body.Close()
 		if del.StatusCode != http.StatusOK {
 			t.Fatalf("DELETE: %d", del.StatusCode)
@@ -240,10 +240,10 @@ func resumabilityCases(t *testing.T, newStore func(t *testing.T) server.EventSto
 	t.Run("plain JSON not recorded", func(t *testing.T) {
 		_, url, _, store := start(t)
 		sid := initSession(t, url)
-		req := must[*http.Request](t)(http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"quiet","arguments":{}}}`)))
+		req := testkit.Must[*http.Request](t)(http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"quiet","arguments":{}}}`)))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(sessionHeader, sid)
-		resp := must[*http.Response](t)(http.DefaultClient.Do(req))
+		resp := testkit.Must[*http.Response](t)(http.DefaultClient.Do(req))
 		defer resp.Body.Close()
 		if !strings.Contains(resp.Header.Get("Content-Type"), "application/json") {
 			t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
@@ -280,16 +280,16 @@ func TestTheEventStoreOnACluster(t *testing.T) {
 	resumabilityCases(t, func(t *testing.T) server.EventStore {
 		n++
 		client := c.Client(handlestore.Config{Namespace: fmt.Sprintf("mcpgo-events-%d", n)})
-		return must[*mcpgo.EventStore](t)(mcpgo.NewEventStore(client, mcpgo.EventStoreOptions{}))
+		return testkit.Must[*mcpgo.EventStore](t)(mcpgo.NewEventStore(client, mcpgo.EventStoreOptions{}))
 	})
 
 	t.Run("ids are the other stores' and another replica's store replays them", func(t *testing.T) {
-		ctx := testCtx(t)
-		a := must[*mcpgo.EventStore](t)(mcpgo.NewEventStore(c.Client(handlestore.Config{Namespace: "mcpgo-ids"}), mcpgo.EventStoreOptions{}))
-		b := must[*mcpgo.EventStore](t)(mcpgo.NewEventStore(c.Client(handlestore.Config{Namespace: "mcpgo-ids"}), mcpgo.EventStoreOptions{}))
+		ctx := testkit.Ctx(t)
+		a := testkit.Must[*mcpgo.EventStore](t)(mcpgo.NewEventStore(c.Client(handlestore.Config{Namespace: "mcpgo-ids"}), mcpgo.EventStoreOptions{}))
+		b := testkit.Must[*mcpgo.EventStore](t)(mcpgo.NewEventStore(c.Client(handlestore.Config{Namespace: "mcpgo-ids"}), mcpgo.EventStoreOptions{}))
 		var ids []string
 		for i := range 4 {
-			id := must[string](t)(a.StoreEvent(ctx, "S", "stream-1", []byte(fmt.Sprintf(`{"n":%d}`, i))))
+			id := testkit.Must[string](t)(a.StoreEvent(ctx, "S", "stream-1", []byte(fmt.Sprintf(`{"n":%d}`, i))))
 			ids = append(ids, id)
 		}
 		token := ids[0][:26]
@@ -326,9 +326,9 @@ func TestTheEventStoreOnACluster(t *testing.T) {
 }
 
 func TestAMalformedEventIDMakesNoCall(t *testing.T) {
-	dead := must[*handlestore.Client](t)(handlestore.New(handlestore.Config{Endpoints: []string{"127.0.0.1:1"}}))
+	dead := testkit.Must[*handlestore.Client](t)(handlestore.New(handlestore.Config{Endpoints: []string{"127.0.0.1:1"}}))
 	defer dead.Close()
-	s := must[*mcpgo.EventStore](t)(mcpgo.NewEventStore(dead, mcpgo.EventStoreOptions{}))
+	s := testkit.Must[*mcpgo.EventStore](t)(mcpgo.NewEventStore(dead, mcpgo.EventStoreOptions{}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	token := "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

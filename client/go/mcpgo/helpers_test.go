@@ -26,26 +26,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(helperProcess())
 	}
-	if why := testkit.SkipReason(); why != "" {
-		fmt.Println("SKIPPED: the mcp-go seams' cluster tests:", why)
-	}
-	os.Exit(m.Run())
-}
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func must[T any](t *testing.T) func(T, error) T {
-	return func(v T, err error) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	testkit.Main(m, "the mcp-go seams' cluster tests")
 }
 
 // The helpers below are those of mcp-go's own resumability tests
@@ -248,16 +229,16 @@ func initSession(t *testing.T, url string) string {
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"clientInfo":{"name":"resume-test","version":"1.0.0"},"capabilities":{}}}`,
 		mcp.LATEST_PROTOCOL_VERSION,
 	)
-	resp := must[*http.Response](t)(http.Post(url, "application/json", strings.NewReader(initBody)))
+	resp := testkit.Must[*http.Response](t)(http.Post(url, "application/json", strings.NewReader(initBody)))
 	defer resp.Body.Close()
 	sessionID := resp.Header.Get(sessionHeader)
 	if resp.StatusCode != http.StatusOK || sessionID == "" {
 		t.Fatalf("initialize: %d, session %q", resp.StatusCode, sessionID)
 	}
-	req := must[*http.Request](t)(http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
+	req := testkit.Must[*http.Request](t)(http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(sessionHeader, sessionID)
-	resp2 := must[*http.Response](t)(http.DefaultClient.Do(req))
+	resp2 := testkit.Must[*http.Response](t)(http.DefaultClient.Do(req))
 	defer resp2.Body.Close()
 	if resp2.StatusCode != http.StatusAccepted {
 		t.Fatalf("initialized: %d", resp2.StatusCode)
@@ -270,12 +251,12 @@ func openGET(t *testing.T, url, sessionID, lastEventID string) (*http.Response, 
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	req := must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodGet, url, nil))
+	req := testkit.Must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodGet, url, nil))
 	req.Header.Set(sessionHeader, sessionID)
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
-	resp := must[*http.Response](t)(http.DefaultClient.Do(req))
+	resp := testkit.Must[*http.Response](t)(http.DefaultClient.Do(req))
 	t.Cleanup(func() { _ = resp.Body.Close() })
 	return resp, cancel
 }
@@ -292,7 +273,7 @@ func startToolCall(t *testing.T, url, sessionID string, requestID int) (<-chan p
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"emitter","arguments":{}}}`, requestID)
-	req := must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body)))
+	req := testkit.Must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(sessionHeader, sessionID)
 	ch := make(chan postResult, 1)

@@ -10,9 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -35,8 +33,8 @@ type replica struct {
 func newReplica(t *testing.T, c *testkit.Cluster, ns string) *replica {
 	t.Helper()
 	hs := c.Client(handlestore.Config{Namespace: ns})
-	sessions := must[*mcpgo.SessionIdManager](t)(mcpgo.NewSessionIdManager(hs, mcpgo.SessionOptions{}))
-	events := must[*mcpgo.EventStore](t)(mcpgo.NewEventStore(hs, mcpgo.EventStoreOptions{Sessions: sessions}))
+	sessions := testkit.Must[*mcpgo.SessionIdManager](t)(mcpgo.NewSessionIdManager(hs, mcpgo.SessionOptions{}))
+	events := testkit.Must[*mcpgo.EventStore](t)(mcpgo.NewEventStore(hs, mcpgo.EventStoreOptions{Sessions: sessions}))
 	store := newRecordingStore(events)
 	s, cmds := newMCPServer(t)
 	h := server.NewStreamableHTTPServer(s, server.WithEventStore(store), server.WithSessionIdManagerResolver(sessions))
@@ -49,31 +47,13 @@ func newReplica(t *testing.T, c *testkit.Cluster, ns string) *replica {
 }
 
 // heard records the notifications/message data a client hears.
-type heard struct {
-	mu   sync.Mutex
-	data []string
-}
+type heard struct{ *testkit.Heard }
+
+func newHeard() *heard { return &heard{testkit.NewHeard()} }
 
 func (h *heard) on(n mcp.JSONRPCNotification) {
 	if d, ok := n.Params.AdditionalFields["data"].(string); ok {
-		h.mu.Lock()
-		h.data = append(h.data, d)
-		h.mu.Unlock()
-	}
-}
-
-func (h *heard) got() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.data)
-}
-
-func (h *heard) wait(t *testing.T, n int) {
-	t.Helper()
-	for end := time.Now().Add(waitTimeout); len(h.got()) < n; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("heard %v, waiting for %d", h.got(), n)
-		}
+		h.Add(d)
 	}
 }
 
@@ -81,7 +61,7 @@ func (h *heard) wait(t *testing.T, n int) {
 // and resumable streams end with it (SEP-2567, SEP-2575).
 func legacy(t *testing.T, ctx context.Context, url string, h *heard) *client.Client {
 	t.Helper()
-	c := must[*client.Client](t)(client.NewStreamableHttpClient(url + "/mcp"))
+	c := testkit.Must[*client.Client](t)(client.NewStreamableHttpClient(url + "/mcp"))
 	if h != nil {
 		c.OnNotification(h.on)
 	}
@@ -116,7 +96,7 @@ func TestASessionIsServedByEveryReplica(t *testing.T) {
 	c := testkit.Start(t, testkit.Options{})
 
 	t.Run("round robin: minted on one, used on both, terminated on all", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		a, b := newReplica(t, c, "mcpgo-replicas-1"), newReplica(t, c, "mcpgo-replicas-1")
 		front := testkit.NewFront(t, a.url, b.url)
 		front.RoundRobin()
@@ -142,12 +122,12 @@ func TestASessionIsServedByEveryReplica(t *testing.T) {
 		}
 		// The DELETE reached one replica: the session is gone on both.
 		for _, r := range []*replica{a, b} {
-			req := must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/mcp",
+			req := testkit.Must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/mcp",
 				strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"quiet","arguments":{}}}`)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set(sessionHeader, session)
 			req.Header.Set("Mcp-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
-			resp := must[*http.Response](t)(http.DefaultClient.Do(req))
+			resp := testkit.Must[*http.Response](t)(http.DefaultClient.Do(req))
 			_ = resp.Body.Close()
 			if resp.StatusCode != http.StatusNotFound {
 				t.Fatalf("a terminated session on %s: %d", r.url, resp.StatusCode)
@@ -156,10 +136,10 @@ func TestASessionIsServedByEveryReplica(t *testing.T) {
 	})
 
 	t.Run("a stream cut on A resumes on B: every event after the cut, in order, once", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		a, b := newReplica(t, c, "mcpgo-replicas-2"), newReplica(t, c, "mcpgo-replicas-2")
 		front := testkit.NewFront(t, a.url, b.url)
-		h := &heard{}
+		h := newHeard()
 		mc := legacy(t, ctx, front.URL, h)
 		type called struct {
 			r   *mcp.CallToolResult
@@ -173,7 +153,7 @@ func TestASessionIsServedByEveryReplica(t *testing.T) {
 		for _, m := range []string{"1", "2", "3"} {
 			a.cmds <- m
 		}
-		h.wait(t, 3)
+		h.Wait(t, 3)
 		// The front ends the stream (as a server that ends it, which is
 		// what mcp-go's client resumes) and sends what comes next to B.
 		front.Point(1)
@@ -185,7 +165,7 @@ func TestASessionIsServedByEveryReplica(t *testing.T) {
 		if got := text(t, res.r, res.err); got != "done" {
 			t.Fatalf("result %q", got)
 		}
-		if got := h.got(); !slices.Equal(got, []string{"1", "2", "3", "4", "5", "6", "7"}) {
+		if got := h.Got(); !slices.Equal(got, []string{"1", "2", "3", "4", "5", "6", "7"}) {
 			t.Fatalf("heard %v: a gap or a duplicate", got)
 		}
 		var resumes []string
@@ -224,13 +204,13 @@ func TestASessionIsServedByEveryReplica(t *testing.T) {
 	})
 
 	t.Run("a replica that shuts down ends none of its sessions", func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := testkit.Ctx(t)
 		a, b := newReplica(t, c, "mcpgo-replicas-3"), newReplica(t, c, "mcpgo-replicas-3")
 		front := testkit.NewFront(t, a.url, b.url)
 		mc := legacy(t, ctx, front.URL, nil)
 		sid := mc.GetSessionId()
-		id := must[string](t)(a.store.StoreEvent(ctx, sid, "s", []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"x"}}`)))
-		must[string](t)(a.store.StoreEvent(ctx, sid, "s", []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"y"}}`)))
+		id := testkit.Must[string](t)(a.store.StoreEvent(ctx, sid, "s", []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"x"}}`)))
+		testkit.Must[string](t)(a.store.StoreEvent(ctx, sid, "s", []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"y"}}`)))
 		// A's shutdown closes the session A registered at initialize: it
 		// terminates it with the manager resolved without a request, and
 		// purges its events.

@@ -17,7 +17,7 @@ import (
 func TestTheSessionIdManagerOnACluster(t *testing.T) {
 	c := testkit.Start(t, testkit.Options{})
 	manager := func(t *testing.T, opts mcpgo.SessionOptions) *mcpgo.SessionIdManager {
-		return must[*mcpgo.SessionIdManager](t)(mcpgo.NewSessionIdManager(c.Client(handlestore.Config{Namespace: "mcpgo-sessions"}), opts))
+		return testkit.Must[*mcpgo.SessionIdManager](t)(mcpgo.NewSessionIdManager(c.Client(handlestore.Config{Namespace: "mcpgo-sessions"}), opts))
 	}
 	m := manager(t, mcpgo.SessionOptions{})
 	// Well-formed, never minted (mcp-go's cases use a UUID, which this
@@ -126,9 +126,9 @@ func TestTheSessionIdManagerOnACluster(t *testing.T) {
 }
 
 func TestAMalformedSessionIDMakesNoCall(t *testing.T) {
-	dead := must[*handlestore.Client](t)(handlestore.New(handlestore.Config{Endpoints: []string{"127.0.0.1:1"}, CallTimeout: 5 * time.Second}))
+	dead := testkit.Must[*handlestore.Client](t)(handlestore.New(handlestore.Config{Endpoints: []string{"127.0.0.1:1"}, CallTimeout: 5 * time.Second}))
 	defer dead.Close()
-	m := must[*mcpgo.SessionIdManager](t)(mcpgo.NewSessionIdManager(dead, mcpgo.SessionOptions{}))
+	m := testkit.Must[*mcpgo.SessionIdManager](t)(mcpgo.NewSessionIdManager(dead, mcpgo.SessionOptions{}))
 	start := time.Now()
 	for _, id := range []string{"", "nope", "mcp-session-", "mcp-session-../../x", "mcp-session-AAAAAAAAAAAAAAAAAAAAAAAAAB"} {
 		if _, err := m.Validate(id); !errors.Is(err, mcpgo.ErrInvalidSessionID) {

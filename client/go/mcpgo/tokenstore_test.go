@@ -52,7 +52,7 @@ func helperProcess() int {
 
 func TestTheTokenStoreOnACluster(t *testing.T) {
 	c := testkit.Start(t, testkit.Options{})
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	client := c.Client(handlestore.Config{Namespace: "mcpgo-tokens"})
 	if _, err := mcpgo.TokenStoreFromCluster(ctx, client, "app-alice"); !errors.Is(err, handlestore.ErrNotFound) {
 		t.Fatalf("without a key ring: %v", err)
@@ -60,10 +60,10 @@ func TestTheTokenStoreOnACluster(t *testing.T) {
 	if _, err := client.KeyringRotate(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	store := must[*mcpgo.TokenStore](t)(mcpgo.TokenStoreFromCluster(ctx, client, "app-alice"))
+	store := testkit.Must[*mcpgo.TokenStore](t)(mcpgo.TokenStoreFromCluster(ctx, client, "app-alice"))
 
 	t.Run("mcp-go's TestMemoryTokenStore", func(t *testing.T) {
-		empty := must[*mcpgo.TokenStore](t)(mcpgo.TokenStoreFromCluster(ctx, client, "app-nobody"))
+		empty := testkit.Must[*mcpgo.TokenStore](t)(mcpgo.TokenStoreFromCluster(ctx, client, "app-nobody"))
 		if _, err := empty.GetToken(ctx); !errors.Is(err, transport.ErrNoToken) {
 			t.Errorf("an empty store: %v, want ErrNoToken", err)
 		}
@@ -72,7 +72,7 @@ func TestTheTokenStoreOnACluster(t *testing.T) {
 		if err := empty.SaveToken(ctx, token); err != nil {
 			t.Fatal(err)
 		}
-		got := must[*transport.Token](t)(empty.GetToken(ctx))
+		got := testkit.Must[*transport.Token](t)(empty.GetToken(ctx))
 		if got.AccessToken != token.AccessToken || got.TokenType != token.TokenType || got.RefreshToken != token.RefreshToken ||
 			got.ExpiresIn != 3600 || !got.ExpiresAt.Equal(token.ExpiresAt) {
 			t.Errorf("got %+v, want %+v", got, token)
@@ -142,7 +142,7 @@ func TestTheTokenStoreOnACluster(t *testing.T) {
 			}
 		}
 		// The client state store's reader sees the same token.
-		state := must[*handlestore.ClientStateStore](t)(handlestore.ClientStateStoreFromCluster(ctx, client, "app-alice"))
+		state := testkit.Must[*handlestore.ClientStateStore](t)(handlestore.ClientStateStoreFromCluster(ctx, client, "app-alice"))
 		var viaState transport.Token
 		if ok, err := state.Sealed(ctx, mcpgo.TokensField, &viaState); !ok || err != nil || viaState.AccessToken != token.AccessToken {
 			t.Fatalf("ClientStateStore.Sealed: %v %v %+v", ok, err, viaState)
@@ -150,22 +150,22 @@ func TestTheTokenStoreOnACluster(t *testing.T) {
 	})
 
 	t.Run("a token whose key was retired is no token", func(t *testing.T) {
-		ns := must[*handlestore.Client](t)(client.WithNamespace("mcpgo-tokens-retire"))
+		ns := testkit.Must[*handlestore.Client](t)(client.WithNamespace("mcpgo-tokens-retire"))
 		if _, err := ns.KeyringRotate(ctx, true); err != nil {
 			t.Fatal(err)
 		}
-		s := must[*mcpgo.TokenStore](t)(mcpgo.TokenStoreFromCluster(ctx, ns, "app-bob"))
+		s := testkit.Must[*mcpgo.TokenStore](t)(mcpgo.TokenStoreFromCluster(ctx, ns, "app-bob"))
 		if err := s.SaveToken(ctx, &transport.Token{AccessToken: "old"}); err != nil {
 			t.Fatal(err)
 		}
-		keys := must[[]handlestore.RingKey](t)(ns.Keyring(ctx, false))
+		keys := testkit.Must[[]handlestore.RingKey](t)(ns.Keyring(ctx, false))
 		if _, err := ns.KeyringRotate(ctx, false); err != nil {
 			t.Fatal(err)
 		}
 		if err := ns.KeyringRetire(ctx, keys[0].ID); err != nil {
 			t.Fatal(err)
 		}
-		fresh := must[*mcpgo.TokenStore](t)(mcpgo.TokenStoreFromCluster(ctx, ns, "app-bob"))
+		fresh := testkit.Must[*mcpgo.TokenStore](t)(mcpgo.TokenStoreFromCluster(ctx, ns, "app-bob"))
 		if _, err := fresh.GetToken(ctx); !errors.Is(err, transport.ErrNoToken) {
 			t.Fatalf("after retiring its key: %v, want ErrNoToken", err)
 		}

@@ -1,31 +1,18 @@
 package mcpevents
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	handlestore "github.com/handlestore/handlestore/client/go"
 	"github.com/handlestore/handlestore/client/go/internal/testkit"
 )
 
-func TestMain(m *testing.M) {
-	if why := testkit.SkipReason(); why != "" {
-		fmt.Println("SKIPPED: the event log's cluster tests:", why)
-	}
-	os.Exit(m.Run())
-}
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// TestMain says once, in any output mode, why the cluster tests skip.
+func TestMain(m *testing.M) { testkit.Main(m, "the event log's cluster tests") }
 
 func seqs(evs []Event) []uint64 {
 	out := make([]uint64, len(evs))
@@ -46,7 +33,7 @@ func contiguous(from uint64, got []uint64) bool {
 
 func TestTheLogOnACluster(t *testing.T) {
 	c := testkit.Start(t, testkit.Options{})
-	ctx := testCtx(t)
+	ctx := testkit.Ctx(t)
 	client := func(ns string) *handlestore.Client { return c.Client(handlestore.Config{Namespace: ns}) }
 
 	t.Run("two writers on one stream never share a number", func(t *testing.T) {

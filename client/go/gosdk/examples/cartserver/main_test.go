@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,12 +18,8 @@ import (
 	"github.com/handlestore/handlestore/client/go/internal/testkit"
 )
 
-func TestMain(m *testing.M) {
-	if why := testkit.SkipReason(); why != "" {
-		fmt.Println("SKIPPED: the Go cart server's cluster test:", why)
-	}
-	os.Exit(m.Run())
-}
+// TestMain says once, in any output mode, why the cluster tests skip.
+func TestMain(m *testing.M) { testkit.Main(m, "the Go cart server's cluster test") }
 
 type caller struct {
 	t  *testing.T // for ok and refused, on the test's goroutine
