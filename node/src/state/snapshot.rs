@@ -13,6 +13,7 @@
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use handlestore_proto::internal::v1 as ipb;
 use prost::Message;
@@ -21,6 +22,9 @@ use rocksdb::{DB, IteratorMode, WriteBatch};
 use super::{Result, StateError, StateStore, decode, meta};
 use crate::failpoints;
 use crate::storage::db::{self, CF_SM_META, STATE_CFS};
+
+/// The files `write_new` made in this process, for unique names.
+static NEXT_FILE: AtomicU64 = AtomicU64::new(0);
 
 /// 03: 02 closed by a CRC32C of the whole file.
 const MAGIC: &[u8; 8] = b"HSSNAP03";
@@ -129,7 +133,8 @@ impl SnapshotDir {
         self.write_new(state, "export")
     }
 
-    /// Writes a snapshot of `state` to a new file named `{prefix}-{id}.snap`.
+    /// Writes a snapshot of `state` to a new file named
+    /// `{prefix}-{id}-{n}.snap`, `n` this process's count of such files.
     fn write_new(&self, state: &StateStore, prefix: &str) -> Result<(PathBuf, ipb::SnapshotMeta)> {
         let db = state.db();
         let snap = db.snapshot();
@@ -152,7 +157,11 @@ impl SnapshotDir {
             snapshot_id: format!("{term}-{index}-{}", crate::clock::wall_ms()),
             format_version: crate::storage::format::CURRENT,
         };
-        let tmp = self.dir.join(format!("{prefix}-{}.snap", meta.snapshot_id));
+        // Two files built in one millisecond at one index (two backups
+        // saved at once) share a snapshot id, not a file: one removed
+        // when its stream ends must not be the other's.
+        let n = NEXT_FILE.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.dir.join(format!("{prefix}-{}-{n}.snap", meta.snapshot_id));
         let written = (|| -> Result<()> {
             let mut w = Summed::new(BufWriter::with_capacity(1 << 20, File::create(&tmp)?));
             write_header(&mut w, &meta)?;
@@ -530,6 +539,27 @@ mod tests {
         let current = File::open(snaps.current_path()).expect("current");
         assert_eq!(records_in(&current), before + 1, "the second build is current");
         assert_eq!(records_in(&sent), before, "the file handed out is unchanged");
+    }
+
+    /// The bug this guards against: two backups saved at once, at one
+    /// applied index in one millisecond, were one file, and the first
+    /// stream to end removed the other's (fuzz.rs saw `SnapshotSave`
+    /// answer "opening the backup: No such file").
+    #[test]
+    fn two_exports_of_one_state_at_once_are_two_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = crate::storage::db::open(&dir.path().join("db"), Default::default()).expect("db");
+        let state = StateStore::open(db, Default::default()).expect("state");
+        let snaps = SnapshotDir::new(dir.path().join("snaps")).expect("snaps");
+        // Many at once: a name of the index and the millisecond alone
+        // repeats among them.
+        let paths: Vec<PathBuf> = (0..20).map(|_| snaps.export(&state).expect("export").0).collect();
+        let distinct: std::collections::HashSet<&PathBuf> = paths.iter().collect();
+        assert_eq!(distinct.len(), paths.len(), "{paths:?}");
+        fs::remove_file(&paths[0]).expect("the first is done");
+        for p in &paths[1..] {
+            verify(p).expect("the others are whole");
+        }
     }
 
     #[test]
