@@ -473,6 +473,16 @@ fn clear_state(db: &DB) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// An empty state and its snapshot directory, in a temporary
+    /// directory kept as long as the first value is.
+    fn fresh() -> (tempfile::TempDir, std::sync::Arc<StateStore>, SnapshotDir) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = crate::storage::db::open(&dir.path().join("db"), Default::default()).expect("db");
+        let state = StateStore::open(db, Default::default()).expect("state");
+        let snaps = SnapshotDir::new(dir.path().join("snaps")).expect("snaps");
+        (dir, state, snaps)
+    }
+
     /// A file of format 1 (`HSSNAP02`: no checksum) as the previous build
     /// wrote it, from one of this build's.
     fn unsummed(summed: &[u8]) -> Vec<u8> {
@@ -483,10 +493,7 @@ mod tests {
 
     #[test]
     fn a_snapshot_of_the_previous_format_is_read_and_one_damaged_is_refused() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let db = crate::storage::db::open(&dir.path().join("db"), Default::default()).expect("db");
-        let state = StateStore::open(db, Default::default()).expect("state");
-        let snaps = SnapshotDir::new(dir.path().join("snaps")).expect("snaps");
+        let (_dir, state, snaps) = fresh();
         let (path, _) = snaps.export(&state).expect("export");
         let summed = fs::read(&path).expect("read");
         assert_eq!(&summed[..8], MAGIC);
@@ -524,10 +531,7 @@ mod tests {
     /// finishing in between sent the newer file under the older metadata.
     #[test]
     fn the_snapshot_handed_out_stays_the_file_verified_whatever_replaces_it() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let db = crate::storage::db::open(&dir.path().join("db"), Default::default()).expect("db");
-        let state = StateStore::open(db, Default::default()).expect("state");
-        let snaps = SnapshotDir::new(dir.path().join("snaps")).expect("snaps");
+        let (_dir, state, snaps) = fresh();
         snaps.build(&state).expect("first build");
         let (sent, _) = snaps.current_verified(&state).expect("reads").expect("one");
         let before = records_in(&sent);
@@ -547,10 +551,7 @@ mod tests {
     /// answer "opening the backup: No such file").
     #[test]
     fn two_exports_of_one_state_at_once_are_two_files() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let db = crate::storage::db::open(&dir.path().join("db"), Default::default()).expect("db");
-        let state = StateStore::open(db, Default::default()).expect("state");
-        let snaps = SnapshotDir::new(dir.path().join("snaps")).expect("snaps");
+        let (_dir, state, snaps) = fresh();
         // Many at once: a name of the index and the millisecond alone
         // repeats among them.
         let paths: Vec<PathBuf> = (0..20).map(|_| snaps.export(&state).expect("export").0).collect();
