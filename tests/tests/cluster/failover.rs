@@ -141,7 +141,13 @@ async fn a_quorum_without_the_old_leader_keeps_every_write_acknowledged_before_a
     );
     let store: Arc<ClusterHandleStore<Value>> = Arc::new(cluster.client().handle_store("powercut").build());
     let minters = Minters::start(&store, 64);
+    // At least 1.5 s and 200 acknowledged writes (a busy machine's slow
+    // disk takes longer to get there).
     tokio::time::sleep(Duration::from_millis(1500)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while minters.acked_so_far() < 200 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     // Writes acknowledged while the nodes die are checked too.
     for id in [1, 2, 3] {
         cluster.kill(id);
