@@ -13,6 +13,7 @@ pub mod mcp;
 pub mod mcp_raw;
 pub mod netns;
 pub mod peer_attack;
+pub mod peers;
 pub mod powercut;
 pub mod python;
 pub mod stored;

@@ -224,7 +224,13 @@ impl Cells<'_> {
 /// The targets computed from one round's rows.
 fn round_targets(rows: &[Row]) -> Vec<Target> {
     let cells = Cells(rows);
-    [write_read_targets(&cells), mcp_targets(&cells), secure_targets(&cells)].concat()
+    [
+        write_read_targets(&cells),
+        peer_targets(&cells),
+        mcp_targets(&cells),
+        secure_targets(&cells),
+    ]
+    .concat()
 }
 
 /// handlestore's writes and reads against etcd's and one fdatasync.
@@ -289,6 +295,54 @@ fn write_read_targets(c: &Cells) -> Vec<Target> {
         reported(
             "etcd put p50 x1 / one fdatasync p50 (reported)",
             ratio(p50("etcd", "put", 1), fsync),
+        ),
+    ]
+}
+
+/// handlestore against NATS JetStream KV (three replicas, each write
+/// synced before its ack as ours are: `nats`; as shipped: `nats-default`),
+/// and the etcd ratios again against etcd 3.4.23 (`etcd-3.4`), for the
+/// history table of how they moved with etcd's release.
+fn peer_targets(c: &Cells) -> Vec<Target> {
+    let (tp, p99) = (|s, o, n| c.tp(s, o, n), |s, o, n| c.p99(s, o, n));
+    vec![
+        at_least(
+            "mint x64 throughput / NATS KV put x64 (sync_interval always)",
+            ratio(tp("handlestore", "mint", 64), tp("nats", "put", 64)),
+            1.0,
+        ),
+        at_least(
+            "linearizable get x64 / NATS KV get x64 (leader, not direct)",
+            ratio(tp("handlestore", "get", 64), tp("nats", "get", 64)),
+            1.0,
+        ),
+        reported(
+            "mint x64 throughput / NATS KV create with a TTL x64 (reported)",
+            ratio(tp("handlestore", "mint", 64), tp("nats", "create_ttl", 64)),
+        ),
+        reported(
+            "update x64 throughput / NATS KV update by revision x64 (reported)",
+            ratio(tp("handlestore", "update", 64), tp("nats", "update", 64)),
+        ),
+        reported(
+            "mint p99 x64 / NATS KV put p99 x64 (reported)",
+            ratio(p99("handlestore", "mint", 64), p99("nats", "put", 64)),
+        ),
+        reported(
+            "mint x64 throughput / NATS KV put x64 as shipped (reported)",
+            ratio(tp("handlestore", "mint", 64), tp("nats-default", "put", 64)),
+        ),
+        reported(
+            "mint x64 throughput / etcd 3.4.23 put x64 (reported)",
+            ratio(tp("handlestore", "mint", 64), tp("etcd-3.4", "put", 64)),
+        ),
+        reported(
+            "linearizable get x64 / etcd 3.4.23 range x64 (reported)",
+            ratio(tp("handlestore", "get", 64), tp("etcd-3.4", "range", 64)),
+        ),
+        reported(
+            "mint p99 x64 / etcd 3.4.23 put p99 x64 (reported)",
+            ratio(p99("handlestore", "mint", 64), p99("etcd-3.4", "put", 64)),
         ),
     ]
 }
@@ -498,6 +552,29 @@ mod tests {
     fn targets_without_their_cells_have_no_value() {
         let t = targets(&[row("handlestore", "get", 1, 500, 2000.0)]);
         assert!(t.iter().all(|t| t.value.is_none()), "{t:#?}");
+    }
+
+    #[test]
+    fn nats_and_etcd_3_4_rows_give_their_targets_and_the_history() {
+        let rows = [
+            row("handlestore", "mint", 64, 3000, 18000.0),
+            row("handlestore", "get", 64, 900, 60000.0),
+            row("nats", "put", 64, 6000, 12000.0),
+            row("nats", "get", 64, 1000, 80000.0),
+            row("nats-default", "put", 64, 2000, 36000.0),
+            row("etcd-3.4", "put", 64, 9000, 7500.0),
+        ];
+        let t = targets(&rows);
+        let nats_put = find(&t, "mint x64 throughput / NATS KV put x64 (sync_interval always)");
+        assert_eq!((nats_put.value, nats_put.met), (Some(1.5), Some(true)));
+        let nats_get = find(&t, "linearizable get x64 / NATS KV get x64");
+        assert_eq!((nats_get.value, nats_get.met), (Some(0.75), Some(false)));
+        assert_eq!(value(&t, "mint p99 x64 / NATS KV put p99 x64"), Some(0.5));
+        let shipped = find(&t, "mint x64 throughput / NATS KV put x64 as shipped");
+        assert_eq!((shipped.value, shipped.met), (Some(0.5), None));
+        assert_eq!(value(&t, "mint x64 throughput / etcd 3.4.23 put x64"), Some(2.4));
+        // Rows of etcd 3.4 are not etcd's: the stated targets stay empty.
+        assert_eq!(value(&t, "mint x64 throughput / etcd put x64"), None);
     }
 
     fn in_round(round: usize, mut r: Row) -> Row {

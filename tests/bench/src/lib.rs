@@ -143,17 +143,23 @@ impl BenchConfig {
     }
 }
 
-pub const SYSTEMS: [&str; 9] = [
+pub const SYSTEMS: [&str; 11] = [
     "fsync",
     "handlestore",
     "handlestore-secure",
     "etcd",
+    "nats",
+    "nats-default",
     "redis",
     "redis-fsync",
     "cart-memory",
     "cart-redis",
     "cart-redis-fsync",
 ];
+
+/// Systems run only when named, for the history of the ratios: etcd
+/// 3.4.23 (Debian 12's), which the ratios were first stated against.
+pub const HISTORY_SYSTEMS: [&str; 1] = ["etcd-3.4"];
 
 /// Systems run only when named: the overload rows (`--concurrency
 /// 1024,4096`), handlestore as shipped and with admission off.
@@ -192,7 +198,11 @@ pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
             );
         }
     }
-    if cfg.systems.iter().any(|s| s == "etcd" || s.contains("redis")) {
+    if cfg
+        .systems
+        .iter()
+        .any(|s| s.starts_with("etcd") || s.starts_with("nats") || s.contains("redis"))
+    {
         systems::ensure_installed()?;
     }
     let cells: u64 = cfg

@@ -8,10 +8,10 @@ use anyhow::Result;
 use handlestore_client::{Client, ClusterHandleStore, Consistency, HandleStore, Ttl};
 use serde_json::{Value, json};
 
-use super::systems::{Etcd, Redis, RedisMode};
+use super::systems::{Etcd, EtcdRelease, Nats, NatsSync, Redis, RedisMode};
 use super::typescript::{Node, TsCartServer};
 use super::workload::Op;
-use super::{OVERLOAD_SYSTEMS, PYTHON_SYSTEMS, SYSTEMS, TS_SYSTEMS, VALUE_BYTES};
+use super::{HISTORY_SYSTEMS, OVERLOAD_SYSTEMS, PYTHON_SYSTEMS, SYSTEMS, TS_SYSTEMS, VALUE_BYTES};
 use handlestore_tests::cluster::TestCluster;
 use handlestore_tests::mcp::CartServer;
 
@@ -39,7 +39,8 @@ pub(super) fn plan(system: &str) -> Vec<&'static str> {
         "cart-memory" | "cart-redis" | "cart-redis-fsync" => vec!["cart_flow"],
         "fastmcp" | "fastmcp-handles" | "fastmcp-redis-fsync" | "fastmcp-memory" => vec!["cart_flow"],
         "ts-cart" | "ts-cart-redis-fsync" | "ts-cart-memory" => vec!["cart_flow"],
-        "etcd" => vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"],
+        "etcd" | "etcd-3.4" => vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"],
+        "nats" | "nats-default" => vec!["put", "create_ttl", "get", "update"],
         "redis" | "redis-fsync" => vec!["set_ex", "get", "multi_set10"],
         "fsync" => vec!["fdatasync"],
         _ => vec![],
@@ -73,13 +74,17 @@ pub(super) async fn start(
         "ts-cart" => start_ts_cluster(dir, keep, pids).await,
         "ts-cart-redis-fsync" => start_ts_redis(dir, keep, pids).await,
         "ts-cart-memory" => start_ts_memory(dir, keep, pids).await,
-        "etcd" => start_etcd(dir, keep, pids).await,
+        "etcd" => start_etcd(dir, EtcdRelease::V3_5, keep, pids).await,
+        "etcd-3.4" => start_etcd(dir, EtcdRelease::V3_4, keep, pids).await,
+        "nats" => start_nats(dir, NatsSync::Always, keep, pids).await,
+        "nats-default" => start_nats(dir, NatsSync::Shipped, keep, pids).await,
         "redis" => start_redis(dir, RedisMode::Shipped, keep, pids).await,
         "redis-fsync" => start_redis(dir, RedisMode::FsyncAlways, keep, pids).await,
         "fsync" => start_fsync(dir, keep),
         other => anyhow::bail!(
-            "unknown system {other:?}; known: {}, {}, {}, {}",
+            "unknown system {other:?}; known: {}, {}, {}, {}, {}",
             SYSTEMS.join(", "),
+            HISTORY_SYSTEMS.join(", "),
             OVERLOAD_SYSTEMS.join(", "),
             PYTHON_SYSTEMS.join(", "),
             TS_SYSTEMS.join(", ")
@@ -344,9 +349,14 @@ fn cart_op<R: Replica>(carts: Vec<R>, keep: &mut Vec<Running>, pids: &mut Vec<u3
     Op::Cart(Arc::new(urls), Vec::new())
 }
 
-async fn start_etcd(dir: &Path, keep: &mut Vec<Running>, pids: &mut Vec<u32>) -> Result<Vec<(&'static str, Op)>> {
+async fn start_etcd(
+    dir: &Path,
+    release: EtcdRelease,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
     let value = "v".repeat(VALUE_BYTES);
-    let etcd = Etcd::start(dir).await?;
+    let etcd = Etcd::start(dir, release).await?;
     let mut c = etcd.client().await?;
     pids.extend(etcd.pids());
     keep.push(Box::new(etcd));
@@ -365,6 +375,34 @@ async fn start_etcd(dir: &Path, keep: &mut Vec<Running>, pids: &mut Vec<u32>) ->
         ("range_serializable", Op::EtcdRange(c.clone(), keys.clone(), true)),
         ("update", Op::EtcdUpdate(c.clone(), keys)),
         ("txn_put10", Op::EtcdTxn(c)),
+    ])
+}
+
+/// Three NATS servers with JetStream and one KV bucket of three replicas,
+/// preloaded as the others.
+async fn start_nats(
+    dir: &Path,
+    sync: NatsSync,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    let nats = Nats::start(dir, sync).await?;
+    let kv = nats.bucket().await?;
+    pids.extend(nats.pids());
+    keep.push(Box::new(nats));
+    let value = bytes::Bytes::from("v".repeat(VALUE_BYTES));
+    let mut keys = Vec::new();
+    for i in 0..PRELOAD {
+        let k = format!("read-{i}");
+        kv.put(&k, value.clone()).await?;
+        keys.push(k);
+    }
+    let keys = Arc::new(keys);
+    Ok(vec![
+        ("put", Op::NatsPut(kv.clone())),
+        ("create_ttl", Op::NatsCreateTtl(kv.clone())),
+        ("get", Op::NatsGet(kv.clone(), keys.clone())),
+        ("update", Op::NatsUpdate(kv, keys)),
     ])
 }
 

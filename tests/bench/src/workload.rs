@@ -5,6 +5,7 @@ use std::fmt::Display;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_nats::jetstream::kv;
 use handlestore_client::{ClusterHandleStore, ClusterStateTool, HandleStore, StateTool, StoreItem, Ttl};
 use redis::aio::MultiplexedConnection;
 use serde_json::{Value, json};
@@ -35,6 +36,12 @@ pub(super) enum Op {
     EtcdRange(etcd_client::Client, Arc<Vec<String>>, bool),
     RedisSetEx(MultiplexedConnection),
     RedisGet(MultiplexedConnection, Arc<Vec<String>>),
+    /// NATS KV: put, create with a per-key TTL, get (answered by the
+    /// stream's leader), update by revision.
+    NatsPut(kv::Store),
+    NatsCreateTtl(kv::Store),
+    NatsGet(kv::Store, Arc<Vec<String>>),
+    NatsUpdate(kv::Store, Arc<Vec<String>>),
     Fdatasync(Arc<std::fs::File>),
     /// One cart flow over MCP: create_cart, add_item × CART_ITEMS, get_cart,
     /// checkout, each call sent to the next cart_server replica in turn (as a
@@ -46,6 +53,18 @@ pub(super) enum Op {
 fn value() -> Value {
     // A JSON string of VALUE_BYTES bytes on the wire (quotes included).
     Value::String("v".repeat(VALUE_BYTES - 2))
+}
+
+/// A key no create has used in this process (a create-only write
+/// refuses a key that exists, and every cell of a system shares its bucket).
+fn fresh_key() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!("t{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+/// VALUE_BYTES bytes, as etcd's and Redis' values.
+fn value_bytes() -> bytes::Bytes {
+    bytes::Bytes::from("v".repeat(VALUE_BYTES))
 }
 
 fn err(e: impl Display) -> String {
@@ -83,6 +102,18 @@ impl Op {
             }
             Op::RedisSetEx(c) => redis_set_ex(c, worker, i).await,
             Op::RedisGet(c, keys) => redis_get(c, &keys[pick(worker, i, keys.len())]).await,
+            Op::NatsPut(kv) => kv
+                .put(format!("w{worker}-{i}"), value_bytes())
+                .await
+                .map(drop)
+                .map_err(err),
+            Op::NatsCreateTtl(kv) => kv
+                .create_with_ttl(fresh_key(), value_bytes(), Duration::from_secs(3600))
+                .await
+                .map(drop)
+                .map_err(err),
+            Op::NatsGet(kv, keys) => nats_get(kv, &keys[pick(worker, i, keys.len())]).await,
+            Op::NatsUpdate(kv, keys) => nats_update(kv, &keys[pick(worker, i, keys.len())]).await,
             Op::Cart(_, conns) => cart_flow(conns, worker, i).await,
             Op::Fdatasync(f) => fdatasync(f).await,
         }
@@ -199,6 +230,39 @@ async fn redis_get(c: &mut MultiplexedConnection, k: &str) -> Result<(), String>
         Ok(None) => Err(format!("{k} not found")),
         Err(x) => Err(err(x)),
     }
+}
+
+async fn nats_get(kv: &kv::Store, k: &str) -> Result<(), String> {
+    match kv.get(k).await {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(format!("{k} not found")),
+        Err(x) => Err(err(x)),
+    }
+}
+
+/// Read the entry, then write only if its revision is still the last;
+/// again on a conflict (as etcd's update).
+async fn nats_update(kv: &kv::Store, k: &str) -> Result<(), String> {
+    loop {
+        let entry = kv
+            .entry(k)
+            .await
+            .map_err(err)?
+            .ok_or_else(|| format!("{k} not found"))?;
+        match kv.update(k, value_bytes(), entry.revision).await {
+            Ok(_) => return Ok(()),
+            Err(e) if lost_the_race(&e) => continue,
+            Err(e) => return Err(err(e)),
+        }
+    }
+}
+
+/// Whether an update failed because another wrote the key first. NATS
+/// 2.12 and later answer with error code 10164 (the "constant" wrong last
+/// sequence), which async-nats 0.51 knows only as 10071, so its kind says
+/// `Other`; both say "wrong last sequence".
+fn lost_the_race(e: &kv::UpdateError) -> bool {
+    e.kind() == kv::UpdateErrorKind::WrongLastRevision || e.to_string().contains("wrong last sequence")
 }
 
 /// One cart flow, each call to the next of `conns` in turn.

@@ -22,11 +22,17 @@ fn every_op(systems: &[&str], concurrency: &[usize], dir: &std::path::Path) -> B
 #[tokio::test(flavor = "multi_thread")]
 async fn harness_runs_every_system() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let cfg = every_op(&bench::SYSTEMS, &[1, 64], dir.path());
+    let systems = [&bench::SYSTEMS[..], &bench::HISTORY_SYSTEMS[..]].concat();
+    let cfg = every_op(&systems, &[1, 64], dir.path());
     let rows = bench::run(&cfg).await.expect("bench run");
-    // fsync once; handlestore 6 ops, secured handlestore 2, etcd 6, each
-    // Redis 3, carts in memory and over each Redis 1; at 2 levels.
-    assert_eq!(rows.len(), 1 + (6 + 2 + 6 + 3 + 3 + 1 + 1 + 1) * 2, "{rows:#?}");
+    // fsync once; handlestore 6 ops, secured handlestore 2, each etcd 6,
+    // each NATS 4, each Redis 3, carts in memory and over each Redis 1; at
+    // 2 levels.
+    assert_eq!(
+        rows.len(),
+        1 + (6 + 2 + 6 + 6 + 4 + 4 + 3 + 3 + 1 + 1 + 1) * 2,
+        "{rows:#?}"
+    );
     for r in &rows {
         assert!(r.ops > 0, "{r:?}");
         assert_eq!(r.errors, 0, "{r:?}");

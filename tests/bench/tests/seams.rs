@@ -30,11 +30,11 @@ fn the_seams_run_delivers_every_write_to_every_listener() {
         serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).expect("results.json"))
             .expect("json");
     let cells = results["cells"].as_array().expect("cells");
-    let systems = ["handlestore", "redis-pubsub", "redis-streams"];
+    let systems = ["handlestore", "redis-pubsub", "redis-streams", "nats"];
     let fan_out: Vec<&Value> = cells.iter().filter(|c| c["op"] == "fan_out").collect();
     assert_eq!(fan_out.len(), systems.len() * 2 * 2, "{cells:#?}");
     for round in [1, 2] {
-        assert_eq!(fan_out.iter().filter(|c| c["round"] == round).count(), 6, "{cells:#?}");
+        assert_eq!(fan_out.iter().filter(|c| c["round"] == round).count(), 8, "{cells:#?}");
     }
     for c in &fan_out {
         assert!(c["writes"].as_u64() > Some(0), "{c}");
@@ -48,7 +48,7 @@ fn the_seams_run_delivers_every_write_to_every_listener() {
     );
     assert!(ops.iter().all(|c| c["writes"].as_u64() > Some(0)), "{ops:#?}");
     let targets = results["targets"].as_array().expect("targets");
-    assert_eq!(targets.len(), 4, "{targets:#?}");
+    assert_eq!(targets.len(), 5, "{targets:#?}");
     for t in targets {
         let per_round = t["per_round"].as_array().expect("per_round");
         assert_eq!(per_round.len(), 2, "a ratio per round: {t}");

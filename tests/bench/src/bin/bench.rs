@@ -1,13 +1,14 @@
-//! The benchmark harness: handlestore beside etcd, Redis and one fdatasync,
-//! in one run on this machine.
+//! The benchmark harness: handlestore beside etcd 3.5, NATS JetStream KV,
+//! Redis and one fdatasync, in one run on this machine.
 //!
 //! target/release/bench \
-//!     [--systems fsync,handlestore,etcd,redis,redis-fsync,cart-memory,cart-redis,cart-redis-fsync] \
+//!     [--systems fsync,handlestore,handlestore-secure,etcd,nats,nats-default,redis,redis-fsync,cart-memory,cart-redis,cart-redis-fsync] \
 //!     [--concurrency 1,16,64,256] \
 //!     [--ops mint,put,...] [--duration 10s | --count 100000] [--rounds 3] [--out target/bench]
 //!     [--ab path/to/other/target/release]
 //!
-//! Installs etcd and Redis (Debian packages) when missing, starts each system
+//! Installs Redis, etcd 3.4 and 3.5.30 and nats-server when missing
+//! (`deploy/install-bench-deps.sh`), starts each system
 //! on free loopback ports with its data on one disk, and writes
 //! results.json and results.svg to --out.
 
@@ -18,9 +19,10 @@ use clap::Parser;
 use handlestore_bench::{self as bench, BenchConfig, Length};
 
 #[derive(Parser, Debug)]
-#[command(about = "Benchmark handlestore against etcd, Redis and one fdatasync")]
+#[command(about = "Benchmark handlestore against etcd, NATS KV, Redis and one fdatasync")]
 struct Args {
-    /// Systems to run, in order. Also, only when named: the overload rows'
+    /// Systems to run, in order. Also, only when named: etcd-3.4 (Debian
+    /// 12's etcd 3.4.23, for the history of the etcd ratios), the overload rows'
     /// handlestore-fleet (64 clients, each its own connections, for
     /// `--concurrency 1024,4096`) and handlestore-fleet-unlimited (the same
     /// with admission off); the FastMCP cart servers (fastmcp,

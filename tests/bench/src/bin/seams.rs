@@ -12,6 +12,9 @@
 //!   (nothing is kept: a listener that is away misses what was sent).
 //! - `redis-streams`: XADD to one stream on Redis with `appendfsync always`
 //!   (the durable choice), each listener an XREAD BLOCK loop.
+//! - `nats`: three NATS servers, a KV bucket of three replicas with
+//!   `sync_interval: always`; writers put keys under one prefix, each
+//!   listener a KV watch on it (`--systems ...,nats`).
 //!
 //! Each write carries the time it was sent; each listener records the
 //! delay to its arrival. Per cell: writes/s, delivery latency p50/p99 over
@@ -37,7 +40,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use futures::StreamExt;
-use handlestore_bench::systems::{Redis, RedisMode, ensure_installed};
+use handlestore_bench::systems::{Nats, NatsSync, Redis, RedisMode, ensure_installed};
 use handlestore_client::rmcp_seams::{ClusterEventStore, ClusterSessionStore};
 use handlestore_client::{StateTool, StateValue, StoreOptions, Ttl, WatchOptions, WatchTarget};
 use handlestore_tests::TestCluster;
@@ -60,7 +63,7 @@ struct Args {
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     duration: Duration,
     /// Systems to run.
-    #[arg(long, value_delimiter = ',', default_values_t = ["handlestore".to_string(), "redis-pubsub".to_string(), "redis-streams".to_string()])]
+    #[arg(long, value_delimiter = ',', default_values_t = ["handlestore".to_string(), "redis-pubsub".to_string(), "redis-streams".to_string(), "nats".to_string()])]
     systems: Vec<String>,
     /// Rounds: each runs every system, in the other order than the last.
     #[arg(long, default_value_t = 1)]
@@ -323,6 +326,40 @@ async fn redis_streams(redis: &Redis, a: &Args, listeners: usize, base: Instant)
     Ok(cell("redis-streams", listeners, a.writers, writes, secs, lat))
 }
 
+/// The same fan-out on NATS JetStream KV (three replicas, `sync_interval:
+/// always`): writers put keys under one prefix, each listener a KV watch
+/// on it (delivered by the stream's push consumer, from new writes on).
+async fn nats_watch(nats: &Nats, a: &Args, listeners: usize, base: Instant) -> Result<Cell> {
+    let prefix = format!("fan{listeners}");
+    let mut tasks = Vec::new();
+    for _ in 0..listeners {
+        let mut watch = nats.bucket().await?.watch(format!("{prefix}.>")).await?;
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            while let Some(entry) = watch.next().await {
+                match std::str::from_utf8(&entry?.value)?.parse::<u64>() {
+                    Ok(sent) => lat.push(micros(base).saturating_sub(sent)),
+                    Err(_) => return Ok(lat),
+                }
+            }
+            bail!("the watch ended")
+        }));
+    }
+    let kv = nats.bucket().await?;
+    let p = prefix.clone();
+    let (writes, secs, _) = write_for(a.writers, a.duration, move |w, n| {
+        let (kv, key) = (kv.clone(), format!("{p}.{w}.{n}"));
+        async move {
+            kv.put(key, micros(base).to_string().into()).await?;
+            Ok(())
+        }
+    })
+    .await?;
+    nats.bucket().await?.put(format!("{prefix}.end"), "end".into()).await?;
+    let lat = collect(tasks).await?;
+    Ok(cell("nats", listeners, a.writers, writes, secs, lat))
+}
+
 /// A store operation's cell: its throughput and latency.
 fn op_cell(system: &str, op: &str, writers: usize, (writes, secs, mut lat): (u64, f64, Vec<u64>)) -> Cell {
     lat.sort_unstable();
@@ -465,11 +502,17 @@ struct Goal {
     goal: Option<f64>,
 }
 
-const GOALS: [Goal; 4] = [
+const GOALS: [Goal; 5] = [
     Goal {
         name: "fan-out to the most listeners / Redis streams (appendfsync always)",
         op: "fan_out",
         other: "redis-streams",
+        goal: Some(1.0),
+    },
+    Goal {
+        name: "fan-out to the most listeners / NATS KV watch (sync_interval always)",
+        op: "fan_out",
+        other: "nats",
         goal: Some(1.0),
     },
     Goal {
@@ -594,6 +637,13 @@ async fn run_system(system: &str, a: &Args, dir: &std::path::Path, base: Instant
                 cells.extend(redis_ops(&redis, a).await?);
             }
         }
+        "nats" => {
+            let nats = Nats::start(dir, NatsSync::Always).await?;
+            for &n in &a.listeners {
+                cells.push(nats_watch(&nats, a, n, base).await?);
+                println!("{:?}", cells.last());
+            }
+        }
         other => bail!("unknown system {other}"),
     }
     Ok(cells)
@@ -611,7 +661,7 @@ async fn main() -> Result<()> {
     if a.rounds == 0 {
         bail!("--rounds must be at least 1");
     }
-    if a.systems.iter().any(|s| s.starts_with("redis")) {
+    if a.systems.iter().any(|s| s.starts_with("redis") || s == "nats") {
         ensure_installed()?;
     }
     let dir = tempfile::Builder::new().prefix("handlestore-fanout-").tempdir()?;

@@ -1,0 +1,158 @@
+//! A 3-server NATS JetStream cluster on loopback (the nats-server that
+//! `deploy/install-bench-deps.sh` fetches), with one key-value bucket of
+//! three replicas, as a NATS user deploys KV for state that must survive
+//! a server: every server a JetStream server, the bucket's stream on all
+//! three.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use async_nats::jetstream::{self, kv, stream};
+
+use super::{Member, disk, peer_bin, until_ok};
+use crate::free_port;
+
+/// The bucket every NATS operation uses.
+pub const BUCKET: &str = "bench";
+
+/// The servers' names, in order.
+pub const NAMES: [&str; 3] = ["n1", "n2", "n3"];
+
+/// How the servers put JetStream's writes on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NatsSync {
+    /// `sync_interval: always`: each write synced before it is
+    /// acknowledged, as handlestore and etcd do.
+    Always,
+    /// As shipped: synced every two minutes (Jepsen's NATS 2.12.1 analysis
+    /// lost acknowledged writes to power failures with it).
+    Shipped,
+}
+
+pub struct Nats {
+    pub members: Vec<Member>,
+    /// Each server's client URL.
+    pub urls: Vec<String>,
+}
+
+/// One server's configuration: JetStream on its disk, routes to the
+/// other two.
+fn config(dir: &Path, name: &str, (port, cluster): (u16, u16), routes: &[u16], sync: NatsSync) -> String {
+    let routes: Vec<String> = routes.iter().map(|p| format!("nats://127.0.0.1:{p}")).collect();
+    let sync = match sync {
+        NatsSync::Always => "  sync_interval: always\n",
+        NatsSync::Shipped => "",
+    };
+    format!(
+        "server_name: {name}\nlisten: 127.0.0.1:{port}\n\
+         jetstream {{\n  store_dir: {:?}\n{sync}}}\n\
+         cluster {{\n  name: bench\n  listen: 127.0.0.1:{cluster}\n  routes: [{}]\n}}\n",
+        disk(dir, name).join("data").display().to_string(),
+        routes.join(", ")
+    )
+}
+
+/// The bucket's stream as the KV layer makes it, but for two choices:
+/// no direct gets (a get is answered by the stream's leader, the
+/// linearizable read), and per-message TTLs allowed (for `create_ttl`).
+fn bucket_stream() -> stream::Config {
+    stream::Config {
+        name: format!("KV_{BUCKET}"),
+        subjects: vec![format!("$KV.{BUCKET}.>")],
+        max_messages_per_subject: 1,
+        storage: stream::StorageType::File,
+        num_replicas: 3,
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: false,
+        discard: stream::DiscardPolicy::New,
+        allow_message_ttl: true,
+        ..Default::default()
+    }
+}
+
+impl Nats {
+    /// Starts three servers in `dir` and creates the bucket; ready once
+    /// its stream has a leader and takes a write (within 60 s).
+    pub async fn start(dir: &Path, sync: NatsSync) -> Result<Self> {
+        let bin = peer_bin("nats-server");
+        let ports: Vec<(u16, u16)> = NAMES.iter().map(|_| (free_port(), free_port())).collect();
+        let mut members = Vec::new();
+        for (name, &(port, cluster)) in NAMES.iter().zip(&ports) {
+            std::fs::create_dir_all(disk(dir, name))?;
+            let routes: Vec<u16> = ports.iter().filter(|(p, _)| *p != port).map(|(_, c)| *c).collect();
+            let conf = dir.join(format!("{name}.conf"));
+            std::fs::write(&conf, config(dir, name, (port, cluster), &routes, sync))?;
+            let args: Vec<OsString> = vec!["-c".into(), conf.into()];
+            members.push(Member::start(dir, name, &bin, args)?);
+        }
+        let urls = ports.iter().map(|(p, _)| format!("nats://127.0.0.1:{p}")).collect();
+        let nats = Self { members, urls };
+        until_ok(Duration::from_secs(60), "NATS made no bucket", || async {
+            let js = jetstream::new(nats.client().await?);
+            js.get_or_create_stream(bucket_stream()).await?;
+            Ok(())
+        })
+        .await?;
+        nats.wait_ready(Duration::from_secs(60)).await?;
+        Ok(nats)
+    }
+
+    /// Waits up to `within` for the bucket (as it is: never made again)
+    /// to take a write.
+    pub async fn wait_ready(&self, within: Duration) -> Result<()> {
+        until_ok(within, "NATS' bucket took no write", || async {
+            self.bucket().await?.put("bench.ready", "1".into()).await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// As [`wait_ready`](Self::wait_ready) after a fault, but giving up
+    /// early once the servers answer for 15 s that the bucket's stream is
+    /// not there (their meta group has no such stream: lost, it never
+    /// comes back by itself).
+    pub async fn wait_back(&self, within: Duration) -> Result<()> {
+        let deadline = Instant::now() + within;
+        let mut gone_since: Option<Instant> = None;
+        loop {
+            let tried = tokio::time::timeout(Duration::from_secs(5), async {
+                self.bucket().await?.put("bench.ready", "1".into()).await?;
+                Ok::<_, anyhow::Error>(())
+            });
+            let error = match tried.await {
+                Ok(Ok(())) => return Ok(()),
+                Ok(Err(e)) => format!("{e:#}"),
+                Err(_) => "no answer within 5 s".to_string(),
+            };
+            let gone = error.contains("stream not found");
+            gone_since = if gone {
+                gone_since.or(Some(Instant::now()))
+            } else {
+                None
+            };
+            if gone_since.is_some_and(|t| t.elapsed() > Duration::from_secs(15)) || Instant::now() > deadline {
+                bail!("NATS' bucket took no write: {error}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The servers' process ids (of those running).
+    pub fn pids(&self) -> Vec<u32> {
+        self.members.iter().filter_map(Member::pid).collect()
+    }
+
+    /// A client of every server (it picks one, and fails over).
+    pub async fn client(&self) -> Result<async_nats::Client> {
+        let opts = async_nats::ConnectOptions::new().request_timeout(Some(Duration::from_secs(60)));
+        Ok(opts.connect(self.urls.as_slice()).await?)
+    }
+
+    /// The bucket, through a client of its own.
+    pub async fn bucket(&self) -> Result<kv::Store> {
+        Ok(jetstream::new(self.client().await?).get_key_value(BUCKET).await?)
+    }
+}
