@@ -183,6 +183,7 @@ pub struct TestClusterBuilder {
     before_start: Option<BeforeStart>,
     bin: Option<PathBuf>,
     powercut_disks: bool,
+    powercut_names: crate::powercut::Names,
 }
 
 /// Runs on the nodes (addresses, data directories) and the cluster's
@@ -267,6 +268,13 @@ impl TestClusterBuilder {
     /// root and FUSE ([`crate::powercut::mount::unavailable`] says why not).
     pub fn powercut_disks(mut self, on: bool) -> Self {
         self.powercut_disks = on;
+        self
+    }
+
+    /// When the `powercut_fs` disks make a name change durable (POSIX's
+    /// directory fsync unless told otherwise).
+    pub fn powercut_names(mut self, names: crate::powercut::Names) -> Self {
+        self.powercut_names = names;
         self
     }
 
@@ -363,7 +371,7 @@ impl TestClusterBuilder {
             shared: None,
         };
         if self.powercut_disks {
-            cluster.mount_disks()?;
+            cluster.mount_disks(self.powercut_names)?;
         }
         if let Some(f) = self.before_start {
             f(&cluster.nodes, &cluster.initial_cluster())?;
@@ -485,6 +493,7 @@ impl TestCluster {
             before_start: None,
             bin: None,
             powercut_disks: false,
+            powercut_names: crate::powercut::Names::Posix,
         }
     }
 
@@ -647,14 +656,14 @@ impl TestCluster {
     }
 
     /// Mounts `powercut_fs` at every node's data directory.
-    fn mount_disks(&mut self) -> Result<()> {
+    fn mount_disks(&mut self, names: crate::powercut::Names) -> Result<()> {
         if self.net.is_some() {
             self.shared = Some(SharedDir::new(self.dir.path())?);
         }
         for node in &self.nodes {
             let backing = self.dir.path().join(format!("n{}.disk", node.id));
             let log = self.dir.path().join(format!("n{}.disk.log", node.id));
-            let disk = PowercutMount::start(&backing, &node.data, &log)?;
+            let disk = PowercutMount::start_with(&backing, &node.data, &log, names)?;
             self.disks.insert(node.id, disk);
         }
         Ok(())

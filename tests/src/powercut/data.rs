@@ -130,7 +130,12 @@ impl PowercutFs {
             true => file.sync_data(),
             false => file.sync_all(),
         }
-        .map_err(io_errno)
+        .map_err(io_errno)?;
+        let removed = self.cache.change_names(|j| Ok(j.file_synced())).map_err(io_errno)?;
+        for ino in removed {
+            self.forget_if_unlinked(ino);
+        }
+        Ok(())
     }
 
     pub(super) fn release_file(&self, fh: FileHandle) {

@@ -10,6 +10,12 @@
 //! root, until the removal is durable; a removed directory (empty, as
 //! `rmdir` wants) is made again on undo. A rename is durable once either
 //! of its directories is synced (one journal commit, as on ext4).
+//!
+//! With [`Names::Journaled`] every sync, of a file or a directory, makes
+//! every change before it durable: one journal for the whole file system,
+//! committed whole at each fsync, as ext4's (`data=ordered`, no fast
+//! commits) and XFS' are; an application that never syncs a directory
+//! keeps its names there once it syncs anything.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -57,7 +63,18 @@ impl Change {
     }
 }
 
+/// When a name change becomes durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Names {
+    /// Once a directory it touched is synced, as POSIX asks.
+    #[default]
+    Posix,
+    /// At the next sync of anything (one journal, committed whole).
+    Journaled,
+}
+
 pub struct Journal {
+    names: Names,
     stash: OwnedFd,
     next: u64,
     changes: Vec<Change>,
@@ -78,7 +95,7 @@ fn is_dir(st: &FileStat) -> bool {
 impl Journal {
     /// The journal of the file system over `backing`, with an empty stash
     /// (what an earlier cut left there was lost with the power).
-    pub fn open(backing: &Path) -> io::Result<Self> {
+    pub fn open(backing: &Path, names: Names) -> io::Result<Self> {
         let path = backing.join(STASH);
         if path.exists() {
             std::fs::remove_dir_all(&path)?;
@@ -87,6 +104,7 @@ impl Journal {
         let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
         let stash = openat(AT_FDCWD, &path, flags, Mode::empty()).map_err(io)?;
         Ok(Self {
+            names,
             stash,
             next: 0,
             changes: Vec::new(),
@@ -193,9 +211,10 @@ impl Journal {
     /// durable. Returns the inodes of files whose removal became durable
     /// (they may have no name left).
     pub fn synced(&mut self, dir: u64) -> Vec<u64> {
+        let journaled = self.names == Names::Journaled;
         let (durable, left): (Vec<_>, Vec<_>) = std::mem::take(&mut self.changes)
             .into_iter()
-            .partition(|c| c.touches(dir));
+            .partition(|c| journaled || c.touches(dir));
         self.changes = left;
         durable
             .iter()
@@ -205,6 +224,15 @@ impl Journal {
                 _ => None,
             })
             .collect()
+    }
+
+    /// A file was synced: with [`Names::Journaled`], every change is
+    /// durable (as [`synced`](Self::synced) returns); else none is.
+    pub fn file_synced(&mut self) -> Vec<u64> {
+        match self.names {
+            Names::Journaled => self.synced(0),
+            Names::Posix => Vec::new(),
+        }
     }
 
     /// Puts `kept` back as `at` (never over a name that is there).

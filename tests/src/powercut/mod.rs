@@ -13,7 +13,9 @@
 //!   symlink) is done at once, but a cut undoes it unless the application
 //!   synced the directory since (`fsync` of the directory; for a rename,
 //!   of either one): the missing directory fsync is caught ([`journal`]),
-//!   where LazyFS keeps every such change. Other metadata passes through
+//!   where LazyFS keeps every such change. Mounted with
+//!   `--journaled-names` ([`Names::Journaled`]), a sync of anything makes
+//!   every name change before it durable, as ext4's and XFS' journals do. Other metadata passes through
 //!   and is kept: chmod, truncation (ftruncate and `O_TRUNC`) and
 //!   fallocate (plain or `FALLOC_FL_KEEP_SIZE`; other modes are refused
 //!   with EOPNOTSUPP).
@@ -46,13 +48,14 @@ mod power;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use journal::Names;
 pub use power::{ARMED, CUT_DONE};
 
 /// Mounts the file system over `backing` at `mountpoint` and serves it
-/// until it is unmounted. Call it before starting any thread (it blocks
+/// until it is unmounted; `names` says when a name change is durable. Call it before starting any thread (it blocks
 /// `SIGUSR1` and `SIGUSR2` for every thread but its own waiter).
-pub fn serve(backing: &Path, mountpoint: &Path) -> std::io::Result<()> {
-    let cache = Arc::new(cache::Cache::new(journal::Journal::open(backing)?));
+pub fn serve(backing: &Path, mountpoint: &Path, names: Names) -> std::io::Result<()> {
+    let cache = Arc::new(cache::Cache::new(journal::Journal::open(backing, names)?));
     power::cut_on_signals(cache.clone())?;
     let fs = fs::PowercutFs::new(backing, cache)?;
     let mut config = fuser::Config::default();

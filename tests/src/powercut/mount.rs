@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use super::{ARMED, CUT_DONE};
+use super::{ARMED, CUT_DONE, Names};
 
 /// The `powercut_fs` binary: `$HANDLESTORE_POWERCUT_FS`, or the one built
 /// beside this test executable (cargo builds it with the tests).
@@ -56,6 +56,7 @@ pub fn is_mounted(path: &Path) -> bool {
 }
 
 pub struct PowercutMount {
+    names: Names,
     backing: PathBuf,
     mountpoint: PathBuf,
     log: PathBuf,
@@ -66,9 +67,15 @@ impl PowercutMount {
     /// Mounts `backing` (made if missing) at `mountpoint` (likewise), the
     /// file system's messages appended to `log`.
     pub fn start(backing: &Path, mountpoint: &Path, log: &Path) -> Result<Self> {
+        Self::start_with(backing, mountpoint, log, Names::Posix)
+    }
+
+    /// [`start`](Self::start), with name changes durable as `names` says.
+    pub fn start_with(backing: &Path, mountpoint: &Path, log: &Path, names: Names) -> Result<Self> {
         std::fs::create_dir_all(backing)?;
         std::fs::create_dir_all(mountpoint)?;
         let mut mount = Self {
+            names,
             backing: backing.canonicalize()?,
             mountpoint: mountpoint.canonicalize()?,
             log: log.to_path_buf(),
@@ -92,7 +99,11 @@ impl PowercutMount {
 
     fn spawn(&mut self) -> Result<()> {
         let log = File::options().create(true).append(true).open(&self.log)?;
-        let child = Command::new(binary())
+        let mut command = Command::new(binary());
+        if self.names == Names::Journaled {
+            command.arg("--journaled-names");
+        }
+        let child = command
             .arg(&self.backing)
             .arg(&self.mountpoint)
             .stdin(Stdio::null())
