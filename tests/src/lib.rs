@@ -16,6 +16,7 @@ pub mod peer_attack;
 pub mod peers;
 pub mod powercut;
 pub mod python;
+pub mod side_by_side;
 pub mod stored;
 pub mod tls;
 

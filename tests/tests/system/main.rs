@@ -9,6 +9,7 @@ mod docker;
 mod links;
 mod partition;
 mod powerloss;
+mod side_by_side;
 mod upgrade;
 
 /// One of this tier's runs at a time: each is sized for the whole machine,

@@ -20,8 +20,8 @@ use handlestore_client::{ClusterHandleStore, Consistency};
 use handlestore_proto::v1 as pb;
 use handlestore_tests::TestCluster;
 use handlestore_tests::acked::{Minters, assert_read_back, assert_whole};
-use handlestore_tests::powercut::CUT_DONE;
 use handlestore_tests::powercut::mount::{PowercutMount, unavailable};
+use handlestore_tests::powercut::{CUT_DONE, Names};
 use serde_json::Value;
 
 /// Whether this machine cannot mount `powercut_fs` (and the test skips).
@@ -157,6 +157,41 @@ fn powercut_fs_keeps_what_was_synced_and_drops_the_rest() {
         ["moved"],
         "a rename in a synced directory stays"
     );
+}
+
+/// Mounted with journaled names (`--journaled-names`), a sync of any file
+/// makes every name change before it durable, as ext4's journal does: a
+/// directory and a file made in it, never synced, keep their names once
+/// another file is synced (the file without its unsynced data); a name
+/// made after the last sync is gone. On the POSIX disk above the same
+/// names would all be gone.
+#[test]
+fn journaled_names_are_durable_at_any_sync() {
+    if skipped() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let mut disk =
+        PowercutMount::start_with(&p.join("disk"), &p.join("mnt"), &p.join("fs.log"), Names::Journaled).expect("mount");
+    let m = disk.mountpoint().to_path_buf();
+    std::fs::create_dir(m.join("made")).expect("mkdir");
+    std::fs::write(m.join("made/early"), b"early").expect("write");
+    let mut f = File::create(m.join("synced")).expect("create");
+    f.write_all(b"kept").expect("write");
+    f.sync_data().expect("sync");
+    drop(f);
+    std::fs::write(m.join("late"), b"late").expect("write");
+    disk.cut().expect("cut");
+    disk.remount().expect("remount");
+    assert!(m.join("made").is_dir(), "a directory made before a sync stays");
+    assert_eq!(
+        read(&m.join("made/early")),
+        b"",
+        "its file's name stays, not its unsynced data"
+    );
+    assert_eq!(read(&m.join("synced")), b"kept");
+    assert!(!m.join("late").exists(), "a name made after the last sync is gone");
 }
 
 /// Small memtables and frequent snapshots, so that before a cut every

@@ -1,0 +1,157 @@
+//! One system under a side-by-side fault: handlestore, etcd or NATS
+//! JetStream KV, three members each, every member's disk a `powercut_fs`
+//! mount; the power cut to all three at once, each started again over
+//! what its disk had synced.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
+use serde_json::Value;
+
+use super::System;
+use super::writer::Writer;
+use crate::TestCluster;
+use crate::peers::etcd::{self, Etcd, EtcdRelease};
+use crate::peers::nats::{self, Nats, NatsSync};
+use crate::peers::{Member, disk, until_ok};
+use crate::powercut::Names;
+use crate::powercut::mount::PowercutMount;
+
+/// A peer's members on their power-cut disks.
+pub enum Peer {
+    Etcd(Etcd),
+    Nats(Nats),
+}
+
+impl Peer {
+    fn members(&mut self) -> &mut [Member] {
+        match self {
+            Peer::Etcd(e) => &mut e.members,
+            Peer::Nats(n) => &mut n.members,
+        }
+    }
+}
+
+pub enum Subject {
+    Handlestore(Box<TestCluster>),
+    Peer { peer: Peer, disks: Vec<PowercutMount> },
+}
+
+/// Mounts a power-cut disk for each member of `members` in `dir`.
+fn mount_disks(dir: &Path, members: &[&str], names: Names) -> Result<Vec<PowercutMount>> {
+    members
+        .iter()
+        .map(|n| {
+            let log = dir.join(format!("{n}.disk.log"));
+            PowercutMount::start_with(&dir.join(format!("{n}.backing")), &disk(dir, n), &log, names)
+        })
+        .collect()
+}
+
+impl Subject {
+    /// Starts `system`'s three members in `dir`, each on a power-cut disk
+    /// that makes name changes durable as `names` says.
+    pub async fn start(system: System, names: Names, dir: &Path) -> Result<Self> {
+        Ok(match system {
+            System::Handlestore => {
+                let builder = TestCluster::builder(3).powercut_disks(true).powercut_names(names);
+                let cluster = builder.start().await?;
+                Subject::Handlestore(Box::new(cluster))
+            }
+            System::Etcd => {
+                let disks = mount_disks(dir, &etcd::NAMES, names)?;
+                let peer = Peer::Etcd(Etcd::start(dir, EtcdRelease::V3_5).await?);
+                Subject::Peer { peer, disks }
+            }
+            System::NatsAlways | System::NatsShipped => {
+                let sync = if system == System::NatsAlways {
+                    NatsSync::Always
+                } else {
+                    NatsSync::Shipped
+                };
+                let disks = mount_disks(dir, &nats::NAMES, names)?;
+                let peer = Peer::Nats(Nats::start(dir, sync).await?);
+                Subject::Peer { peer, disks }
+            }
+        })
+    }
+
+    /// A new client of the system.
+    pub async fn writer(&self) -> Result<Writer> {
+        Ok(match self {
+            Subject::Handlestore(c) => Writer::Handlestore(Arc::new(c.client().handle_store("side").build())),
+            Subject::Peer {
+                peer: Peer::Etcd(e), ..
+            } => Writer::Etcd(Box::new(e.client().await?)),
+            Subject::Peer {
+                peer: Peer::Nats(n), ..
+            } => Writer::Nats(Box::new(n.bucket().await?)),
+        })
+    }
+
+    /// The power goes on every member at once, first: each freezes
+    /// (nothing more is acknowledged).
+    pub fn freeze_all(&mut self) -> Result<()> {
+        match self {
+            Subject::Handlestore(c) => (1..=3).try_for_each(|id| c.pause(id)),
+            Subject::Peer { peer, .. } => peer.members().iter().try_for_each(Member::pause),
+        }
+    }
+
+    /// Then each frozen member's disk drops what it had not synced, the
+    /// member is killed, and its disk is mounted again over what it had
+    /// synced. Then every member starts again.
+    pub fn cut_and_restart_all(&mut self) -> Result<()> {
+        match self {
+            Subject::Handlestore(c) => {
+                c.power_cut(&[1, 2, 3])?;
+                (1..=3).try_for_each(|id| c.restart(id))
+            }
+            Subject::Peer { peer, disks } => {
+                disks.iter_mut().try_for_each(PowercutMount::cut)?;
+                peer.members().iter_mut().for_each(Member::kill);
+                disks.iter_mut().try_for_each(PowercutMount::remount)?;
+                peer.members().iter_mut().try_for_each(Member::restart)
+            }
+        }
+    }
+
+    /// Waits up to `within` for the system to take a write again (NATS'
+    /// bucket as it was: a bucket lost with the power is not made again).
+    pub async fn wait_back(&self, within: Duration) -> Result<()> {
+        match self {
+            Subject::Handlestore(c) => {
+                let store: ClusterHandleStore<Value> = c.client().handle_store("side-ready").build();
+                until_ok(within, "handlestore took no write", || async {
+                    store.mint(Value::Null, Ttl::Default).await?;
+                    store.len_with(Consistency::Linearizable).await?;
+                    Ok(())
+                })
+                .await
+            }
+            Subject::Peer {
+                peer: Peer::Etcd(e), ..
+            } => e.wait_ready(within).await,
+            Subject::Peer {
+                peer: Peer::Nats(n), ..
+            } => n.wait_back(within).await,
+        }
+    }
+
+    /// The last lines of every member's log, for a failure's message.
+    pub fn logs(&mut self) -> String {
+        match self {
+            Subject::Handlestore(c) => (1..=3)
+                .map(|id| format!("node {id}:\n{}", c.log_tail(id, 20)))
+                .collect(),
+            Subject::Peer { peer, .. } => peer
+                .members()
+                .iter()
+                .map(|m| format!("{}:\n{}\n", m.name, m.log_tail()))
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! Power loss side by side: handlestore, etcd 3.5.30, NATS JetStream KV
+//! with `sync_interval: always` and NATS as shipped, each three members
+//! on `powercut_fs` disks under the same writes, the power cut to all
+//! three at once, five runs each (`HANDLESTORE_SIDE_BY_SIDE_RUNS` for
+//! another count). The disks keep names as ext4's journal does (a sync of
+//! anything makes every name change before it durable): the disk the
+//! others run on in production; `HANDLESTORE_SIDE_BY_SIDE_POSIX=N` adds N
+//! runs each on the strict disk the other power-loss tests use (a name
+//! durable only once its directory is synced). The table goes to stderr and to
+//! `$CARGO_TARGET_TMPDIR/side-by-side-power-cut.md` (docs/chaos.md holds
+//! the latest). handlestore must keep every acknowledged write and come
+//! back each time; the others are measured, not judged. Skipped, saying
+//! why, without root and `/dev/fuse`; a peer the install script could not
+//! fetch is left out, saying so.
+
+use handlestore_tests::peers::{ensure_installed, peer_bin};
+use handlestore_tests::powercut::Names;
+use handlestore_tests::powercut::mount::unavailable;
+use handlestore_tests::side_by_side::{Outcome, Runs, System, power_cut_run, table};
+
+fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|n| n.parse().ok()).unwrap_or(default)
+}
+
+/// Why `system` cannot run here, if it cannot.
+fn missing(system: System) -> Option<String> {
+    let bin = match system {
+        System::Handlestore => return None,
+        System::Etcd => peer_bin("etcd"),
+        System::NatsAlways | System::NatsShipped => peer_bin("nats-server"),
+    };
+    (!bin.exists()).then(|| format!("{} is missing (deploy/install-bench-deps.sh)", bin.display()))
+}
+
+async fn runs_of(system: System, names: Names, n: usize) -> Runs {
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    for run in 1..=n {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let outcome = power_cut_run(system, names, dir.path())
+            .await
+            .unwrap_or_else(|e| panic!("{} ({names:?}) run {run}: {e:#}", system.name()));
+        eprintln!("{} ({names:?}) run {run}: {outcome:?}", system.name());
+        outcomes.push(outcome);
+    }
+    Runs {
+        system,
+        names,
+        outcomes,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_power_cut_to_every_member_side_by_side() {
+    if let Some(why) = unavailable() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let _one = crate::WHOLE_MACHINE.lock().await;
+    if let Err(e) = tokio::task::spawn_blocking(ensure_installed).await.expect("install") {
+        eprintln!("the peers' install failed ({e:#}); those missing are left out");
+    }
+    let mut runs = Vec::new();
+    let counts = [
+        (Names::Journaled, env_count("HANDLESTORE_SIDE_BY_SIDE_RUNS", 5)),
+        (Names::Posix, env_count("HANDLESTORE_SIDE_BY_SIDE_POSIX", 0)),
+    ];
+    for (names, n) in counts.into_iter().filter(|(_, n)| *n > 0) {
+        for system in System::ALL {
+            match missing(system) {
+                Some(why) => eprintln!("SKIPPED {}: {why}", system.name()),
+                None => runs.push(runs_of(system, names, n).await),
+            }
+        }
+    }
+    let md = table(&runs);
+    eprintln!("{md}");
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("side-by-side-power-cut.md");
+    std::fs::write(&out, &md).expect("the table");
+    for r in runs.iter().filter(|r| r.system == System::Handlestore) {
+        for (i, o) in r.outcomes.iter().enumerate() {
+            assert!(
+                o.back && o.lost == 0,
+                "handlestore ({:?}) run {}: {o:?}",
+                r.names,
+                i + 1
+            );
+        }
+    }
+}
