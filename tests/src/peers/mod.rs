@@ -71,7 +71,22 @@ pub fn ensure_installed() -> Result<()> {
 
 /// Tries `attempt` (each try given 5 s) until it succeeds or `within`
 /// has passed; `what` names it in the error.
-pub(crate) async fn until_ok<F, Fut>(within: Duration, what: &str, mut attempt: F) -> Result<()>
+pub(crate) async fn until_ok<F, Fut>(within: Duration, what: &str, attempt: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
+    until_ok_or(within, what, attempt, |_| false).await
+}
+
+/// As [`until_ok`], but giving up at once when `hopeless`, called with
+/// each failed try's error in turn, says so.
+pub(crate) async fn until_ok_or<F, Fut>(
+    within: Duration,
+    what: &str,
+    mut attempt: F,
+    mut hopeless: impl FnMut(&str) -> bool,
+) -> Result<()>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<()>>,
@@ -83,7 +98,7 @@ where
             Ok(Err(e)) => format!("{e:#}"),
             Err(_) => "no answer within 5 s".to_string(),
         };
-        if Instant::now() > deadline {
+        if hopeless(&error) || Instant::now() > deadline {
             bail!("{what} within {within:?}: {error}");
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -8,10 +8,10 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use async_nats::jetstream::{self, kv, stream};
 
-use super::{Member, disk, peer_bin, until_ok};
+use super::{Member, disk, peer_bin, until_ok, until_ok_or};
 use crate::free_port;
 
 /// The bucket every NATS operation uses.
@@ -103,11 +103,13 @@ impl Nats {
     /// Waits up to `within` for the bucket (as it is: never made again)
     /// to take a write.
     pub async fn wait_ready(&self, within: Duration) -> Result<()> {
-        until_ok(within, "NATS' bucket took no write", || async {
-            self.bucket().await?.put("bench.ready", "1".into()).await?;
-            Ok(())
-        })
-        .await
+        until_ok(within, "NATS' bucket took no write", || self.put_ready()).await
+    }
+
+    /// One write to the bucket as it is.
+    async fn put_ready(&self) -> Result<()> {
+        self.bucket().await?.put("bench.ready", "1".into()).await?;
+        Ok(())
     }
 
     /// As [`wait_ready`](Self::wait_ready) after a fault, but giving up
@@ -115,29 +117,17 @@ impl Nats {
     /// not there (their meta group has no such stream: lost, it never
     /// comes back by itself).
     pub async fn wait_back(&self, within: Duration) -> Result<()> {
-        let deadline = Instant::now() + within;
         let mut gone_since: Option<Instant> = None;
-        loop {
-            let tried = tokio::time::timeout(Duration::from_secs(5), async {
-                self.bucket().await?.put("bench.ready", "1".into()).await?;
-                Ok::<_, anyhow::Error>(())
-            });
-            let error = match tried.await {
-                Ok(Ok(())) => return Ok(()),
-                Ok(Err(e)) => format!("{e:#}"),
-                Err(_) => "no answer within 5 s".to_string(),
-            };
+        let gone_for_15s = |error: &str| {
             let gone = error.contains("stream not found");
             gone_since = if gone {
                 gone_since.or(Some(Instant::now()))
             } else {
                 None
             };
-            if gone_since.is_some_and(|t| t.elapsed() > Duration::from_secs(15)) || Instant::now() > deadline {
-                bail!("NATS' bucket took no write: {error}");
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+            gone_since.is_some_and(|t| t.elapsed() > Duration::from_secs(15))
+        };
+        until_ok_or(within, "NATS' bucket took no write", || self.put_ready(), gone_for_15s).await
     }
 
     /// The servers' process ids (of those running).
