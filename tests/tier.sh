@@ -18,7 +18,7 @@ if [ "$tier" = system ]; then
 fi
 run() { cargo test --release --workspace --features handlestore-tests/system "$@"; }
 case "$tier" in
-  unit) run --lib --test request_state "$@" ;;
+  unit) run --lib --test request_state --test namespace_move "$@" ;;
   api | cluster | security | mcp | system) run --test "$tier" "$@" ;;
   docs) run --test doc_refs --test layering "$@" ;;
   bench) run --test harness --test seams --test raft_floor "$@" ;;
