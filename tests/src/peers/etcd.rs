@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
-use super::{Member, disk, peer_bin, until_ok};
-use crate::free_port;
+use super::{Member, Placement, disk, peer_bin, until_ok};
 
 /// Which etcd a cluster runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,18 +54,19 @@ pub struct Etcd {
     pub endpoints: Vec<String>,
 }
 
-/// Member `name`'s flags: data under its disk, its client and peer URLs.
-fn flags(dir: &Path, name: &str, client: u16, peer: u16, initial: &str) -> Vec<OsString> {
+/// Member `name`'s flags: data under its disk, its client and peer URLs
+/// (`host:port` each).
+fn flags(dir: &Path, name: &str, client: &str, peer: &str, initial: &str) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["--name".into(), name.into(), "--data-dir".into()];
     args.push(disk(dir, name).join("data").into());
-    for (flag, port) in [
+    for (flag, addr) in [
         ("--listen-client-urls", client),
         ("--advertise-client-urls", client),
         ("--listen-peer-urls", peer),
         ("--initial-advertise-peer-urls", peer),
     ] {
         args.push(flag.into());
-        args.push(format!("http://127.0.0.1:{port}").into());
+        args.push(format!("http://{addr}").into());
     }
     for a in ["--initial-cluster", initial, "--initial-cluster-state", "new"] {
         args.push(a.into());
@@ -85,25 +85,36 @@ fn flags(dir: &Path, name: &str, client: u16, peer: u16, initial: &str) -> Vec<O
 }
 
 impl Etcd {
-    /// Starts the three members in `dir`; ready once a linearizable write
-    /// and read go through (within 60 s).
+    /// Starts the three members in `dir` on loopback; ready once a
+    /// linearizable write and read go through (within 60 s).
     pub async fn start(dir: &Path, release: EtcdRelease) -> Result<Self> {
+        Self::start_on(dir, release, Placement::Loopback).await
+    }
+
+    /// As [`start`](Self::start), the members placed as `placement` says.
+    pub async fn start_on(dir: &Path, release: EtcdRelease, placement: Placement<'_>) -> Result<Self> {
         let bin = release.bin();
         release.check(&bin);
-        let ports: Vec<(u16, u16)> = NAMES.iter().map(|_| (free_port(), free_port())).collect();
+        let addrs: Vec<(String, String)> = (0..NAMES.len())
+            .map(|i| {
+                let host = placement.host(i);
+                let (client, peer) = (placement.port(2379), placement.port(2380));
+                (format!("{host}:{client}"), format!("{host}:{peer}"))
+            })
+            .collect();
         let initial: Vec<String> = NAMES
             .iter()
-            .zip(&ports)
-            .map(|(n, (_, p))| format!("{n}=http://127.0.0.1:{p}"))
+            .zip(&addrs)
+            .map(|(n, (_, p))| format!("{n}=http://{p}"))
             .collect();
         let initial = initial.join(",");
         let mut members = Vec::new();
-        for (name, (client, peer)) in NAMES.iter().zip(&ports) {
+        for (i, (name, (client, peer))) in NAMES.iter().zip(&addrs).enumerate() {
             std::fs::create_dir_all(disk(dir, name))?;
-            let args = flags(dir, name, *client, *peer, &initial);
-            members.push(Member::start(dir, name, &bin, args)?);
+            let args = flags(dir, name, client, peer, &initial);
+            members.push(placement.start(dir, i, name, &bin, args)?);
         }
-        let endpoints = ports.iter().map(|(c, _)| format!("http://127.0.0.1:{c}")).collect();
+        let endpoints = addrs.iter().map(|(c, _)| format!("http://{c}")).collect();
         let etcd = Self { members, endpoints };
         etcd.wait_ready(Duration::from_secs(60)).await?;
         Ok(etcd)
@@ -124,6 +135,20 @@ impl Etcd {
     /// The members' process ids (of those running).
     pub fn pids(&self) -> Vec<u32> {
         self.members.iter().filter_map(Member::pid).collect()
+    }
+
+    /// The member that leads, as it says itself (its index in `members`).
+    pub async fn leader(&self) -> Result<usize> {
+        for (i, endpoint) in self.endpoints.iter().enumerate() {
+            let Ok(mut c) = etcd_client::Client::connect([endpoint], None).await else {
+                continue;
+            };
+            let Ok(status) = c.status().await else { continue };
+            if status.header().is_some_and(|h| h.member_id() == status.leader()) {
+                return Ok(i);
+            }
+        }
+        bail!("no etcd member says it leads")
     }
 
     /// A client of every member (it balances over them).

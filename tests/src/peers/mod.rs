@@ -5,11 +5,14 @@
 //! start them alike. Member `name` keeps its data under `dir/name` (its
 //! disk: a test may mount `powercut_fs` there before starting it), its
 //! output in `dir/name.log`; every member can be frozen, killed and
-//! started again on the same ports over the same disk.
+//! started again on the same ports over the same disk. The members run
+//! on loopback, or each in a network namespace of its own ([`Placement`]),
+//! where a fault can cut one off.
 
 pub mod etcd;
 mod member;
 pub mod nats;
+mod placement;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,6 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 pub use member::Member;
+pub use placement::Placement;
 
 /// Where `deploy/install-bench-deps.sh` puts the peers it fetches (etcd
 /// 3.5.30, nats-server 2.15.1): `$HANDLESTORE_PEERS`, or

@@ -8,11 +8,10 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use async_nats::jetstream::{self, kv, stream};
 
-use super::{Member, disk, peer_bin, until_ok, until_ok_or};
-use crate::free_port;
+use super::{Member, Placement, disk, peer_bin, until_ok, until_ok_or};
 
 /// The bucket every NATS operation uses.
 pub const BUCKET: &str = "bench";
@@ -37,18 +36,18 @@ pub struct Nats {
     pub urls: Vec<String>,
 }
 
-/// One server's configuration: JetStream on its disk, routes to the
-/// other two.
-fn config(dir: &Path, name: &str, (port, cluster): (u16, u16), routes: &[u16], sync: NatsSync) -> String {
-    let routes: Vec<String> = routes.iter().map(|p| format!("nats://127.0.0.1:{p}")).collect();
+/// One server's configuration: JetStream on its disk, clients on
+/// `listen`, routes on `cluster` to the other two's (`host:port` each).
+fn config(dir: &Path, name: &str, (listen, cluster): (&str, &str), routes: &[&str], sync: NatsSync) -> String {
+    let routes: Vec<String> = routes.iter().map(|a| format!("nats://{a}")).collect();
     let sync = match sync {
         NatsSync::Always => "  sync_interval: always\n",
         NatsSync::Shipped => "",
     };
     format!(
-        "server_name: {name}\nlisten: 127.0.0.1:{port}\n\
+        "server_name: {name}\nlisten: {listen}\n\
          jetstream {{\n  store_dir: {:?}\n{sync}}}\n\
-         cluster {{\n  name: bench\n  listen: 127.0.0.1:{cluster}\n  routes: [{}]\n}}\n",
+         cluster {{\n  name: bench\n  listen: {cluster}\n  routes: [{}]\n}}\n",
         disk(dir, name).join("data").display().to_string(),
         routes.join(", ")
     )
@@ -74,21 +73,36 @@ fn bucket_stream() -> stream::Config {
 }
 
 impl Nats {
-    /// Starts three servers in `dir` and creates the bucket; ready once
-    /// its stream has a leader and takes a write (within 60 s).
+    /// Starts three servers in `dir` on loopback and creates the bucket;
+    /// ready once its stream has a leader and takes a write (within 60 s).
     pub async fn start(dir: &Path, sync: NatsSync) -> Result<Self> {
+        Self::start_on(dir, sync, Placement::Loopback).await
+    }
+
+    /// As [`start`](Self::start), the servers placed as `placement` says.
+    pub async fn start_on(dir: &Path, sync: NatsSync, placement: Placement<'_>) -> Result<Self> {
         let bin = peer_bin("nats-server");
-        let ports: Vec<(u16, u16)> = NAMES.iter().map(|_| (free_port(), free_port())).collect();
+        let addrs: Vec<(String, String)> = (0..NAMES.len())
+            .map(|i| {
+                let host = placement.host(i);
+                let (port, cluster) = (placement.port(4222), placement.port(6222));
+                (format!("{host}:{port}"), format!("{host}:{cluster}"))
+            })
+            .collect();
         let mut members = Vec::new();
-        for (name, &(port, cluster)) in NAMES.iter().zip(&ports) {
+        for (i, (name, (listen, cluster))) in NAMES.iter().zip(&addrs).enumerate() {
             std::fs::create_dir_all(disk(dir, name))?;
-            let routes: Vec<u16> = ports.iter().filter(|(p, _)| *p != port).map(|(_, c)| *c).collect();
+            let routes: Vec<&str> = addrs
+                .iter()
+                .filter(|(l, _)| l != listen)
+                .map(|(_, c)| c.as_str())
+                .collect();
             let conf = dir.join(format!("{name}.conf"));
-            std::fs::write(&conf, config(dir, name, (port, cluster), &routes, sync))?;
+            std::fs::write(&conf, config(dir, name, (listen, cluster), &routes, sync))?;
             let args: Vec<OsString> = vec!["-c".into(), conf.into()];
-            members.push(Member::start(dir, name, &bin, args)?);
+            members.push(placement.start(dir, i, name, &bin, args)?);
         }
-        let urls = ports.iter().map(|(p, _)| format!("nats://127.0.0.1:{p}")).collect();
+        let urls = addrs.iter().map(|(l, _)| format!("nats://{l}")).collect();
         let nats = Self { members, urls };
         until_ok(Duration::from_secs(60), "NATS made no bucket", || async {
             let js = jetstream::new(nats.client().await?);
@@ -133,6 +147,20 @@ impl Nats {
     /// The servers' process ids (of those running).
     pub fn pids(&self) -> Vec<u32> {
         self.members.iter().filter_map(Member::pid).collect()
+    }
+
+    /// The server that leads the bucket's stream (its index in `members`),
+    /// as the server a client reaches says.
+    pub async fn stream_leader(&self) -> Result<usize> {
+        let js = jetstream::new(self.client().await?);
+        let mut stream = js.get_stream(format!("KV_{BUCKET}")).await?;
+        let info = stream.info().await?;
+        let leader = info.cluster.as_ref().and_then(|c| c.leader.clone());
+        let leader = leader.context("the bucket's stream has no leader")?;
+        NAMES
+            .iter()
+            .position(|n| *n == leader)
+            .with_context(|| format!("the stream's leader {leader:?} is none of the servers"))
     }
 
     /// A client of every server (it picks one, and fails over).

@@ -3,8 +3,12 @@
 //! fault to each, and what each kept (docs/chaos.md, "Beside etcd and
 //! NATS"). A power cut to every member at once ([`power_cut_run`]): the
 //! writes acknowledged before it, those a linearizable read no longer
-//! finds after it, whether the system came back.
+//! finds after it, whether the system came back. A member killed or cut
+//! off its peers ([`fault_run`]): the same, and whether each key's reads
+//! and writes stayed linearizable.
 
+mod faults;
+mod registers;
 mod subject;
 mod writer;
 
@@ -15,6 +19,8 @@ use anyhow::{Result, bail};
 
 use crate::powercut::Names;
 
+pub use faults::{Fault, FaultOutcome, FaultRuns, fault_run, fault_table};
+pub use registers::RegisterChecks;
 pub use subject::Subject;
 pub use writer::{Writer, Writers};
 
@@ -80,17 +86,16 @@ async fn load_for(writers: &Writers, at_least: Duration, writes: usize) -> Resul
     Ok(())
 }
 
-/// Reads every acknowledged write back; returns how many are missing or
-/// changed (a read that fails counts as missing).
+/// Reads every acknowledged write back, 16 at a time; returns how many
+/// are missing or changed (a read that fails counts as missing).
 async fn count_lost(writer: &Writer, acked: &std::collections::HashMap<String, String>) -> usize {
-    let mut lost = 0;
-    for (key, value) in acked {
+    use futures::StreamExt;
+    let reads = acked.iter().map(|(key, value)| async move {
         let read = tokio::time::timeout(Duration::from_secs(10), writer.read(key)).await;
-        if !matches!(read, Ok(Ok(Some(ref v))) if v == value) {
-            lost += 1;
-        }
-    }
-    lost
+        !matches!(read, Ok(Ok(Some(ref v))) if v == value)
+    });
+    let missing: Vec<bool> = futures::stream::iter(reads).buffer_unordered(16).collect().await;
+    missing.into_iter().filter(|m| *m).count()
 }
 
 /// One run: `system` started in `dir` on disks that keep names as

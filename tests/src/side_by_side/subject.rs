@@ -1,7 +1,8 @@
 //! One system under a side-by-side fault: handlestore, etcd or NATS
-//! JetStream KV, three members each, every member's disk a `powercut_fs`
-//! mount; the power cut to all three at once, each started again over
-//! what its disk had synced.
+//! JetStream KV, three members each. Either every member's disk is a
+//! `powercut_fs` mount, for the power cut to all three at once, each
+//! started again over what its disk had synced; or every member runs in
+//! a network namespace, for a member killed or cut off its peers.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,9 +15,10 @@ use serde_json::Value;
 use super::System;
 use super::writer::Writer;
 use crate::TestCluster;
+use crate::netns::NetNs;
 use crate::peers::etcd::{self, Etcd, EtcdRelease};
 use crate::peers::nats::{self, Nats, NatsSync};
-use crate::peers::{Member, disk, until_ok};
+use crate::peers::{Member, Placement, disk, until_ok};
 use crate::powercut::Names;
 use crate::powercut::mount::PowercutMount;
 
@@ -37,7 +39,13 @@ impl Peer {
 
 pub enum Subject {
     Handlestore(Box<TestCluster>),
-    Peer { peer: Peer, disks: Vec<PowercutMount> },
+    /// A peer's members, on power-cut disks (`disks`) or each in a network
+    /// namespace of `net` (dropped after the members).
+    Peer {
+        peer: Peer,
+        disks: Vec<PowercutMount>,
+        net: Option<NetNs>,
+    },
 }
 
 /// Mounts a power-cut disk for each member of `members` in `dir`.
@@ -51,7 +59,36 @@ fn mount_disks(dir: &Path, members: &[&str], names: Names) -> Result<Vec<Powercu
         .collect()
 }
 
+fn nats_sync(system: System) -> NatsSync {
+    match system {
+        System::NatsAlways => NatsSync::Always,
+        _ => NatsSync::Shipped,
+    }
+}
+
 impl Subject {
+    /// Starts `system`'s three members in `dir`, each in a network
+    /// namespace of its own (on the machine's disk), where one member can
+    /// be cut off its peers while clients still reach it.
+    pub async fn start_in_namespaces(system: System, dir: &Path) -> Result<Self> {
+        if system == System::Handlestore {
+            let cluster = TestCluster::builder(3).netns(true).start().await?;
+            return Ok(Subject::Handlestore(Box::new(cluster)));
+        }
+        let mut net = NetNs::create()?;
+        (1..=3).try_for_each(|id| net.add_node(id).map(drop))?;
+        let placement = Placement::Namespaces(&net);
+        let peer = match system {
+            System::Etcd => Peer::Etcd(Etcd::start_on(dir, EtcdRelease::V3_5, placement).await?),
+            _ => Peer::Nats(Nats::start_on(dir, nats_sync(system), placement).await?),
+        };
+        Ok(Subject::Peer {
+            peer,
+            disks: Vec::new(),
+            net: Some(net),
+        })
+    }
+
     /// Starts `system`'s three members in `dir`, each on a power-cut disk
     /// that makes name changes durable as `names` says.
     pub async fn start(system: System, names: Names, dir: &Path) -> Result<Self> {
@@ -64,17 +101,13 @@ impl Subject {
             System::Etcd => {
                 let disks = mount_disks(dir, &etcd::NAMES, names)?;
                 let peer = Peer::Etcd(Etcd::start(dir, EtcdRelease::V3_5).await?);
-                Subject::Peer { peer, disks }
+                Subject::Peer { peer, disks, net: None }
             }
             System::NatsAlways | System::NatsShipped => {
-                let sync = if system == System::NatsAlways {
-                    NatsSync::Always
-                } else {
-                    NatsSync::Shipped
-                };
+                let sync = nats_sync(system);
                 let disks = mount_disks(dir, &nats::NAMES, names)?;
                 let peer = Peer::Nats(Nats::start(dir, sync).await?);
-                Subject::Peer { peer, disks }
+                Subject::Peer { peer, disks, net: None }
             }
         })
     }
@@ -101,6 +134,49 @@ impl Subject {
         }
     }
 
+    /// The member that leads (0, 1 or 2): handlestore's Raft leader,
+    /// etcd's, the leader of NATS' bucket stream.
+    pub async fn leader(&self) -> Result<usize> {
+        match self {
+            Subject::Handlestore(c) => Ok(c.wait_leader(Duration::from_secs(10)).await? as usize - 1),
+            Subject::Peer {
+                peer: Peer::Etcd(e), ..
+            } => e.leader().await,
+            Subject::Peer {
+                peer: Peer::Nats(n), ..
+            } => n.stream_leader().await,
+        }
+    }
+
+    /// Kills member `i` (SIGKILL).
+    pub fn kill(&mut self, i: usize) {
+        match self {
+            Subject::Handlestore(c) => c.kill(i as u64 + 1),
+            Subject::Peer { peer, .. } => peer.members()[i].kill(),
+        }
+    }
+
+    /// Starts member `i` again over its data.
+    pub fn restart(&mut self, i: usize) -> Result<()> {
+        match self {
+            Subject::Handlestore(c) => c.restart(i as u64 + 1),
+            Subject::Peer { peer, .. } => peer.members()[i].restart(),
+        }
+    }
+
+    /// Cuts member `i` off the other two, not off clients (started in
+    /// namespaces only); `rejoin: true` undoes it.
+    pub fn isolate(&self, i: usize, rejoin: bool) -> Result<()> {
+        let id = i as u64 + 1;
+        match (self, rejoin) {
+            (Subject::Handlestore(c), false) => c.isolate(id),
+            (Subject::Handlestore(c), true) => c.rejoin(id),
+            (Subject::Peer { net: Some(n), .. }, false) => n.isolate(id),
+            (Subject::Peer { net: Some(n), .. }, true) => n.rejoin(id),
+            (Subject::Peer { net: None, .. }, _) => anyhow::bail!("this cluster runs in no namespaces"),
+        }
+    }
+
     /// Then each frozen member's disk drops what it had not synced, the
     /// member is killed, and its disk is mounted again over what it had
     /// synced. Then every member starts again.
@@ -110,7 +186,7 @@ impl Subject {
                 c.power_cut(&[1, 2, 3])?;
                 (1..=3).try_for_each(|id| c.restart(id))
             }
-            Subject::Peer { peer, disks } => {
+            Subject::Peer { peer, disks, .. } => {
                 disks.iter_mut().try_for_each(PowercutMount::cut)?;
                 peer.members().iter_mut().for_each(Member::kill);
                 disks.iter_mut().try_for_each(PowercutMount::remount)?;

@@ -1,6 +1,7 @@
 //! The same writes on each system: a client writes key after key, each
 //! with a value of its own, and remembers the ones acknowledged; a
-//! linearizable read says whether one is still there.
+//! linearizable read says whether one is still there. [`Writer::set`]
+//! overwrites a key, for the register workload (`registers.rs`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,6 +31,25 @@ impl Writer {
             Writer::Nats(kv) => drop(kv.put(&key, value.clone().into()).await?),
         }
         Ok((key, value))
+    }
+
+    /// Overwrites `key` with `value` (handlestore: the handle `key`, made
+    /// if missing).
+    pub async fn set(&self, key: &str, value: &str) -> Result<()> {
+        match self {
+            Writer::Handlestore(s) => drop(s.put(key, Value::String(value.into()), Ttl::Default).await?),
+            Writer::Etcd(c) => drop(c.clone().put(key, value, None).await?),
+            Writer::Nats(kv) => drop(kv.put(key, value.to_string().into()).await?),
+        }
+        Ok(())
+    }
+
+    /// A key for register `k` (handlestore: a handle it mints).
+    pub async fn register_key(&self, k: usize) -> Result<String> {
+        Ok(match self {
+            Writer::Handlestore(s) => s.mint(Value::Null, Ttl::Default).await?,
+            _ => format!("side.register{k}"),
+        })
     }
 
     /// The value under `key`, read linearizably (etcd's default read;
