@@ -95,13 +95,8 @@ impl Etcd {
     pub async fn start_on(dir: &Path, release: EtcdRelease, placement: Placement<'_>) -> Result<Self> {
         let bin = release.bin();
         release.check(&bin);
-        let addrs: Vec<(String, String)> = (0..NAMES.len())
-            .map(|i| {
-                let host = placement.host(i);
-                let (client, peer) = (placement.port(2379), placement.port(2380));
-                (format!("{host}:{client}"), format!("{host}:{peer}"))
-            })
-            .collect();
+        // Each member's client and peer addresses.
+        let addrs = placement.addrs(NAMES.len(), (2379, 2380));
         let initial: Vec<String> = NAMES
             .iter()
             .zip(&addrs)

@@ -82,13 +82,8 @@ impl Nats {
     /// As [`start`](Self::start), the servers placed as `placement` says.
     pub async fn start_on(dir: &Path, sync: NatsSync, placement: Placement<'_>) -> Result<Self> {
         let bin = peer_bin("nats-server");
-        let addrs: Vec<(String, String)> = (0..NAMES.len())
-            .map(|i| {
-                let host = placement.host(i);
-                let (port, cluster) = (placement.port(4222), placement.port(6222));
-                (format!("{host}:{port}"), format!("{host}:{cluster}"))
-            })
-            .collect();
+        // Each server's client and cluster (route) addresses.
+        let addrs = placement.addrs(NAMES.len(), (4222, 6222));
         let mut members = Vec::new();
         for (i, (name, (listen, cluster))) in NAMES.iter().zip(&addrs).enumerate() {
             std::fs::create_dir_all(disk(dir, name))?;

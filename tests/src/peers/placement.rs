@@ -38,6 +38,18 @@ impl Placement<'_> {
         }
     }
 
+    /// The two addresses (`host:port`) of each of `n` members, for two
+    /// services whose documented ports are `documented`.
+    pub fn addrs(&self, n: usize, documented: (u16, u16)) -> Vec<(String, String)> {
+        (0..n)
+            .map(|i| {
+                let host = self.host(i);
+                let (a, b) = (self.port(documented.0), self.port(documented.1));
+                (format!("{host}:{a}"), format!("{host}:{b}"))
+            })
+            .collect()
+    }
+
     /// Starts `bin args...` as member `i`, named `name`, in `dir`.
     pub fn start(&self, dir: &Path, i: usize, name: &str, bin: &Path, args: Vec<OsString>) -> Result<Member> {
         match self {

@@ -12,7 +12,7 @@ use anyhow::Result;
 
 use super::registers::{RegisterChecks, Registers};
 use super::writer::Writers;
-use super::{Subject, System, count_lost};
+use super::{Subject, System, read_back};
 
 /// One member's fault, held for [`HELD`] and then repaired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,18 +97,11 @@ pub async fn fault_run(system: System, fault: Fault, dir: &Path) -> Result<Fault
     tokio::time::sleep(AFTER).await;
     let registers = registers.stop_and_check().await;
     let (acked, _) = writers.abort();
-    let back = subject.wait_back(Duration::from_secs(60)).await;
-    if let Err(e) = &back {
-        eprintln!("{}: not back after the fault: {e:#}\n{}", system.name(), subject.logs());
-    }
-    let lost = match back {
-        Ok(()) => count_lost(&subject.writer().await?, &acked).await,
-        Err(_) => acked.len(),
-    };
+    let (back, lost) = read_back(&mut subject, system, &acked).await?;
     Ok(FaultOutcome {
         acked: acked.len(),
         lost,
-        back: back.is_ok(),
+        back,
         registers,
     })
 }

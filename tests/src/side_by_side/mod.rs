@@ -12,6 +12,7 @@ mod registers;
 mod subject;
 mod writer;
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
@@ -88,7 +89,7 @@ async fn load_for(writers: &Writers, at_least: Duration, writes: usize) -> Resul
 
 /// Reads every acknowledged write back, 16 at a time; returns how many
 /// are missing or changed (a read that fails counts as missing).
-async fn count_lost(writer: &Writer, acked: &std::collections::HashMap<String, String>) -> usize {
+async fn count_lost(writer: &Writer, acked: &HashMap<String, String>) -> usize {
     use futures::StreamExt;
     let reads = acked.iter().map(|(key, value)| async move {
         let read = tokio::time::timeout(Duration::from_secs(10), writer.read(key)).await;
@@ -96,6 +97,18 @@ async fn count_lost(writer: &Writer, acked: &std::collections::HashMap<String, S
     });
     let missing: Vec<bool> = futures::stream::iter(reads).buffer_unordered(16).collect().await;
     missing.into_iter().filter(|m| *m).count()
+}
+
+/// After a fault: waits up to 60 s for `subject` to take a write again
+/// (saying so, with its logs, when it does not), then reads every
+/// acknowledged write back. Returns whether it came back and how many
+/// writes it lost (every one, when it did not come back).
+async fn read_back(subject: &mut Subject, system: System, acked: &HashMap<String, String>) -> Result<(bool, usize)> {
+    if let Err(e) = subject.wait_back(Duration::from_secs(60)).await {
+        eprintln!("{}: not back after the fault: {e:#}\n{}", system.name(), subject.logs());
+        return Ok((false, acked.len()));
+    }
+    Ok((true, count_lost(&subject.writer().await?, acked).await))
 }
 
 /// One run: `system` started in `dir` on disks that keep names as
@@ -110,18 +123,11 @@ pub async fn power_cut_run(system: System, names: Names, dir: &std::path::Path) 
     subject.freeze_all()?;
     let (acked, unknown) = writers.abort();
     subject.cut_and_restart_all()?;
-    let back = subject.wait_back(Duration::from_secs(60)).await;
-    if let Err(e) = &back {
-        eprintln!("{}: not back after the cut: {e:#}\n{}", system.name(), subject.logs());
-    }
-    let lost = match back {
-        Ok(()) => count_lost(&subject.writer().await?, &acked).await,
-        Err(_) => acked.len(),
-    };
+    let (back, lost) = read_back(&mut subject, system, &acked).await?;
     Ok(Outcome {
         acked: acked.len(),
         unknown,
-        back: back.is_ok(),
+        back,
         lost,
     })
 }

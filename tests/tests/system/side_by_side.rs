@@ -13,13 +13,13 @@
 //! why, without root and `/dev/fuse`; a peer the install script could not
 //! fetch is left out, saying so.
 
+use std::path::PathBuf;
+
 use handlestore_tests::netns::NetNs;
 use handlestore_tests::peers::{ensure_installed, peer_bin};
 use handlestore_tests::powercut::Names;
 use handlestore_tests::powercut::mount::unavailable;
-use handlestore_tests::side_by_side::{
-    Fault, FaultRuns, Outcome, Runs, System, fault_run, fault_table, power_cut_run, table,
-};
+use handlestore_tests::side_by_side::{Fault, FaultRuns, Runs, System, fault_run, fault_table, power_cut_run, table};
 
 fn env_count(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|n| n.parse().ok()).unwrap_or(default)
@@ -35,21 +35,38 @@ fn missing(system: System) -> Option<String> {
     (!bin.exists()).then(|| format!("{} is missing (deploy/install-bench-deps.sh)", bin.display()))
 }
 
-async fn runs_of(system: System, names: Names, n: usize) -> Runs {
-    let mut outcomes: Vec<Outcome> = Vec::new();
-    for run in 1..=n {
+/// Installs the peers when missing; says so when that fails (those
+/// missing are then left out).
+async fn install_peers() {
+    if let Err(e) = tokio::task::spawn_blocking(ensure_installed).await.expect("install") {
+        eprintln!("the peers' install failed ({e:#}); those missing are left out");
+    }
+}
+
+/// `n` runs of `run`, each in a new directory, every outcome printed
+/// under `label`; a run that fails fails the test.
+async fn repeat<O, Fut>(label: &str, n: usize, run: impl Fn(PathBuf) -> Fut) -> Vec<O>
+where
+    O: std::fmt::Debug,
+    Fut: Future<Output = anyhow::Result<O>>,
+{
+    let mut outcomes = Vec::new();
+    for i in 1..=n {
         let dir = tempfile::tempdir().expect("tempdir");
-        let outcome = power_cut_run(system, names, dir.path())
+        let outcome = run(dir.path().to_path_buf())
             .await
-            .unwrap_or_else(|e| panic!("{} ({names:?}) run {run}: {e:#}", system.name()));
-        eprintln!("{} ({names:?}) run {run}: {outcome:?}", system.name());
+            .unwrap_or_else(|e| panic!("{label} run {i}: {e:#}"));
+        eprintln!("{label} run {i}: {outcome:?}");
         outcomes.push(outcome);
     }
-    Runs {
-        system,
-        names,
-        outcomes,
-    }
+    outcomes
+}
+
+/// Prints a table and writes it to `$CARGO_TARGET_TMPDIR/<file>`.
+fn save_table(file: &str, md: &str) {
+    eprintln!("{md}");
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(file);
+    std::fs::write(&out, md).expect("the table");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -59,9 +76,7 @@ async fn a_power_cut_to_every_member_side_by_side() {
         return;
     }
     let _one = crate::WHOLE_MACHINE.lock().await;
-    if let Err(e) = tokio::task::spawn_blocking(ensure_installed).await.expect("install") {
-        eprintln!("the peers' install failed ({e:#}); those missing are left out");
-    }
+    install_peers().await;
     let mut runs = Vec::new();
     let counts = [
         (Names::Journaled, env_count("HANDLESTORE_SIDE_BY_SIDE_RUNS", 5)),
@@ -71,14 +86,19 @@ async fn a_power_cut_to_every_member_side_by_side() {
         for system in System::ALL {
             match missing(system) {
                 Some(why) => eprintln!("SKIPPED {}: {why}", system.name()),
-                None => runs.push(runs_of(system, names, n).await),
+                None => {
+                    let label = format!("{} ({names:?})", system.name());
+                    let outcomes = repeat(&label, n, |dir| async move { power_cut_run(system, names, &dir).await });
+                    runs.push(Runs {
+                        system,
+                        names,
+                        outcomes: outcomes.await,
+                    });
+                }
             }
         }
     }
-    let md = table(&runs);
-    eprintln!("{md}");
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("side-by-side-power-cut.md");
-    std::fs::write(&out, &md).expect("the table");
+    save_table("side-by-side-power-cut.md", &table(&runs));
     for r in runs.iter().filter(|r| r.system == System::Handlestore) {
         for (i, o) in r.outcomes.iter().enumerate() {
             assert!(
@@ -91,11 +111,6 @@ async fn a_power_cut_to_every_member_side_by_side() {
     }
 }
 
-/// The systems of the kill and partition table: NATS as shipped is left
-/// out, since a killed process or a cut link leaves its page cache where
-/// it was and its fsync interval is all that sets it apart.
-const FAULTED: [System; 3] = [System::Handlestore, System::Etcd, System::NatsAlways];
-
 /// Why the kill and partition runs cannot run here, if they cannot.
 fn no_namespaces() -> Option<String> {
     if let Err(why) = NetNs::available() {
@@ -104,11 +119,11 @@ fn no_namespaces() -> Option<String> {
     NetNs::links_available().err().filter(|why| why.contains("iptables"))
 }
 
-/// Kill and partition side by side: handlestore, etcd 3.5.30 and NATS
-/// with `sync_interval: always`, each member in a network namespace of
-/// its own; the leader killed, the leader cut off its peers but not its
-/// clients, a follower so cut off; a register workload checked for
-/// linearizability and set writes read back after. One run of each by
+/// Kill and partition side by side: handlestore, etcd 3.5.30, NATS with
+/// `sync_interval: always` and NATS as shipped, each member in a network
+/// namespace of its own; the leader killed, the leader cut off its peers
+/// but not its clients, a follower so cut off; a register workload
+/// checked for linearizability and set writes read back after. One run of each by
 /// default (`HANDLESTORE_SIDE_BY_SIDE_FAULT_RUNS` for more: docs/chaos.md
 /// gives five). The table goes to stderr and to
 /// `$CARGO_TARGET_TMPDIR/side-by-side-faults.md`. handlestore must lose
@@ -121,26 +136,20 @@ async fn a_member_killed_or_cut_off_side_by_side() {
         return;
     }
     let _one = crate::WHOLE_MACHINE.lock().await;
-    if let Err(e) = tokio::task::spawn_blocking(ensure_installed).await.expect("install") {
-        eprintln!("the peers' install failed ({e:#}); those missing are left out");
-    }
+    install_peers().await;
     let n = env_count("HANDLESTORE_SIDE_BY_SIDE_FAULT_RUNS", 1);
     let mut runs = Vec::new();
-    for system in FAULTED {
+    // NATS as shipped too, though a killed process or a cut link leaves
+    // its page cache where it was: its fsync interval, all that sets it
+    // apart, does not come into play here.
+    for system in System::ALL {
         if let Some(why) = missing(system) {
             eprintln!("SKIPPED {}: {why}", system.name());
             continue;
         }
         for fault in Fault::ALL {
-            let mut outcomes = Vec::new();
-            for run in 1..=n {
-                let dir = tempfile::tempdir().expect("tempdir");
-                let outcome = fault_run(system, fault, dir.path())
-                    .await
-                    .unwrap_or_else(|e| panic!("{} ({fault:?}) run {run}: {e:#}", system.name()));
-                eprintln!("{} ({fault:?}) run {run}: {outcome:?}", system.name());
-                outcomes.push(outcome);
-            }
+            let label = format!("{} ({fault:?})", system.name());
+            let outcomes = repeat(&label, n, |dir| async move { fault_run(system, fault, &dir).await }).await;
             runs.push(FaultRuns {
                 system,
                 fault,
@@ -148,10 +157,7 @@ async fn a_member_killed_or_cut_off_side_by_side() {
             });
         }
     }
-    let md = fault_table(&runs);
-    eprintln!("{md}");
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("side-by-side-faults.md");
-    std::fs::write(&out, &md).expect("the table");
+    save_table("side-by-side-faults.md", &fault_table(&runs));
     for r in runs.iter().filter(|r| r.system == System::Handlestore) {
         for (i, o) in r.outcomes.iter().enumerate() {
             let clean = o.back && o.lost == 0 && o.registers.violations == 0;
