@@ -21,7 +21,7 @@ case "$tier" in
   unit) run --lib --test request_state --test namespace_move "$@" ;;
   api | cluster | security | mcp | system) run --test "$tier" "$@" ;;
   docs) run --test doc_refs --test layering "$@" ;;
-  bench) run --test harness --test seams --test raft_floor "$@" ;;
+  bench) run --test harness --test seams --test raft_floor --test groups "$@" ;;
   python)
     if [ -z "$HANDLESTORE_TEST_PYTHON" ]; then
       echo "SKIPPED: the Python client's tests: no Python virtual environment" && exit 0

@@ -17,6 +17,22 @@ pub fn process_cpu(pid: u32) -> Option<Duration> {
     parse_stat(&stat, ticks_per_second()?)
 }
 
+/// The CPU time of this process's threads other than the calling one
+/// so far, to the microsecond (getrusage, where /proc counts clock ticks).
+pub fn other_threads_cpu() -> Option<Duration> {
+    Some(rusage(libc::RUSAGE_SELF)?.saturating_sub(rusage(libc::RUSAGE_THREAD)?))
+}
+
+fn rusage(who: libc::c_int) -> Option<Duration> {
+    // SAFETY: getrusage only fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut u) } != 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| Duration::from_micros(t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64);
+    Some(tv(u.ru_utime) + tv(u.ru_stime))
+}
+
 /// The CPU time of this process (the load generator).
 pub fn own_cpu() -> Option<Duration> {
     process_cpu(std::process::id())

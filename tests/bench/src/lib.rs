@@ -10,13 +10,15 @@
 //! over rounds and the targets' ratios; `plot.rs` draws the run. `ab.rs`
 //! runs two builds side by side and compares them. `client_rows.rs` is
 //! what the client benches (`pyclient`, `tsclient`, `goclient`) share,
-//! `typescript.rs` runs the TypeScript client's scripts under Node.js.
+//! `typescript.rs` runs the TypeScript client's scripts under Node.js;
+//! `groups/` is the `groups` binary's three nodes of many Raft groups.
 
 pub mod ab;
 mod analysis;
 pub mod client_rows;
 pub mod cpu;
 pub mod fs;
+pub mod groups;
 mod measure;
 pub mod mem;
 pub mod plot;
