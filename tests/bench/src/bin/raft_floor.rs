@@ -6,7 +6,8 @@
 //!
 //! Three openraft nodes in one process, each on its own thread with a
 //! current-thread runtime (as a handlestore node runs one event loop on a
-//! machine of two cores). The log and the state machine are in memory; a
+//! machine of two cores). The log and the state machine are in memory
+//! (`handlestore_bench::groups`'s `MemLog` and `Machine`, without a database); a
 //! Raft call is a task spawned on the target node's runtime and an answer
 //! sent back, so each hop wakes another thread as a message between
 //! processes would, with no socket, no encoding and no gRPC. One client on
@@ -25,10 +26,8 @@
 //! "openraft's own floor, and where a single client's mint goes".
 
 use std::collections::BTreeMap;
-use std::fmt::Debug;
 use std::future::Future;
-use std::io::{Cursor, Write};
-use std::ops::RangeBounds;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,17 +35,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 use clap::Parser;
+use handlestore_bench::groups::Cfg;
+use handlestore_bench::groups::log::{MemLog, Persist};
+use handlestore_bench::groups::machine::Machine;
 use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
     VoteResponse,
 };
-use openraft::storage::{LogFlushed, RaftLogStorage, RaftStateMachine, Snapshot};
-use openraft::{
-    BasicNode, Entry, EntryPayload, LogId, LogState, OptionalSend, RaftLogReader, RaftSnapshotBuilder, SnapshotMeta,
-    StorageError, StoredMembership, Vote,
-};
+use openraft::storage::LogFlushed;
+use openraft::{BasicNode, Entry, Vote};
 use serde_json::json;
 use tokio::sync::{oneshot, watch};
 
@@ -65,18 +64,7 @@ struct Args {
     out: PathBuf,
 }
 
-openraft::declare_raft_types!(
-    Floor:
-        D = Vec<u8>,
-        R = u64,
-        NodeId = u64,
-        Node = BasicNode,
-        Entry = Entry<Floor>,
-        SnapshotData = Cursor<Vec<u8>>,
-        AsyncRuntime = openraft::TokioRuntime,
-);
-type Raft = openraft::Raft<Floor>;
-type StorageErr = StorageError<u64>;
+type Raft = openraft::Raft<Cfg>;
 
 /// Bytes written per sync, about an entry of one mint in handlestore's WAL.
 const SYNC_BYTES: usize = 400;
@@ -138,172 +126,25 @@ impl Syncs {
     }
 }
 
-#[derive(Default)]
-struct LogInner {
-    vote: Option<Vote<u64>>,
-    committed: Option<LogId<u64>>,
-    entries: BTreeMap<u64, Entry<Floor>>,
-    purged: Option<LogId<u64>>,
-}
-
+/// As handlestore's log: openraft hears "flushed" at once, and a
+/// follower's answer waits for the sync (see `Net`); votes stay in memory.
 #[derive(Clone)]
-struct Log {
-    inner: Arc<Mutex<LogInner>>,
-    syncs: Arc<Syncs>,
-}
+struct FloorSyncs(Arc<Syncs>);
 
-impl Log {
-    fn lock(&self) -> std::sync::MutexGuard<'_, LogInner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
+impl Persist for FloorSyncs {
+    type Prepared = ();
 
-impl RaftLogReader<Floor> for Log {
-    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
-        &mut self,
-        range: RB,
-    ) -> Result<Vec<Entry<Floor>>, StorageErr> {
-        Ok(self.lock().entries.range(range).map(|(_, e)| e.clone()).collect())
-    }
-}
-
-impl RaftLogStorage<Floor> for Log {
-    type LogReader = Self;
-
-    async fn get_log_state(&mut self) -> Result<LogState<Floor>, StorageErr> {
-        let inner = self.lock();
-        let last = inner.entries.values().next_back().map(|e| e.log_id).or(inner.purged);
-        Ok(LogState {
-            last_purged_log_id: inner.purged,
-            last_log_id: last,
-        })
-    }
-
-    async fn get_log_reader(&mut self) -> Self {
-        self.clone()
-    }
-
-    async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageErr> {
-        self.lock().vote = Some(*vote);
+    fn save_vote(&self, _vote: &Vote<u64>) -> std::io::Result<()> {
         Ok(())
     }
 
-    async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageErr> {
-        Ok(self.lock().vote)
-    }
-
-    async fn save_committed(&mut self, committed: Option<LogId<u64>>) -> Result<(), StorageErr> {
-        self.lock().committed = committed;
+    fn prepare(&self, _entries: &[Entry<Cfg>]) -> std::io::Result<()> {
         Ok(())
     }
 
-    async fn read_committed(&mut self) -> Result<Option<LogId<u64>>, StorageErr> {
-        Ok(self.lock().committed)
-    }
-
-    async fn append<I>(&mut self, entries: I, callback: LogFlushed<Floor>) -> Result<(), StorageErr>
-    where
-        I: IntoIterator<Item = Entry<Floor>> + OptionalSend,
-        I::IntoIter: OptionalSend,
-    {
-        {
-            let mut inner = self.lock();
-            for e in entries {
-                inner.entries.insert(e.log_id.index, e);
-            }
-        }
-        // As handlestore's log: openraft hears "flushed" at once, and a
-        // follower's answer waits for the sync (see `Net`).
-        self.syncs.appended();
-        callback.log_io_completed(Ok(()));
-        Ok(())
-    }
-
-    async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), StorageErr> {
-        self.lock().entries.split_off(&log_id.index);
-        Ok(())
-    }
-
-    async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), StorageErr> {
-        let mut inner = self.lock();
-        inner.entries = inner.entries.split_off(&(log_id.index + 1));
-        inner.purged = Some(log_id);
-        Ok(())
-    }
-}
-
-#[derive(Default)]
-struct SmInner {
-    applied: Option<LogId<u64>>,
-    membership: StoredMembership<u64, BasicNode>,
-}
-
-#[derive(Clone, Default)]
-struct StateMachine(Arc<Mutex<SmInner>>);
-
-impl StateMachine {
-    fn lock(&self) -> std::sync::MutexGuard<'_, SmInner> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl RaftSnapshotBuilder<Floor> for StateMachine {
-    async fn build_snapshot(&mut self) -> Result<Snapshot<Floor>, StorageErr> {
-        let inner = self.lock();
-        Ok(Snapshot {
-            meta: SnapshotMeta {
-                last_log_id: inner.applied,
-                last_membership: inner.membership.clone(),
-                snapshot_id: "floor".into(),
-            },
-            snapshot: Box::new(Cursor::new(Vec::new())),
-        })
-    }
-}
-
-impl RaftStateMachine<Floor> for StateMachine {
-    type SnapshotBuilder = Self;
-
-    async fn applied_state(&mut self) -> Result<(Option<LogId<u64>>, StoredMembership<u64, BasicNode>), StorageErr> {
-        let inner = self.lock();
-        Ok((inner.applied, inner.membership.clone()))
-    }
-
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<u64>, StorageErr>
-    where
-        I: IntoIterator<Item = Entry<Floor>> + OptionalSend,
-        I::IntoIter: OptionalSend,
-    {
-        let mut inner = self.lock();
-        let mut out = Vec::new();
-        for e in entries {
-            inner.applied = Some(e.log_id);
-            if let EntryPayload::Membership(m) = &e.payload {
-                inner.membership = StoredMembership::new(Some(e.log_id), m.clone());
-            }
-            out.push(e.log_id.index);
-        }
-        Ok(out)
-    }
-
-    async fn get_snapshot_builder(&mut self) -> Self {
-        self.clone()
-    }
-
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageErr> {
-        Ok(Box::new(Cursor::new(Vec::new())))
-    }
-
-    async fn install_snapshot(
-        &mut self,
-        _meta: &SnapshotMeta<u64, BasicNode>,
-        _snapshot: Box<Cursor<Vec<u8>>>,
-    ) -> Result<(), StorageErr> {
-        Ok(())
-    }
-
-    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<Floor>>, StorageErr> {
-        Ok(None)
+    fn submit(&self, (): (), done: LogFlushed<Cfg>) {
+        self.0.appended();
+        done.log_io_completed(Ok(()));
     }
 }
 
@@ -362,7 +203,7 @@ impl Conn {
     }
 }
 
-impl RaftNetworkFactory<Floor> for Net {
+impl RaftNetworkFactory<Cfg> for Net {
     type Network = Conn;
 
     async fn new_client(&mut self, target: u64, _node: &BasicNode) -> Conn {
@@ -373,10 +214,10 @@ impl RaftNetworkFactory<Floor> for Net {
     }
 }
 
-impl RaftNetwork<Floor> for Conn {
+impl RaftNetwork<Cfg> for Conn {
     async fn append_entries(
         &mut self,
-        rpc: AppendEntriesRequest<Floor>,
+        rpc: AppendEntriesRequest<Cfg>,
         _option: RPCOption,
     ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
         let carries_entries = !rpc.entries.is_empty();
@@ -392,7 +233,7 @@ impl RaftNetwork<Floor> for Conn {
 
     async fn install_snapshot(
         &mut self,
-        _rpc: InstallSnapshotRequest<Floor>,
+        _rpc: InstallSnapshotRequest<Cfg>,
         _option: RPCOption,
     ) -> Result<InstallSnapshotResponse<u64>, RPCError<u64, BasicNode, RaftError<u64, InstallSnapshotError>>> {
         Err(RPCError::Network(NetworkError::new(&std::io::Error::other(
@@ -432,16 +273,13 @@ fn build_node(id: u64, nodes: &Nodes, file: Option<std::fs::File>) -> Result<tok
         ..Default::default()
     }
     .validate()?;
-    let log = Log {
-        inner: Arc::default(),
-        syncs: syncs.clone(),
-    };
+    let log = MemLog::new(FloorSyncs(syncs.clone()));
     let raft = runtime.block_on(Raft::new(
         id,
         Arc::new(config),
         Net(nodes.clone()),
         log,
-        StateMachine::default(),
+        Machine::default(),
     ))?;
     let node = Arc::new(Node {
         raft,

@@ -1,9 +1,11 @@
-//! One group's log on its node: the entries in memory for openraft to
-//! read back (the node keeps its recent entries so too), and on disk
-//! through the node's log writers.
+//! A Raft log whose entries openraft reads back from memory (the node
+//! keeps its recent entries so too), made durable by a [`Persist`]: a
+//! group's through its node's log writers ([`GroupDisk`]), or the
+//! `raft_floor` tool's sync thread.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::io;
 use std::ops::RangeBounds;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -12,6 +14,18 @@ use openraft::{Entry, LogId, LogState, OptionalSend, RaftLogReader, Vote};
 
 use super::disk::{Disk, META};
 use super::{Cfg, StorageErr, io_err, key};
+
+/// How a [`MemLog`] makes its votes and appends durable.
+pub trait Persist: Clone + Send + Sync + 'static {
+    /// What `prepare` made of an append, for `submit`.
+    type Prepared: Send;
+    /// Stores the vote before returning.
+    fn save_vote(&self, vote: &Vote<u64>) -> io::Result<()>;
+    /// Called before the entries are readable, with them.
+    fn prepare(&self, entries: &[Entry<Cfg>]) -> io::Result<Self::Prepared>;
+    /// Called once they are readable: fires `done` once they are durable.
+    fn submit(&self, prepared: Self::Prepared, done: LogFlushed<Cfg>);
+}
 
 #[derive(Default)]
 struct Inner {
@@ -22,18 +36,16 @@ struct Inner {
 }
 
 #[derive(Clone)]
-pub struct GroupLog {
-    gid: u32,
+pub struct MemLog<P> {
     inner: Arc<Mutex<Inner>>,
-    disk: Arc<Disk>,
+    persist: P,
 }
 
-impl GroupLog {
-    pub fn new(gid: u32, disk: Arc<Disk>) -> Self {
+impl<P: Persist> MemLog<P> {
+    pub fn new(persist: P) -> Self {
         Self {
-            gid,
             inner: Arc::default(),
-            disk,
+            persist,
         }
     }
 
@@ -42,7 +54,41 @@ impl GroupLog {
     }
 }
 
-impl RaftLogReader<Cfg> for GroupLog {
+/// A group's log rows, by group ‖ index, through its node's log writers.
+#[derive(Clone)]
+pub struct GroupDisk {
+    pub gid: u32,
+    pub disk: Arc<Disk>,
+}
+
+impl Persist for GroupDisk {
+    type Prepared = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn save_vote(&self, vote: &Vote<u64>) -> io::Result<()> {
+        let bytes = postcard::to_allocvec(vote).map_err(io::Error::other)?;
+        self.disk
+            .put_synced(META, &key(self.gid, b"vote"), &bytes)
+            .map_err(io::Error::other)
+    }
+
+    fn prepare(&self, entries: &[Entry<Cfg>]) -> io::Result<Self::Prepared> {
+        entries
+            .iter()
+            .map(|e| {
+                Ok((
+                    key(self.gid, &e.log_id.index.to_be_bytes()),
+                    postcard::to_allocvec(e).map_err(io::Error::other)?,
+                ))
+            })
+            .collect()
+    }
+
+    fn submit(&self, rows: Self::Prepared, done: LogFlushed<Cfg>) {
+        self.disk.append(self.gid, rows, done);
+    }
+}
+
+impl<P: Persist> RaftLogReader<Cfg> for MemLog<P> {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
         &mut self,
         range: RB,
@@ -51,7 +97,7 @@ impl RaftLogReader<Cfg> for GroupLog {
     }
 }
 
-impl RaftLogStorage<Cfg> for GroupLog {
+impl<P: Persist> RaftLogStorage<Cfg> for MemLog<P> {
     type LogReader = Self;
 
     async fn get_log_state(&mut self) -> Result<LogState<Cfg>, StorageErr> {
@@ -68,10 +114,7 @@ impl RaftLogStorage<Cfg> for GroupLog {
     }
 
     async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageErr> {
-        let bytes = postcard::to_allocvec(vote).map_err(io_err)?;
-        self.disk
-            .put_synced(META, &key(self.gid, b"vote"), &bytes)
-            .map_err(io_err)?;
+        self.persist.save_vote(vote).map_err(io_err)?;
         self.lock().vote = Some(*vote);
         Ok(())
     }
@@ -94,17 +137,16 @@ impl RaftLogStorage<Cfg> for GroupLog {
         I: IntoIterator<Item = Entry<Cfg>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let mut rows = Vec::new();
+        let entries: Vec<Entry<Cfg>> = entries.into_iter().collect();
+        let prepared = self.persist.prepare(&entries).map_err(io_err)?;
         {
             let mut inner = self.lock();
             for e in entries {
-                let bytes = postcard::to_allocvec(&e).map_err(io_err)?;
-                rows.push((key(self.gid, &e.log_id.index.to_be_bytes()), bytes));
                 inner.entries.insert(e.log_id.index, e);
             }
         }
-        // Readable now; `callback` fires once a writer synced the rows.
-        self.disk.append(self.gid, rows, callback);
+        // Readable now; `callback` fires once they are durable.
+        self.persist.submit(prepared, callback);
         Ok(())
     }
 

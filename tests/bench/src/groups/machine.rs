@@ -1,6 +1,7 @@
-//! One group's state machine: each applied entry is written to the
-//! node's database under the group's prefix (unsynced: the log's next
-//! sync covers it, as in the node), its place in memory.
+//! A state machine: its place in memory and, for a group, each applied
+//! entry written to the node's database under the group's prefix
+//! (unsynced: the log's next sync covers it, as in the node). The
+//! `raft_floor` tool's has no database.
 
 use std::io::Cursor;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -20,19 +21,18 @@ struct Inner {
     membership: StoredMembership<u64, BasicNode>,
 }
 
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Machine {
-    gid: u32,
     inner: Arc<Mutex<Inner>>,
-    disk: Arc<Disk>,
+    /// The group and its node's database; none: memory only.
+    disk: Option<(u32, Arc<Disk>)>,
 }
 
 impl Machine {
     pub fn new(gid: u32, disk: Arc<Disk>) -> Self {
         Self {
-            gid,
             inner: Arc::default(),
-            disk,
+            disk: Some((gid, disk)),
         }
     }
 
@@ -48,7 +48,10 @@ impl RaftSnapshotBuilder<Cfg> for Machine {
             meta: SnapshotMeta {
                 last_log_id: inner.applied,
                 last_membership: inner.membership.clone(),
-                snapshot_id: format!("group-{}", self.gid),
+                snapshot_id: self
+                    .disk
+                    .as_ref()
+                    .map_or("memory".into(), |(gid, _)| format!("group-{gid}")),
             },
             snapshot: Box::new(Cursor::new(Vec::new())),
         })
@@ -69,20 +72,23 @@ impl RaftStateMachine<Cfg> for Machine {
         I::IntoIter: OptionalSend,
     {
         let mut batch = WriteBatch::default();
-        let kv = self.disk.family(KV);
         let mut out = Vec::new();
         let mut inner = self.lock();
         for e in entries {
             inner.applied = Some(e.log_id);
-            match &e.payload {
-                EntryPayload::Normal(bytes) => batch.put_cf(kv, key(self.gid, &e.log_id.index.to_be_bytes()), bytes),
-                EntryPayload::Membership(m) => inner.membership = StoredMembership::new(Some(e.log_id), m.clone()),
-                EntryPayload::Blank => {}
+            match (&e.payload, &self.disk) {
+                (EntryPayload::Normal(bytes), Some((gid, disk))) => {
+                    batch.put_cf(disk.family(KV), key(*gid, &e.log_id.index.to_be_bytes()), bytes)
+                }
+                (EntryPayload::Membership(m), _) => inner.membership = StoredMembership::new(Some(e.log_id), m.clone()),
+                _ => {}
             }
             out.push(e.log_id.index);
         }
         drop(inner);
-        self.disk.write(batch).map_err(io_err)?;
+        if let Some((_, disk)) = &self.disk {
+            disk.write(batch).map_err(io_err)?;
+        }
         Ok(out)
     }
 

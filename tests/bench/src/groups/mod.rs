@@ -29,8 +29,8 @@
 pub mod cells;
 pub mod cluster;
 mod disk;
-mod log;
-mod machine;
+pub mod log;
+pub mod machine;
 mod net;
 mod node;
 pub mod plan;

@@ -12,7 +12,7 @@ use tokio::runtime::Handle;
 
 use super::Raft;
 use super::disk::{Disk, Writers};
-use super::log::GroupLog;
+use super::log::{GroupDisk, MemLog};
 use super::machine::Machine;
 use super::net::{Net, Peers};
 use super::wire::{Groups, Peer, Traffic, serve};
@@ -122,7 +122,14 @@ impl Node {
         let config = config()?;
         let raft = self
             .on(move |n| async move {
-                let (log, machine) = (GroupLog::new(gid, n.disk.clone()), Machine::new(gid, n.disk.clone()));
+                let disk = n.disk.clone();
+                let (log, machine) = (
+                    MemLog::new(GroupDisk {
+                        gid,
+                        disk: disk.clone(),
+                    }),
+                    Machine::new(gid, disk),
+                );
                 Raft::new(n.id, config, Net { gid, peers }, log, machine).await
             })
             .await??;
