@@ -16,6 +16,7 @@ if [ "$tier" = system ]; then
   HANDLESTORE_OLD_BIN="$(./tests/old-build.sh)"
   export HANDLESTORE_OLD_BIN
 fi
+. tests/built.sh
 run() { cargo test --release --workspace --features handlestore-tests/system "$@"; }
 case "$tier" in
   unit) run --lib --test request_state --test namespace_move "$@" ;;
@@ -26,11 +27,10 @@ case "$tier" in
     if [ -z "$HANDLESTORE_TEST_PYTHON" ]; then
       echo "SKIPPED: the Python client's tests: no Python virtual environment" && exit 0
     fi
-    HANDLESTORE_BIN="${CARGO_TARGET_DIR:-target}/release/handlestore" PYTHONPATH="$PWD/client/python/src" \
-      "$HANDLESTORE_TEST_PYTHON" -m pytest -q -p no:cacheprovider client/python/tests "$@"
+    PYTHONPATH="$PWD/client/python/src" "$HANDLESTORE_TEST_PYTHON" -m pytest -q -p no:cacheprovider client/python/tests "$@"
     ;;
   ts | go)
-    HANDLESTORE_BIN="${CARGO_TARGET_DIR:-target}/release/handlestore" "client/$tier/scripts/ci.sh" "$@"
+    "client/$tier/scripts/ci.sh" "$@"
     ;;
   *)
     echo "unknown tier: $tier (unit, api, cluster, security, mcp, docs, system, bench, python, ts, go)" >&2

@@ -4,7 +4,8 @@
 # tests under the race detector, one package at a time (the cluster tests start real clusters of the
 # handlestore binary: $HANDLESTORE_BIN, else target/release/handlestore
 # under $CARGO_TARGET_DIR, the repository or ~/.cache/handlestore; without
-# one they skip, saying why). Then the same in each nested module (the MCP
+# one they skip, saying why, or fail where HANDLESTORE_REQUIRE_BIN=1, as the
+# test command runs them; there it also fails if they started no cluster). Then the same in each nested module (the MCP
 # SDK seams: internal/mcpevents, gosdk, mcpgo), with their go.mod and
 # go.sum checked tidy. Skipped, saying why, where go is missing or older
 # than the go.mod files need.
@@ -59,3 +60,4 @@ for m in "${nested[@]}"; do
     go test "${race[@]}" -p 1 -count=1 ./...
   )
 done
+../../tests/clusters-ran.sh go

@@ -26,18 +26,24 @@ REPO = pathlib.Path(__file__).resolve().parents[3]
 def handlestore_bin() -> pathlib.Path | None:
     """$HANDLESTORE_BIN, else the release build in $CARGO_TARGET_DIR or target/."""
     if os.environ.get("HANDLESTORE_BIN"):
-        return pathlib.Path(os.environ["HANDLESTORE_BIN"])
+        path = pathlib.Path(os.environ["HANDLESTORE_BIN"])
+        return path if path.exists() else None
     target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
     path = target / "release" / "handlestore"
     return path if path.exists() else None
 
 
 def need_binary() -> None:
-    """Skips the test, saying why, when there is no binary to run."""
+    """Skips the test, saying why, when there is no binary to run; fails it
+    where the test command built one just before ($HANDLESTORE_REQUIRE_BIN=1,
+    as tests/run.sh sets it)."""
     import pytest
 
     if handlestore_bin() is None:
-        pytest.skip("no handlestore binary: run `cargo build --release` or set HANDLESTORE_BIN")
+        why = "no handlestore binary: run `cargo build --release` or set HANDLESTORE_BIN"
+        if os.environ.get("HANDLESTORE_REQUIRE_BIN") == "1":
+            pytest.fail(f"{why} (HANDLESTORE_REQUIRE_BIN=1: the test command built it)")
+        pytest.skip(why)
 
 
 _USED_PORTS: set[int] = set()
@@ -103,6 +109,12 @@ class Cluster:
         return Client(self.endpoints, **options)
 
     def start(self) -> "Cluster":
+        # A line "python" per cluster in $HANDLESTORE_CLUSTER_RUNS: tests/run.sh
+        # counts them, so a tier whose cluster tests all skipped cannot pass unseen.
+        runs = os.environ.get("HANDLESTORE_CLUSTER_RUNS")
+        if runs:
+            with open(runs, "a") as f:
+                f.write("python\n")
         for n in self.nodes:
             self.spawn(n.id)
         return self

@@ -4,7 +4,9 @@
 # tests (the cluster tests run real clusters of the handlestore binary:
 # $HANDLESTORE_BIN, else target/release/handlestore under $CARGO_TARGET_DIR,
 # the repository, or ~/.cache/handlestore; they skip, saying why, without
-# one). Skipped, saying why, where node or npm is missing or too old.
+# one, and fail instead where HANDLESTORE_REQUIRE_BIN=1, as the test
+# command runs them; there it also fails if they started no cluster).
+# Skipped, saying why, where node or npm is missing or too old.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
@@ -21,3 +23,4 @@ npm run gen:check
 npm run typecheck
 npm run lint
 npm test
+../../tests/clusters-ran.sh ts

@@ -5,7 +5,7 @@
  * One cluster runs at a time (the test files run one after another).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,11 +24,23 @@ export function handlestoreBin(): string {
   return found.find((p) => existsSync(p)) ?? join(homedir(), ".cache/handlestore/target/release/handlestore");
 }
 
+/** The test command built the binary just before the tests ($HANDLESTORE_REQUIRE_BIN=1, as tests/run.sh sets it): a missing one is a failure, not a skip. */
+export const binaryRequired = process.env.HANDLESTORE_REQUIRE_BIN === "1";
+
 /** Why the cluster tests cannot run here (undefined if they can); printed as they skip. */
 export const skipReason: string | undefined = existsSync(handlestoreBin())
   ? undefined
   : `no handlestore binary at ${handlestoreBin()}: run \`cargo build --release\` or set HANDLESTORE_BIN`;
+if (skipReason && binaryRequired) {
+  throw new Error(`the cluster tests: ${skipReason} (HANDLESTORE_REQUIRE_BIN=1: the test command built it)`);
+}
 if (skipReason) console.log(`SKIPPED: the cluster tests: ${skipReason}`);
+
+/** Notes a started cluster as a line "ts" in $HANDLESTORE_CLUSTER_RUNS (if set): tests/run.sh counts them, so a tier whose cluster tests all skipped cannot pass unseen. */
+function counted(): void {
+  const runs = process.env.HANDLESTORE_CLUSTER_RUNS;
+  if (runs) appendFileSync(runs, "ts\n");
+}
 
 const usedPorts = new Set<number>();
 
@@ -84,6 +96,7 @@ export class Cluster {
   /** A started cluster with a leader. */
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
     const c = new Cluster(options);
+    counted();
     for (let id = 1; id <= (options.size ?? 3); id++) {
       c.nodes.push({
         id,

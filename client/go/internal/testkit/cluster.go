@@ -86,11 +86,17 @@ func freePort(t testing.TB) int {
 }
 
 // Start starts a cluster and waits for its leader; it skips the test,
-// saying why, when there is no binary.
+// saying why, when there is no binary (fails it, where one is Required).
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	if why := SkipReason(); why != "" {
+		if Required() {
+			t.Fatal("the cluster tests: " + why + " (HANDLESTORE_REQUIRE_BIN=1: the test command built it)")
+		}
 		t.Skip("SKIPPED: the cluster tests: " + why)
+	}
+	if err := Counted(); err != nil {
+		t.Fatal(err)
 	}
 	if opts.Size == 0 {
 		opts.Size = 3

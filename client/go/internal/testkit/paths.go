@@ -4,6 +4,7 @@
 package testkit
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -40,6 +41,27 @@ func Bin() string {
 		}
 	}
 	return found[len(found)-1]
+}
+
+// Required says the test command built the binary just before the tests
+// ($HANDLESTORE_REQUIRE_BIN=1, as tests/run.sh sets it): then a missing
+// binary fails the cluster tests instead of skipping them.
+func Required() bool { return os.Getenv("HANDLESTORE_REQUIRE_BIN") == "1" }
+
+// Counted notes a cluster a test started, as a line "go" in the file
+// $HANDLESTORE_CLUSTER_RUNS names (if any): tests/run.sh counts them, so a
+// tier whose cluster tests all skipped cannot pass unseen.
+func Counted() error {
+	path := os.Getenv("HANDLESTORE_CLUSTER_RUNS")
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("go\n")
+	return errors.Join(err, f.Close())
 }
 
 // SkipReason says why the cluster tests cannot run here ("" if they can).
