@@ -1,24 +1,26 @@
 package hsmcpkit_test
 
 import (
-	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"log"
-	"os"
 	"testing"
 	"time"
 
 	handlestore "github.com/handlestore/handlestore/client/go"
 	"github.com/handlestore/handlestore/client/go/hsmcpkit"
+	"github.com/handlestore/handlestore/client/go/hsmcpkit/internal/mcpkit"
 	"github.com/handlestore/handlestore/client/go/internal/testkit"
 )
 
-// The gist of mcpkit's stateless example (examples/stateless/main.go,
-// SEP-2567): cart tools that thread a minted cart_id through their
-// arguments, written against mcpkit's HandleStore[Cart] and unchanged by
-// the swap, except that a failed Mint ("") and a failed Get are told
-// from an unknown cart by the store's Err.
+// Cart tools in the pattern of mcpkit's stateless example
+// (examples/stateless/main.go at v0.5.2, SEP-2567), written here for the
+// tests: create_cart mints a cart and answers its id, which the client
+// passes to the other tools; add_item reads the cart, adds to it, writes
+// it back ignoring Put's bool and answers success; checkout reads it,
+// deletes it ignoring Delete's bool and answers an order. They are
+// written against mcpkit's HandleStore[Cart], so the swap changes none
+// of them.
 
 type Cart struct {
 	Items []CartItem `json:"items"`
@@ -31,67 +33,107 @@ type CartItem struct {
 	Price    float64 `json:"price"`
 }
 
-var prices = map[string]float64{"apple": 0.50, "bread": 2.50, "coffee": 4.00}
+// catalog is each SKU's unit price.
+var catalog = map[string]float64{"apple": 0.5, "bread": 2.5, "coffee": 4}
 
-// storeErr is the store's recorded error, if it records them (mcpkit's
-// in-memory store has none).
-func storeErr(carts mcpkitHandleStore[Cart]) error {
-	if s, ok := carts.(interface{ Err() error }); ok {
-		return s.Err()
-	}
-	return nil
+type cartTools struct{ carts mcpkit.HandleStore[Cart] }
+
+type addItemInput struct {
+	CartID   string `json:"cart_id"`
+	SKU      string `json:"sku"`
+	Quantity int    `json:"quantity"`
 }
 
-func createCart(carts mcpkitHandleStore[Cart]) (string, error) {
-	id := carts.Mint(Cart{}, 0)
-	if id == "" {
-		return "", fmt.Errorf("the cart could not be stored: %w", storeErr(carts))
-	}
-	return id, nil
+type checkoutInput struct {
+	CartID string `json:"cart_id"`
 }
 
-func addItem(carts mcpkitHandleStore[Cart], cartID, sku string, quantity int) (Cart, error) {
-	cart, ok := carts.Get(cartID)
-	if !ok {
-		return Cart{}, fmt.Errorf("unknown cart_id: %s", cartID)
-	}
-	price, known := prices[sku]
-	if !known {
-		return Cart{}, fmt.Errorf("unknown sku: %s", sku)
-	}
-	cart.Items = append(cart.Items, CartItem{SKU: sku, Quantity: quantity, Price: price})
-	cart.Total += price * float64(quantity)
-	carts.Put(cartID, cart, 0) // in place: the cart_id stays the client's handle
-	return cart, nil
+// errNoCart is a tool's answer for a cart_id the store does not have.
+var errNoCart = errors.New("no such cart")
+
+// reply is a tool result carrying out both as JSON text and as structure.
+func reply(out map[string]any) mcpkit.ToolResult {
+	text, _ := json.Marshal(out)
+	return mcpkit.ToolResult{Content: []mcpkit.Content{{Type: "text", Text: string(text)}}, StructuredContent: out}
 }
 
-func checkout(carts mcpkitHandleStore[Cart], cartID string) (Cart, error) {
-	cart, ok := carts.Get(cartID)
-	if !ok {
-		return Cart{}, fmt.Errorf("unknown cart_id: %s", cartID)
+func (c cartTools) createCart(struct{}) (mcpkit.ToolResult, error) {
+	return reply(map[string]any{"cart_id": c.carts.Mint(Cart{}, 0)}), nil
+}
+
+func (c cartTools) addItem(in addItemInput) (mcpkit.ToolResult, error) {
+	cart, found := c.carts.Get(in.CartID)
+	if !found {
+		return mcpkit.ToolResult{}, fmt.Errorf("%w: %s", errNoCart, in.CartID)
 	}
-	carts.Delete(cartID)
-	return cart, nil
+	price, listed := catalog[in.SKU]
+	if !listed {
+		return mcpkit.ToolResult{}, fmt.Errorf("%q is not in the catalog", in.SKU)
+	}
+	cart.Items = append(cart.Items, CartItem{SKU: in.SKU, Quantity: in.Quantity, Price: price})
+	cart.Total += float64(in.Quantity) * price
+	c.carts.Put(in.CartID, cart, 0) // the same id: the client's cart_id stays valid
+	return reply(map[string]any{"cart_id": in.CartID, "items": len(cart.Items), "total": cart.Total}), nil
+}
+
+func (c cartTools) checkout(in checkoutInput) (mcpkit.ToolResult, error) {
+	cart, found := c.carts.Get(in.CartID)
+	if !found {
+		return mcpkit.ToolResult{}, fmt.Errorf("%w: %s", errNoCart, in.CartID)
+	}
+	c.carts.Delete(in.CartID)
+	return reply(map[string]any{"order_id": handlestore.NewHandleID("order"), "items": len(cart.Items), "total": cart.Total}), nil
+}
+
+// told is what a tools/call's client is told: the structured result, a
+// tool error (isError) or a JSON-RPC error.
+type told struct {
+	out      map[string]any
+	toolErr  string
+	rpcError *mcpkit.Error
+}
+
+func (r told) ok() bool { return r.out != nil && r.toolErr == "" && r.rpcError == nil }
+
+func (r told) String() string {
+	switch {
+	case r.rpcError != nil:
+		return fmt.Sprintf("JSON-RPC error %d %q", r.rpcError.Code, r.rpcError.Message)
+	case r.toolErr != "":
+		return "tool error " + r.toolErr
+	}
+	return fmt.Sprint(r.out)
+}
+
+// call runs a tool as mcpkit's dispatcher does, and gives what the client
+// reads from the JSON-RPC response.
+func call[In any](name string, handler func(In) (mcpkit.ToolResult, error), args In) told {
+	raw, err := json.Marshal(mcpkit.CallTool(name, handler, args))
+	if err != nil {
+		panic(err)
+	}
+	var resp mcpkit.Response
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		panic(err)
+	}
+	switch {
+	case resp.Error != nil:
+		return told{rpcError: resp.Error}
+	case resp.Result.IsError:
+		return told{toolErr: resp.Result.Content[0].Text}
+	}
+	return told{out: resp.Result.StructuredContent}
 }
 
 // An mcpkit server's one-line swap: its carts are then the cluster's, on
-// every replica.
-func ExampleNewHandleStore() {
-	client, err := handlestore.New(handlestore.Config{Endpoints: []string{os.Getenv("HANDLESTORE_ENDPOINTS")}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer client.Close()
-
+// every replica (HANDLESTORE_ENDPOINTS names it).
+func ExampleNewHandleStoreFromEnv() {
 	// Was: carts := server.NewHandleStore[Cart](server.WithHandleIDPrefix("cart"), server.WithHandleDefaultTTL(time.Hour))
-	carts := hsmcpkit.NewHandleStore[Cart](client, "cart", hsmcpkit.Options{Prefix: "cart", DefaultTTL: time.Hour})
+	carts := hsmcpkit.NewHandleStoreFromEnv[Cart]("cart", hsmcpkit.WithHandleIDPrefix("cart"), hsmcpkit.WithHandleDefaultTTL(time.Hour))
 	defer carts.Close()
 
+	// A call that fails panics; mcpkit's dispatcher tells the client so.
 	id := carts.Mint(Cart{}, 0)
-	if id == "" {
-		log.Printf("create_cart failed: %v", carts.Err()) // a failed Mint gives ""
-		return
-	}
 	fmt.Println(id[:5])
 }
 
@@ -100,53 +142,46 @@ func ExampleNewHandleStore() {
 // and the node leading the cluster killed in the middle of the flow.
 func TestCartToolsAcrossReplicas(t *testing.T) {
 	cluster := testkit.Start(t, testkit.Options{})
-	var replicas []mcpkitHandleStore[Cart]
+	var replicas []cartTools
 	endpoints := cluster.Endpoints()
 	for i := range endpoints {
 		rotated := append(append([]string{}, endpoints[i:]...), endpoints[:i]...)
 		c := cluster.Client(handlestore.Config{Namespace: "go-mcpkit-cart", Endpoints: rotated})
 		carts := hsmcpkit.NewHandleStore[Cart](c, "cart", hsmcpkit.Options{Prefix: "cart", DefaultTTL: time.Hour}) // the default 5 s per call
-		t.Cleanup(carts.Close)
-		replicas = append(replicas, carts)
+		replicas = append(replicas, cartTools{carts})
 	}
-	at := func(i int) mcpkitHandleStore[Cart] { return replicas[i%len(replicas)] }
+	at := func(i int) cartTools { return replicas[i%len(replicas)] }
 
-	id, err := createCart(at(0))
-	if err != nil {
-		t.Fatal(err)
+	created := call("create_cart", at(0).createCart, struct{}{})
+	id, _ := created.out["cart_id"].(string)
+	if !created.ok() || !mintedID.MatchString(id) {
+		t.Fatalf("create_cart: %v", created)
 	}
-	if _, err := addItem(at(1), id, "apple", 4); err != nil {
-		t.Fatal(err)
+	if r := call("add_item", at(1).addItem, addItemInput{id, "apple", 4}); !r.ok() {
+		t.Fatal(r)
 	}
 	// The leader dies (SIGKILL): the cart, and the flow, go on.
 	cluster.Kill(cluster.WaitLeader(10 * time.Second))
-	if cart, err := addItem(at(2), id, "coffee", 1); err != nil || len(cart.Items) != 2 || cart.Total != 6 {
-		t.Fatalf("%+v %v (recorded: %v)", cart, err, storeErr(at(2)))
+	if r := call("add_item", at(2).addItem, addItemInput{id, "coffee", 1}); !r.ok() || r.out["items"] != 2.0 || r.out["total"] != 6.0 {
+		t.Fatalf("add_item after the leader died: %v", r)
 	}
-	cart, err := checkout(at(3), id)
-	if err != nil || len(cart.Items) != 2 || cart.Total != 6 || cart.Items[0].SKU != "apple" {
-		t.Fatalf("checkout: %+v %v", cart, err)
+	r := call("checkout", at(3).checkout, checkoutInput{id})
+	if !r.ok() || r.out["items"] != 2.0 || r.out["total"] != 6.0 {
+		t.Fatalf("checkout: %v", r)
 	}
 	for i := range replicas {
-		if _, err := checkout(at(i), id); err == nil {
-			t.Fatalf("replica %d checked out a cart twice", i)
-		}
-		if err := storeErr(at(i)); err != nil {
-			t.Fatalf("replica %d recorded %v", i, err)
+		if r := call("checkout", at(i).checkout, checkoutInput{id}); r.toolErr != `tool "checkout": no such cart: `+id {
+			t.Fatalf("replica %d, a second checkout: %v", i, r)
 		}
 	}
-	if _, err := addItem(at(0), "cart-not-a-real-id", "apple", 1); err == nil {
-		t.Fatal("added to a made-up cart")
+	if r := call("add_item", at(0).addItem, addItemInput{"cart-not-a-real-id", "apple", 1}); r.toolErr == "" {
+		t.Fatalf("added to a made-up cart: %v", r)
 	}
 
-	// With the cluster gone, create_cart fails, saying why, within the
-	// store's timeout: never a cart id nobody can find.
+	// With the cluster gone, create_cart fails, within the store's
+	// timeout: never a cart id nobody can find.
 	cluster.Stop()
-	start := time.Now()
-	if _, err := createCart(at(0)); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("create_cart without a cluster: %v", err)
-	}
-	if took := time.Since(start); took > 8*time.Second {
-		t.Fatalf("took %v (timeout 5 s)", took)
+	if r := call("create_cart", at(0).createCart, struct{}{}); r.rpcError == nil || r.rpcError.Code != mcpkit.ErrCodeInternal {
+		t.Fatalf("create_cart without a cluster: %v", r)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -84,7 +85,7 @@ func TestMcpkitContract(t *testing.T) {
 		noErr(t, carts)
 	})
 
-	t.Run("unknown and malformed ids are absent, without an error or a call", func(t *testing.T) {
+	t.Run("unknown ids are absent, without an error", func(t *testing.T) {
 		s := newStore[Cart](t, client, "unknown", hooked)
 		for _, id := range []string{handlestore.NewHandleID("cart"), "does-not-exist", "", "cart-" + strings.Repeat("A", 26) + "/x"} {
 			if v, ok := s.Get(id); ok || v.Items != nil || v.Total != 0 {
@@ -106,23 +107,34 @@ func TestMcpkitContract(t *testing.T) {
 		if v, ok := s.Get(id); !ok || v.Total != 99 {
 			t.Fatalf("after put: %+v %v", v, ok)
 		}
+		noErr(t, s)
+	})
+
+	t.Run("a caller-chosen id is stored, under its WireID, for every replica", func(t *testing.T) {
+		s := newStore[int](t, client, "named", hooked)
 		seeded := handlestore.NewHandleID("seed")
-		if s.Put(seeded, Cart{Total: 7}, 0) {
-			t.Fatal("put under a new id: existed true")
+		for _, id := range []string{seeded, "order-42", "user:alice/ö", "", strings.Repeat("x", 5000)} {
+			if s.Put(id, len(id), 0) {
+				t.Fatalf("put under a new id %.20q: existed true", id)
+			}
+			for _, ep := range cluster.Endpoints() {
+				one := cluster.Client(handlestore.Config{Namespace: ns, Endpoints: []string{ep}})
+				if v, ok := newStore[int](t, one, "named", hooked).Get(id); !ok || v != len(id) {
+					t.Fatalf("%s: get %.20q: %v %v", ep, id, v, ok)
+				}
+			}
+			if v, ok, err := s.Underlying().Get(testkit.Ctx(t), hsmcpkit.WireID(id)); err != nil || !ok || v != len(id) {
+				t.Fatalf("the wire id of %.20q: %v %v %v", id, v, ok, err)
+			}
 		}
-		if v, ok := s.Get(seeded); !ok || v.Total != 7 {
-			t.Fatalf("the seeded handle: %+v %v", v, ok)
+		if hsmcpkit.WireID(seeded) != seeded || !regexp.MustCompile(`^named-[A-Z2-7]{26}$`).MatchString(hsmcpkit.WireID("order-42")) ||
+			hsmcpkit.WireID("order-42") == hsmcpkit.WireID("order-43") {
+			t.Fatalf("wire ids: %s %s %s", hsmcpkit.WireID(seeded), hsmcpkit.WireID("order-42"), hsmcpkit.WireID("order-43"))
+		}
+		if n := s.Len(); n != 5 {
+			t.Fatalf("len %d", n)
 		}
 		noErr(t, s)
-		// mcpkit's in-memory store takes any id; a cluster's handle ids are
-		// well-formed, so a Put under another is refused, and recorded.
-		if s.Put("never-minted", Cart{}, 0) {
-			t.Fatal("put under a malformed id: existed true")
-		}
-		var e *hsmcpkit.OpError
-		if err := s.Err(); !errors.As(err, &e) || e.Op != "put" || e.ID != "never-minted" || !errors.Is(err, handlestore.ErrInvalidArgument) {
-			t.Fatalf("recorded %v", err)
-		}
 	})
 
 	t.Run("delete says whether it was present; len counts live handles", func(t *testing.T) {
@@ -178,64 +190,66 @@ func TestMcpkitContract(t *testing.T) {
 		noErr(t, plain)
 	})
 
-	t.Run("close ends the store, not the client; twice is fine", func(t *testing.T) {
-		var mine failures
-		s := hsmcpkit.NewHandleStore[int](client, "close", hsmcpkit.Options{OnError: mine.hook})
+	t.Run("after close every call answers; twice is fine", func(t *testing.T) {
+		s := hsmcpkit.NewHandleStore[int](client, "close", hooked)
 		id := s.Mint(1, 0)
 		s.Close()
 		s.Close()
-		if got := s.Mint(2, 0); got != "" {
-			t.Fatalf("minted %q after close", got)
+		if v, ok := s.Get(id); !ok || v != 1 {
+			t.Fatalf("get after close: %v %v", v, ok)
 		}
-		if _, ok := s.Get(id); ok {
-			t.Fatal("get after close")
+		if !s.Put(id, 2, 0) || s.Mint(3, 0) == "" || s.Len() != 2 || !s.Delete(id) {
+			t.Fatal("a call after close")
 		}
-		if !errors.Is(s.Err(), handlestore.ErrClosed) || strings.Join(mine.seen(), ",") != "mint,get" {
-			t.Fatalf("recorded %v, hook saw %v", s.Err(), mine.seen())
-		}
-		if v, ok := newStore[int](t, client, "close", hooked).Get(id); !ok || v != 1 {
-			t.Fatalf("the handle after its store closed: %v %v", v, ok)
-		}
+		noErr(t, s)
 	})
 
-	t.Run("without a hook, failures go to the logger", func(t *testing.T) {
+	t.Run("without a hook, failures go to the logger, without the id", func(t *testing.T) {
 		var buf bytes.Buffer
 		logger := slog.New(slog.NewTextHandler(&buf, nil))
-		s := newStore[int](t, client, "logged", hsmcpkit.Options{Logger: logger})
-		s.Put("bad id", 1, 0)
-		if line := buf.String(); !strings.Contains(line, "level=ERROR") || !strings.Contains(line, "op=put") || !strings.Contains(line, "store=logged") {
-			t.Fatalf("logged %q", line)
-		}
-		buf.Reset()
-		// A handle id is a capability: it stays out of logs (Err has it).
 		dead, err := handlestore.New(handlestore.Config{Endpoints: []string{"127.0.0.1:1"}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		defer dead.Close()
 		id := handlestore.NewHandleID("cart")
 		offline := newStore[int](t, dead, "logged", hsmcpkit.Options{Logger: logger, Timeout: 300 * time.Millisecond})
-		if _, ok := offline.Get(id); ok {
-			t.Fatal("a Get from no cluster found something")
-		}
-		if line := buf.String(); !strings.Contains(line, "op=get") || strings.Contains(line, id) {
+		e := panicked(t, func() { offline.Get(id) })
+		if line := buf.String(); !strings.Contains(line, "level=ERROR") || !strings.Contains(line, "op=get") ||
+			!strings.Contains(line, "store=logged") || strings.Contains(line, id) {
 			t.Fatalf("logged %q (the id must not be in it)", line)
 		}
-		if err := offline.Err(); err == nil || !strings.Contains(err.Error(), id) {
-			t.Fatalf("Err() = %v, want the id in it", err)
+		// A handle id is a capability: the panic's message (logged by
+		// mcpkit's dispatcher) leaves it out; the OpError has it.
+		if e.ID != id || e.Op != "get" || strings.Contains(e.Error(), id) || offline.Err() != e {
+			t.Fatalf("panicked with %#v (%v), recorded %v", e, e, offline.Err())
 		}
 		buf.Reset()
 		var mine failures
-		withHook := newStore[int](t, client, "logged", hsmcpkit.Options{Logger: logger, OnError: mine.hook})
-		withHook.Put("bad id", 1, 0)
-		if buf.Len() != 0 || len(mine.seen()) != 1 {
+		withHook := newStore[int](t, dead, "logged", hsmcpkit.Options{Logger: logger, OnError: mine.hook, Timeout: 300 * time.Millisecond})
+		panicked(t, func() { withHook.Put("order-42", 1, 0) })
+		if buf.Len() != 0 || strings.Join(mine.seen(), ",") != "put" {
 			t.Fatalf("with a hook: logged %q, hook saw %v", buf.String(), mine.seen())
 		}
 	})
 
-	if ops := f.seen(); len(ops) != 1 || ops[0] != "put" {
-		t.Fatalf("the shared hook saw %v, want the one malformed put", ops)
+	if ops := f.seen(); len(ops) != 0 {
+		t.Fatalf("the shared hook saw %v", ops)
 	}
+}
+
+// panicked is what call panicked with, an *OpError, and fails the test
+// if it did not panic so.
+func panicked(t *testing.T, call func()) (e *hsmcpkit.OpError) {
+	t.Helper()
+	defer func() {
+		r := recover()
+		if got, ok := r.(*hsmcpkit.OpError); ok {
+			e = got
+			return
+		}
+		t.Fatalf("panicked with %v, want an *hsmcpkit.OpError", r)
+	}()
+	call()
+	return nil
 }
 
 func TestMcpkitWithoutQuorum(t *testing.T) {
@@ -245,40 +259,31 @@ func TestMcpkitWithoutQuorum(t *testing.T) {
 	var f failures
 	carts := newStore[Cart](t, client, "cart", hsmcpkit.Options{Prefix: "cart", Timeout: timeout, OnError: f.hook})
 	id := carts.Mint(Cart{Total: 3}, 0)
-	if id == "" {
-		t.Fatal(carts.Err())
-	}
 	noErr(t, carts)
 
 	leader := cluster.WaitLeader(10 * time.Second)
 	cluster.Kill(leader)
 	cluster.Kill(leader%3 + 1)
 
-	// Each call gives its failure value, within the timeout, and records why.
-	within := func(what string, call func() bool) {
+	// Each call panics, within the timeout, with why; and records it.
+	within := func(op string, call func()) {
 		t.Helper()
 		start := time.Now()
-		if !call() {
-			t.Fatalf("%s: a wrong answer without quorum", what)
-		}
+		e := panicked(t, call)
 		if took := time.Since(start); took > timeout+time.Second {
-			t.Fatalf("%s took %v (timeout %v)", what, took, timeout)
+			t.Fatalf("%s took %v (timeout %v)", op, took, timeout)
 		}
-		var e *handlestore.DeadlineError
-		if err := carts.Err(); !errors.As(err, &e) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("%s recorded %v", what, err)
+		var d *handlestore.DeadlineError
+		if e.Op != op || e.Store != "cart" || !errors.As(e, &d) || !errors.Is(e, context.DeadlineExceeded) || carts.Err() != e {
+			t.Fatalf("%s panicked with %v, recorded %v", op, e, carts.Err())
 		}
 	}
-	within("get", func() bool { v, ok := carts.Get(id); return !ok && v.Total == 0 })
-	within("mint", func() bool { return carts.Mint(Cart{}, 0) == "" })
 	other := handlestore.NewHandleID("cart")
-	within("put", func() bool { return !carts.Put(other, Cart{Total: 4}, 0) })
-	within("delete", func() bool { return !carts.Delete(id) })
-	within("len", func() bool { return carts.Len() == -1 })
-	var e *hsmcpkit.OpError
-	if !errors.As(carts.Err(), &e) || e.Op != "len" || e.Store != "cart" {
-		t.Fatalf("the last error: %v", carts.Err())
-	}
+	within("get", func() { carts.Get(id) })
+	within("mint", func() { carts.Mint(Cart{}, 0) })
+	within("put", func() { carts.Put(other, Cart{Total: 4}, 0) })
+	within("delete", func() { carts.Delete(id) })
+	within("len", func() { carts.Len() })
 	if ops := strings.Join(f.seen(), ","); ops != "get,mint,put,delete,len" {
 		t.Fatalf("the hook saw %s", ops)
 	}
@@ -291,23 +296,16 @@ func TestMcpkitWithoutQuorum(t *testing.T) {
 		}
 	}
 	cluster.WaitLeader(30 * time.Second)
-	var got Cart
-	var ok bool
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if got, ok = carts.Get(id); ok {
-			break
-		}
-	}
-	if !ok || got.Total != 3 {
-		t.Fatalf("after recovery: %+v %v (%v)", got, ok, carts.Err())
+	if got := readBack(t, carts.Underlying(), id); got.Total != 3 {
+		t.Fatalf("after recovery: %+v", got)
 	}
 	before := len(f.seen())
 	if _, ok := carts.Get(other); ok {
 		t.Fatal("the put without quorum was applied")
 	}
 	fresh := carts.Mint(Cart{Total: 5}, 0)
-	if v, ok := carts.Get(fresh); fresh == "" || !ok || v.Total != 5 {
-		t.Fatalf("mint and get after recovery: %q %+v %v (%v)", fresh, v, ok, carts.Err())
+	if v, ok := carts.Get(fresh); !ok || v.Total != 5 {
+		t.Fatalf("mint and get after recovery: %q %+v %v", fresh, v, ok)
 	}
 	if n := carts.Len(); n != 2 {
 		t.Fatalf("len %d after recovery", n)
@@ -327,19 +325,42 @@ func TestNamesAreChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
+	t.Setenv("HANDLESTORE_ENDPOINTS", "127.0.0.1:1")
 	for _, bad := range []struct{ store, prefix string }{{"", ""}, {"has/slash", ""}, {"cart", "bad prefix"}} {
 		if _, err := hsmcpkit.New[int](client, bad.store, hsmcpkit.Options{Prefix: bad.prefix}); !errors.Is(err, handlestore.ErrInvalidArgument) {
 			t.Errorf("New(%q, %q): %v", bad.store, bad.prefix, err)
 		}
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("NewHandleStore(%q, %q) did not panic", bad.store, bad.prefix)
-				}
-			}()
+		if _, err := hsmcpkit.NewFromEnv[int](bad.store, hsmcpkit.WithHandleIDPrefix(bad.prefix)); !errors.Is(err, handlestore.ErrInvalidArgument) {
+			t.Errorf("NewFromEnv(%q, %q): %v", bad.store, bad.prefix, err)
+		}
+		mustPanic(t, fmt.Sprintf("NewHandleStore(%q, %q)", bad.store, bad.prefix), func() {
 			hsmcpkit.NewHandleStore[int](client, bad.store, hsmcpkit.Options{Prefix: bad.prefix})
-		}()
+		})
 	}
+}
+
+func TestTheEnvironmentNamesTheCluster(t *testing.T) {
+	t.Setenv("HANDLESTORE_ENDPOINTS", "")
+	if _, err := hsmcpkit.NewFromEnv[int]("cart"); err == nil || !strings.Contains(err.Error(), "HANDLESTORE_ENDPOINTS is not set") {
+		t.Fatalf("without endpoints: %v", err)
+	}
+	mustPanic(t, "NewHandleStoreFromEnv without endpoints", func() { hsmcpkit.NewHandleStoreFromEnv[int]("cart") })
+	t.Setenv("HANDLESTORE_ENDPOINTS", "127.0.0.1:1")
+	t.Setenv("HANDLESTORE_CACERT", "/does/not/exist.pem")
+	if _, err := hsmcpkit.NewFromEnv[int]("cart"); err == nil || !strings.Contains(err.Error(), "exist.pem") {
+		t.Fatalf("with a missing CA file: %v", err)
+	}
+}
+
+// mustPanic fails the test if call does not panic.
+func mustPanic(t *testing.T, what string, call func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Errorf("%s did not panic", what)
+		}
+	}()
+	call()
 }
 
 func TestTheDefaultTimeoutBoundsEachCall(t *testing.T) {
@@ -354,30 +375,12 @@ func TestTheDefaultTimeoutBoundsEachCall(t *testing.T) {
 	defer client.Close()
 	var f failures
 	s := hsmcpkit.NewHandleStore[int](client, "cart", hsmcpkit.Options{OnError: f.hook})
-	defer s.Close()
 	start := time.Now()
-	if _, ok := s.Get(handlestore.NewHandleID("")); ok {
-		t.Fatal("a handle without a cluster")
-	}
+	e := panicked(t, func() { s.Get(handlestore.NewHandleID("")) })
 	if took := time.Since(start); took < hsmcpkit.DefaultTimeout*3/5 || took > hsmcpkit.DefaultTimeout+2*time.Second {
 		t.Fatalf("took %v, want about %v", took, hsmcpkit.DefaultTimeout)
 	}
-	if !errors.Is(s.Err(), context.DeadlineExceeded) || len(f.seen()) != 1 {
-		t.Fatalf("recorded %v, hook saw %v", s.Err(), f.seen())
-	}
-	// Close ends a call in flight at once.
-	done := make(chan time.Duration)
-	go func() {
-		start := time.Now()
-		s.Mint(1, 0)
-		done <- time.Since(start)
-	}()
-	time.Sleep(200 * time.Millisecond)
-	s.Close()
-	if took := <-done; took > 2*time.Second {
-		t.Fatalf("a call in flight ended %v after its start, not at Close", took)
-	}
-	if !errors.Is(s.Err(), context.Canceled) && !errors.Is(s.Err(), handlestore.ErrClosed) {
-		t.Fatalf("recorded %v", s.Err())
+	if !errors.Is(e, context.DeadlineExceeded) || len(f.seen()) != 1 {
+		t.Fatalf("panicked with %v, hook saw %v", e, f.seen())
 	}
 }
