@@ -180,6 +180,7 @@ async def test_the_event_store_under_the_sdk_transport(replicas):
     store = ClusterEventStore(replicas[0])
     port = free_port()
     app = server.streamable_http_app(event_store=store)
+    store.attach(server.session_manager)
     web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     serving = asyncio.create_task(web.serve())
     url = f"http://127.0.0.1:{port}/mcp"
@@ -211,32 +212,34 @@ async def test_the_event_store_under_the_sdk_transport(replicas):
             r = await http.post(url, json=call, headers=h)
             ids = [line[3:].strip() for line in r.text.splitlines() if line.startswith("id:")]
             assert len(ids) >= 2, r.text
-            # The other replica's store replays the answer after the priming event.
+            # The other replica's store replays the answer after the priming
+            # event, and returns no stream id: nothing more is to come.
             replayed = []
 
             async def send(ev):
                 replayed.append(ev)
 
             other = ClusterEventStore(replicas[1])
-            assert await other.replay_events_after(ids[0], send) == "2"
+            assert await other.replay_events_after(ids[0], send) is None
             assert [e.event_id for e in replayed] == ids[1:]
             assert "hello tea" in replayed[-1].message.model_dump_json()
             assert await other.replay_events_after("NOPE.1", send) is None
     finally:
         web.should_exit = True
         await serving
+        store.close()
 
 
 def test_event_ids_are_taken_only_as_the_store_mints_them():
-    from handlestore.mcp.event_store import _parse_event_id
+    from handlestore.mcp.event_layout import parse_event_id
 
     token = "A2" * 13
-    assert _parse_event_id(f"{token}.42") == (token, 42)
-    assert _parse_event_id(f"{token}.0") == (token, 0)
+    assert parse_event_id(f"{token}.42") == (token, 42)
+    assert parse_event_id(f"{token}.0") == (token, 0)
     for bad in ["", "x", f"{token}.", f"{token}.+1", f"{token}.01", f"{token}.1\n", f"{token}.-1"]:
-        assert _parse_event_id(bad) is None, repr(bad)
-    for bad in [f"{token}.18446744073709551616", f"{token.lower()}.1", f"{token}.1.2", f"{token}x.1"]:
-        assert _parse_event_id(bad) is None, repr(bad)
+        assert parse_event_id(bad) is None, repr(bad)
+    for bad in [f"{token}.9007199254740992", f"{token.lower()}.1", f"{token}.1.2", f"{token}x.1"]:
+        assert parse_event_id(bad) is None, repr(bad)
 
 
 async def test_event_store_ids_are_unique_across_replicas(replicas):
@@ -247,6 +250,8 @@ async def test_event_store_ids_are_unique_across_replicas(replicas):
     ids = await asyncio.gather(*[s.store_event("shared", note) for s in (a, b) for _ in range(10)])
     assert len(set(ids)) == 20
     assert sorted(int(i.split(".")[1]) for i in ids) == list(range(1, 21)), "one sequence, no gaps"
+    a.close()
+    b.close()
 
 
 async def test_token_storage_is_encrypted_and_shared(replicas):

@@ -1,8 +1,9 @@
 """Adapters for the official MCP Python SDK (`pip install handlestore[mcp]`):
 the seams it has for state that must be shared by every replica.
 
-- `ClusterEventStore`: the SDK's `EventStore` (resumable SSE streams with
-  `Last-Event-ID` on any replica).
+- `ClusterEventStore`: the SDK's `EventStore`; with `attach(session_manager)`,
+  a stream cut on one replica resumes on any other and follows its origin
+  to the call's answer (or to `origin_lost` if the origin dies).
 - `ClusterSubscriptionBus`: the SDK's `SubscriptionBus` over watch
   (`subscriptions/listen` hears a change made through any replica).
 - `KeyRingCodec` and `request_state_security()`: the SDK's
