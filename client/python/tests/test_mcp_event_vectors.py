@@ -22,7 +22,9 @@ def test_the_numbers_are_the_contract():
     assert lay.EVENTS_PREFIX == V["prefix"]
     assert lay.BUCKET == V["bucket"]
     assert lay.MAX_SEQ == V["max_seq"]
-    assert (lay.LIVE_TTL * 1000, lay.LIVE_REFRESH * 1000) == (V["live"]["ttl_ms"], V["live"]["refresh_ms"])
+    live = V["live"]
+    assert (lay.LIVE_TTL * 1000, lay.LIVE_REFRESH * 1000) == (live["ttl_ms"], live["refresh_ms"])
+    assert lay.LIVE_ENDED_TTL * 1000 == live["ended_ttl_ms"]
     assert lay.KEEPALIVE * 1000 == V["follow"]["keepalive_ms"]
     layout = lay.Layout()
     key = layout.event("T", 0).rsplit("/", 2)
@@ -54,9 +56,13 @@ def test_keys(case):
         assert layout.token(case["token"]) == case["key"]
     elif case["kind"] == "live":
         assert layout.live(case["token"]) == case["key"]
-    else:
+    elif case["kind"] == "requests":
+        assert layout.requests(case["token"]) == case["key"]
+    elif case["kind"] == "event":
         assert layout.event(case["token"], case["seq"]) == case["key"]
         assert lay.Layout.seq_of(case["key"]) == case["seq"]
+    else:
+        pytest.fail(f"a key kind the layout does not know: {case['kind']}")
 
 
 @pytest.mark.parametrize("case", V["event_ids"], ids=lambda c: c.get("why", c["input"]))

@@ -1,7 +1,7 @@
 """The event store's origin and follower against a real cluster, below the
 SDK: streams kept per session, a silent origin that stays alive past its
-record's TTL, and two followers of a dead stream appending one error
-between them. (test_mcp_resume.py drives the same through the SDK.)"""
+record's TTL, two followers of a dead stream appending one error between
+them, and a follower that starts after the live record expired. (test_mcp_resume.py drives the same through the SDK.)"""
 
 from __future__ import annotations
 
@@ -118,6 +118,56 @@ async def test_two_followers_of_a_dead_stream_append_one_error(clients):
     token = primed.split(".")[0]
     stored = [e async for e in clients[0].state_tool().scan(followers[0].layout.events(token), with_values=True)]
     assert len(stored) == 3, "priming, progress, one error"
+
+
+async def gone(state, key: str, within: float = 10.0) -> None:
+    """Waits until `key` reads as absent (its TTL ran out)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while await state.retrieve(key) is not None:
+        assert loop.time() < deadline, f"{key} still there after {within} s"
+        await asyncio.sleep(0.1)
+
+
+async def died_long_ago(clients, request_id) -> tuple[ClusterEventStore, str, str]:
+    """A stream whose origin stopped after a progress event, and whose live
+    record has expired since: `(a follower, the priming id, the note's id)`."""
+    origin = ClusterEventStore(clients[0], live_ttl=TTL, live_refresh=REFRESH)
+    with in_session(session_with(request_id)):
+        primed = await origin.store_event(str(request_id), None)
+        note = await origin.store_event(str(request_id), progress(1))
+    origin.close()
+    await gone(clients[0].state_tool(), origin.layout.live(primed.split(".")[0]))
+    return ClusterEventStore(clients[1]), primed, note
+
+
+@pytest.mark.parametrize("request_id", ["7", 7], ids=["string", "number"])
+async def test_a_follower_after_the_live_record_expired_answers_the_typed_id(clients, request_id):
+    """The live record is gone when the resumption starts: the ids come from
+    `requests/<token>`, with their JSON type (the SDK's stream id, "7" for
+    both, could not tell)."""
+    follower, primed, note = await died_long_ago(clients, request_id)
+    got = Received()
+    await asyncio.wait_for(follower.replay_events_after(primed, got), 10)
+    assert got.ids()[0] == note and len(got.ids()) == 2
+    error = got.events[-1].message.model_dump(exclude_unset=True)
+    assert error["error"]["data"] == {"reason": "origin_lost"}
+    assert type(error["id"]) is type(request_id) and error["id"] == request_id, "the request's id, type and all"
+
+
+async def test_without_the_requests_record_a_late_follower_owes_no_error(clients):
+    """A stream written without `requests/<token>` (by a store that kept no
+    such record): which request it answers, and its id's type, are unknown,
+    so the follower sends what is stored and appends nothing."""
+    follower, primed, note = await died_long_ago(clients, "7")
+    token = primed.split(".")[0]
+    state = clients[0].state_tool()
+    assert (await state.delete(follower.layout.requests(token))).count == 1, "the origin wrote it"
+    got = Received()
+    await asyncio.wait_for(follower.replay_events_after(primed, got), 10)
+    assert got.ids() == [note]
+    stored = [e async for e in state.scan(follower.layout.events(token))]
+    assert len(stored) == 2, "priming and progress: no error appended"
 
 
 async def test_a_follower_never_writes_over_what_a_late_origin_stored(clients):

@@ -7,6 +7,8 @@ Keys, under a prefix (`mcp/events`):
 - `streams/<digest of the stream's name>`: its head `{token, seq}`;
 - `tokens/<token>`: the stream's name;
 - `live/<token>`: `{"requests": [ids]}` while the origin may add events;
+- `requests/<token>`: the same ids, kept as long as the events, for a
+  follower that starts after the live record is gone;
 - `events/<token>/<seq // 100, 12 digits>/<seq, 20 digits>`: one event.
 
 An event id is `<token>.<seq>`: 26 base32 characters, a dot, and the
@@ -27,6 +29,9 @@ MAX_SEQ = 2**53 - 1
 #: The origin's liveness record: its TTL and how often it is written again.
 LIVE_TTL = 10.0
 LIVE_REFRESH = 3.0
+#: The TTL the completing event's batch writes the record with: it ends it
+#: (a batch of stores cannot delete).
+LIVE_ENDED_TTL = 0.001
 #: A resumption this store serves sends an SSE comment after this much silence.
 KEEPALIVE = 15.0
 #: The error a follower appends for a request whose origin stopped first.
@@ -70,6 +75,9 @@ class Layout:
     def live(self, token: str) -> str:
         return f"{self.prefix}/live/{token}"
 
+    def requests(self, token: str) -> str:
+        return f"{self.prefix}/requests/{token}"
+
     def events(self, token: str) -> str:
         """The prefix of a stream's events."""
         return f"{self.prefix}/events/{token}/"
@@ -86,27 +94,10 @@ class Layout:
         return int(key.rsplit("/", 1)[-1])
 
 
-# The Python SDK names a POST's stream after its request id (`str(id)`, so 7
-# and "7" look alike) and a session's standalone stream `_GET_stream`. A
-# stream's name in the cluster is `<token>\0<SDK stream id>` when the store
-# is attached to a session manager (unique to the stream), else the SDK's
-# stream id itself.
-_CANONICAL_INT = re.compile(r"-?(0|[1-9][0-9]*)")
-
-
 def stream_name(token: str, sdk_stream_id: str, scoped: bool) -> str:
+    """A stream's name in the cluster: `<its token>\0<SDK stream id>` when
+    the store is attached to a session manager (unique to the stream), else
+    the SDK's stream id itself (the Python SDK names a POST's stream after
+    its request id, `str(id)`, and a session's standalone stream
+    `_GET_stream`: the same in every session)."""
     return f"{token}\0{sdk_stream_id}" if scoped else sdk_stream_id
-
-
-def sdk_stream_id(name: str) -> str:
-    """The SDK's stream id in a stream's name."""
-    return name.rsplit("\0", 1)[-1]
-
-
-def guessed_requests(sdk_stream_id: str) -> list[int | str]:
-    """The request a stream answers, read from its SDK stream id where the
-    request's own id (with its JSON type) is not known: none for the
-    standalone stream; a number if the id reads as one, else a string."""
-    if sdk_stream_id == GET_STREAM:
-        return []
-    return [int(sdk_stream_id) if _CANONICAL_INT.fullmatch(sdk_stream_id) else sdk_stream_id]

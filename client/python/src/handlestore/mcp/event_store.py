@@ -6,7 +6,8 @@ while the stream's origin runs, everything after it until the response.
 The layout is every client's (event_layout.py, proto/vectors/
 mcp_events.json): a stream's head `{token, seq}`, its name under its
 token, its events in sequence order, and while its origin may still add
-to it, a liveness record naming the requests it answers. An event id is
+to it, a liveness record naming the requests it answers (and a copy of
+the ids that outlives it, kept as long as the events). An event id is
 `<token>.<seq>`: unguessable, unique across replicas (one atomic batch
 moves the head by compare-and-set and writes the event), and it names its
 stream, so a replay is one range read. Every key expires after the TTL; a
@@ -32,6 +33,7 @@ from handlestore.ids import new_handle_id
 from handlestore.mcp.event_layout import (
     BUCKET,
     EVENTS_PREFIX,
+    LIVE_ENDED_TTL,
     LIVE_REFRESH,
     LIVE_TTL,
     MAX_SEQ,
@@ -50,9 +52,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _APPEND_ATTEMPTS = 16
-# An ended liveness record: stored with the completing event, expired at once
-# (a batch of stores cannot delete).
-_ENDED = 0.001
 
 
 class ClusterEventStore(EventStore):
@@ -152,8 +151,11 @@ class ClusterEventStore(EventStore):
         live = self.layout.live(stream.token)
         if first and not complete:
             items.append(StoreItem(live, stream.live_value(), self._liveness.ttl))
+            # The ids again, kept as long as the events: a follower that
+            # starts after the live record is gone still answers each one.
+            items.append(StoreItem(self.layout.requests(stream.token), stream.live_value(), self._ttl))
         elif complete and not first and stream.live_revision is not None:
-            items.append(StoreItem(live, stream.live_value(), _ENDED))
+            items.append(StoreItem(live, stream.live_value(), LIVE_ENDED_TTL))
         return items
 
     def _advanced(self, stream_id: str, stream: Stream, revision: int, first: bool) -> None:

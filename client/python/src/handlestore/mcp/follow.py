@@ -23,15 +23,13 @@ from mcp_types import jsonrpc_message_adapter
 from handlestore import errors
 from handlestore._encoding import page_token_after
 from handlestore.client import Client
-from handlestore.mcp.completion import Completion, RequestId
+from handlestore.mcp.completion import Completion, RequestId, is_request_id
 from handlestore.mcp.event_layout import (
     ORIGIN_LOST_CODE,
     ORIGIN_LOST_MESSAGE,
     ORIGIN_LOST_REASON,
     Layout,
     event_id,
-    guessed_requests,
-    sdk_stream_id,
 )
 from handlestore.state import StateEntry, StateTool, StoreItem
 from handlestore.watch import Change, ChangeKind, Watch
@@ -70,7 +68,7 @@ class Follower:
         live_watch = await self._client.watch(key=self._layout.live(self._token))
         try:
             live = await self._state.retrieve(self._layout.live(self._token))
-            self._completion = Completion(self._requests(live))
+            self._completion = Completion(await self._requests(live))
             await self._catch_up()
             if self._completion.complete:
                 return
@@ -82,12 +80,19 @@ class Follower:
             events.close()
             live_watch.close()
 
-    def _requests(self, live: StateEntry | None) -> list[RequestId]:
+    async def _requests(self, live: StateEntry | None) -> list[RequestId]:
+        """The ids the stream answers: from the live record, or once it is
+        gone, from `requests/<token>`. A stream with neither (written by a
+        store that kept no such records) has none recorded: the follower
+        sends what is stored and owes no error, since it can neither tell
+        whether that origin lives nor type the id (the SDK's stream id is
+        `str(id)`: 7 and "7" look alike)."""
+        if live is None:
+            live = await self._state.retrieve(self._layout.requests(self._token))
         value = live.value if live is not None else None
         if isinstance(value, dict) and isinstance(value.get("requests"), list):
-            return value["requests"]
-        # The record is gone (or unreadable): the SDK's name says which request.
-        return list(guessed_requests(sdk_stream_id(self._name)))
+            return [r for r in value["requests"] if is_request_id(r)]
+        return []
 
     async def _follow(self, events: Watch, live: Watch, after: int) -> None:
         queue: _Queue = asyncio.Queue()

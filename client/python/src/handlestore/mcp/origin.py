@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from handlestore import errors
 from handlestore.mcp.completion import Completion, RequestId
-from handlestore.mcp.event_layout import Layout, guessed_requests, stream_name
+from handlestore.mcp.event_layout import Layout, stream_name
 from handlestore.state import StateTool
 
 logger = logging.getLogger(__name__)
@@ -41,6 +41,7 @@ class Stream:
         self.session: Session | None = None
 
     def live_value(self) -> dict:
+        """The value of its `live/` and `requests/` records."""
         return {"requests": self.completion.requests}
 
 
@@ -60,8 +61,11 @@ class Session:
         """The open stream of that id, or a new one under a new token."""
         s = self.streams.get(sdk_stream_id)
         if s is None:
+            # Not known (the standalone stream, a store not attached): no
+            # request recorded, so the first response completes the stream.
+            # The SDK's stream id is `str(id)`: it cannot tell 7 from "7".
             known = self.request_ids.pop(sdk_stream_id, None)
-            requests: list[RequestId] = [known] if known is not None else list(guessed_requests(sdk_stream_id))
+            requests: list[RequestId] = [known] if known is not None else []
             token = new_token()
             s = Stream(token, stream_name(token, sdk_stream_id, self.scoped), requests)
             s.session = self
@@ -119,9 +123,12 @@ class Liveness:
             await asyncio.gather(*(self._refresh(s) for s in due))
 
     async def _refresh(self, stream: Stream) -> None:
+        if stream.live_revision is None:  # never written: nothing to refresh (0 would create it)
+            self._open.discard(stream)
+            return
         try:
             stream.live_revision = await self._state.store(
-                self._layout.live(stream.token), stream.live_value(), self.ttl, stream.live_revision or 0
+                self._layout.live(stream.token), stream.live_value(), self.ttl, stream.live_revision
             )
             stream.live_at = time.monotonic()
         except (errors.Conflict, errors.NotFound):
