@@ -1,11 +1,17 @@
 /**
- * A stateless MCP cart server (the official TypeScript SDK, Streamable
- * HTTP at /mcp, no sessions) whose carts live in handlestore, so any number
- * of replicas behind a load balancer share them: the TypeScript twin of
- * client/rust/examples/cart_server (Rust) and client/python/examples/fastmcp_cart.py,
- * with the same tools, the same stores (`cart`, prefix `cart`, and
- * `order`) and the same cart JSON, so Rust, Python and TypeScript replicas
- * serve one another's carts.
+ * A stateless MCP cart server (the official TypeScript SDK v2,
+ * `@modelcontextprotocol/server`, Streamable HTTP at /mcp, no sessions)
+ * whose carts live in handlestore, so any number of replicas behind a load
+ * balancer share them: the TypeScript twin of client/rust/examples/cart_server
+ * (Rust), client/python/examples/fastmcp_cart.py and
+ * client/go/gosdk/examples/cartserver, with the same tools, the same stores
+ * (`cart`, prefix `cart`, and `order`) and the same cart JSON, so replicas
+ * in the four languages serve one another's carts.
+ *
+ * It serves protocol 2026-07-28 (each request carries its own envelope) and,
+ * through the SDK's stateless legacy fallback, 2025-11-25 and older
+ * (`initialize`, then each request answered by a fresh server; GET and
+ * DELETE answer 405): one tool definition backs both, as for its twins.
  *
  *     node --import tsx examples/cartServer.ts --listen 127.0.0.1:8082 \
  *         --endpoints 127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403
@@ -30,10 +36,13 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import {
+  type CallToolResult,
+  createMcpHandler,
+  type McpHttpHandler,
+  McpServer,
+  ResourceTemplate,
+} from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { Client, InvalidArgumentError, newHandleId } from "../src/index.js";
 import {
@@ -45,6 +54,7 @@ import {
   memoryCarts,
   stores,
 } from "./cartBackends.js";
+import { serveFetch } from "./nodeFetch.js";
 
 export type { Cart, CartBackend, Line, Order } from "./cartBackends.js";
 
@@ -119,7 +129,7 @@ async function checkout(b: CartBackend, cartId: string): Promise<CallToolResult>
 }
 
 const cartId = z.string().describe("The id create_cart returned.");
-const addShape = {
+const addInput = z.object({
   cart_id: cartId,
   sku: z.string().min(1).max(128).describe("Product SKU."),
   quantity: z
@@ -132,26 +142,20 @@ const addShape = {
     .string()
     .optional()
     .describe("Idempotency key: a retried add_item with the same request_id is not added twice."),
-};
+});
+const cartInput = z.object({ cart_id: cartId });
 const addDescription = "Add quantity units of a SKU to a cart. Returns the cart.";
 const getDescription = "Show a cart's lines and, once checked out, its order_id.";
 const checkoutDescription = "Check a cart out and return its order_id. Calling it again returns the same order_id.";
-/** One validator for every request's server: each would otherwise build its own Ajv, most of a server's cost. */
-const validator = new AjvJsonSchemaValidator();
 
 /** The MCP server for one request, over the shared carts. */
 export function cartServer(b: CartBackend): McpServer {
-  const server = new McpServer(
-    { name: "handlestore-cart-server", version: "0.1.0" },
-    { jsonSchemaValidator: validator },
-  );
+  const server = new McpServer({ name: "handlestore-cart-server", version: "0.1.0" });
   const tool = server.registerTool.bind(server);
   tool("create_cart", { description: "Create an empty shopping cart and return its cart_id." }, () => createCart(b));
-  tool("add_item", { description: addDescription, inputSchema: addShape }, (args) => addItem(b, args));
-  tool("get_cart", { description: getDescription, inputSchema: { cart_id: cartId } }, (a) => getCart(b, a.cart_id));
-  tool("checkout", { description: checkoutDescription, inputSchema: { cart_id: cartId } }, (a) =>
-    checkout(b, a.cart_id),
-  );
+  tool("add_item", { description: addDescription, inputSchema: addInput }, (args) => addItem(b, args));
+  tool("get_cart", { description: getDescription, inputSchema: cartInput }, (a) => getCart(b, a.cart_id));
+  tool("checkout", { description: checkoutDescription, inputSchema: cartInput }, (a) => checkout(b, a.cart_id));
   const template = new ResourceTemplate(`${CART_URI}{cart_id}`, { list: undefined });
   server.registerResource("cart", template, { description: "A cart, as get_cart shows it." }, async (uri, vars) => {
     const id = String(vars.cart_id);
@@ -162,20 +166,21 @@ export function cartServer(b: CartBackend): McpServer {
   return server;
 }
 
-/** Serves one request with a fresh server and transport, closed once the response is done. */
-async function serve(b: CartBackend, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/**
+ * The HTTP handler: a fresh server per request, for 2026-07-28 and (the
+ * SDK's default `legacy: "stateless"`) for 2025-era clients alike.
+ */
+export function cartHandler(b: CartBackend): McpHttpHandler {
+  return createMcpHandler(() => cartServer(b), { onerror: (e) => console.error(e) });
+}
+
+/** Serves /mcp with `handler`; any other path is 404. */
+async function serve(handler: McpHttpHandler, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (new URL(req.url ?? "/", "http://localhost").pathname !== "/mcp") {
     res.writeHead(404).end();
     return;
   }
-  const server = cartServer(b);
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  res.on("close", () => {
-    void transport.close();
-    void server.close();
-  });
-  await server.connect(transport);
-  await transport.handleRequest(req, res);
+  await serveFetch(handler.fetch, req, res);
 }
 
 /** "1h", "30m", "90s", "500ms", or plain seconds, in ms. */
@@ -226,10 +231,10 @@ async function main(): Promise<void> {
       "cart-ttl": { type: "string", default: "1h" },
     },
   });
-  const b = await backend(values);
+  const handler = cartHandler(await backend(values));
   const [host, port] = [values.listen.slice(0, values.listen.lastIndexOf(":")), values.listen.split(":").pop()];
   const http = createServer((req, res) => {
-    serve(b, req, res).catch((e: unknown) => {
+    serve(handler, req, res).catch((e: unknown) => {
       console.error(e);
       if (!res.headersSent) res.writeHead(500).end();
     });

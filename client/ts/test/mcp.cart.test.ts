@@ -3,10 +3,13 @@
  * (client/rust/examples/cart_server), one Python (client/python/examples/
  * fastmcp_cart.py), one TypeScript (examples/cartServer.ts) and one Go
  * (client/go/gosdk/examples/cartserver, on the official Go SDK) on one
- * cluster, driven by one client of the TypeScript SDK whose every request
- * goes to the next replica (a round-robin load balancer, through the SDK
- * client's `fetch`): every item kept, concurrent adds across the four
- * included, one order, checkout exactly once, and bad ids refused alike.
+ * cluster, behind a round-robin load balancer that deals the tool calls to
+ * the four in turn. Driven twice by the Python SDK's client: in its default
+ * mode, which negotiates the current protocol (2026-07-28), and pinned to
+ * the handshake era (2025-11-25). Each time: every item kept, concurrent
+ * adds across the four included, one order, checkout exactly once, bad ids
+ * refused alike, and every kind of call answered by every replica on the
+ * negotiated protocol.
  *
  * The Rust replica needs the example binary beside the handlestore one
  * (`cargo build --release --examples`), the Python one the tests' virtual
@@ -21,13 +24,13 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import type { Order } from "../examples/cartServer.js";
 import type { Client } from "../src/index.js";
-import { handlestoreBin, skipReason, useCluster } from "./cluster.js";
+import { binaryRequired, handlestoreBin, skipReason, useCluster } from "./cluster.js";
 import { freePort, ServerProcess } from "./mcpHttp.js";
+import { type PythonClientMode, PythonMcpClient } from "./pythonMcpClient.js";
+import { type Replica, RoundRobin } from "./roundRobin.js";
 import { REPO } from "./vectors.js";
 
 const TS_CART = fileURLToPath(new URL("../examples/cartServer.ts", import.meta.url));
@@ -62,6 +65,9 @@ function noGo(): string | undefined {
 
 function missing(): string | undefined {
   if (skipReason) return skipReason;
+  // The test command builds the examples with the node: there, a missing one is a failure.
+  if (binaryRequired && !existsSync(RUST_CART))
+    throw new Error(`no Rust cart_server at ${RUST_CART} (HANDLESTORE_REQUIRE_BIN=1)`);
   if (!existsSync(RUST_CART)) return `no Rust cart_server at ${RUST_CART}: cargo build --release --examples`;
   return noGo();
 }
@@ -71,35 +77,22 @@ const py = why ? "" : python();
 const skip = why ?? (py ? undefined : "no Python environment for fastmcp_cart.py (tests/ensure-python-env.sh)");
 if (skip) console.log(`SKIPPED: the four-language cart test: ${skip}`);
 
-interface Hit {
-  readonly replica: string;
-  readonly rpc: string;
-  readonly tool: string | undefined;
-}
-
-/** A fetch that sends every POST to the next replica, as a round-robin load balancer; GETs get 405 (no standalone stream, as a stateless deployment). */
-function roundRobin(replicas: readonly { name: string; url: string }[], hits: Hit[]): typeof fetch {
-  let next = 0;
-  return async (_input, init) => {
-    if ((init?.method ?? "GET") !== "POST") return new Response(null, { status: 405 });
-    const r = replicas[next++ % replicas.length] as { name: string; url: string };
-    const body = JSON.parse(String(init?.body ?? "{}")) as { method?: string; params?: { name?: string } };
-    hits.push({ replica: r.name, rpc: body.method ?? "response", tool: body.params?.name });
-    return fetch(r.url, init);
-  };
-}
+/** The two runs: the client as it comes, and pinned to the protocol before 2026-07-28. */
+const RUNS: readonly { mode: PythonClientMode; protocol: string; title: string }[] = [
+  { mode: "default", protocol: "2026-07-28", title: "in its default mode" },
+  { mode: "legacy", protocol: "2025-11-25", title: 'pinned to 2025-11-25 (mode="legacy")' },
+];
+const NAMES = ["rust", "python", "typescript", "go"];
+const TOOLS = ["create_cart", "add_item", "get_cart", "checkout"];
 
 describe("one MCP client across Rust, Python, TypeScript and Go cart replicas", { skip }, () => {
   const fx = useCluster();
   let client: Client;
-  const servers: ServerProcess[] = [];
-  const hits: Hit[] = [];
-  let mcp: McpClient;
-  /** Stops `s` after the tests (before the client and the cluster go), and returns it. */
+  const replicas: Replica[] = [];
+  /** Starts `s` (stopped after the tests, before the client and the cluster go) as the next replica. */
   const serve = (s: ServerProcess) => {
-    servers.push(s);
     fx.track({ close: () => s.stop() });
-    return s;
+    replicas.push({ name: NAMES[replicas.length] as string, port: s.port });
   };
 
   const goDir = mkdtempSync(join(tmpdir(), "handlestore-ts-go-cart-"));
@@ -120,77 +113,91 @@ describe("one MCP client across Rust, Python, TypeScript and Go cart replicas", 
     serve(await ServerProcess.onPort(py, [PY_CART, "--listen", `127.0.0.1:${pyPort}`, "--endpoints", plain], pyPort));
     serve(await ServerProcess.start(TS_CART, ["--listen", "127.0.0.1:0", "--endpoints", plain]));
     serve(await ServerProcess.start(goCart, ["--listen", "127.0.0.1:0", "--endpoints", plain]));
-    const names = ["rust", "python", "typescript", "go"];
-    const replicas = servers.map((s, i) => ({ name: names[i] as string, url: s.url }));
-    mcp = fx.track(new McpClient({ name: "four-language-cart", version: "0.1.0" }));
-    const fetchRR = roundRobin(replicas, hits);
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(replicas[0]?.url as string), { fetch: fetchRR }));
   });
 
-  async function call(name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
-    return (await mcp.callTool({ name, arguments: args })) as CallToolResult;
-  }
-  async function ok(name: string, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
-    const r = await call(name, args);
-    assert.ok(!r.isError, `${name}: ${JSON.stringify(r.content)}`);
-    return (r.structuredContent ?? JSON.parse((r.content[0] as { text: string }).text)) as Record<string, unknown>;
-  }
-  async function refused(name: string, args: Record<string, unknown>): Promise<string> {
-    const r = await call(name, args);
-    assert.ok(r.isError, `${name} should fail: ${JSON.stringify(r.content)}`);
-    return (r.content[0] as { text: string }).text;
-  }
+  for (const run of RUNS) describe(`the Python SDK's client ${run.title}`, () => cartFlows(run));
 
-  test("every item kept, one order, checkout exactly once", async () => {
-    const start = hits.length;
-    const { cart_id: cartId } = (await ok("create_cart")) as { cart_id: string };
-    assert.match(cartId, /^cart-[A-Z2-7]{26}$/);
-    for (let i = 1; i <= 6; i++) await ok("add_item", { cart_id: cartId, sku: `sku-${i}`, quantity: i });
-    // A retried add (same request_id) on the next two replicas: added once.
-    for (let i = 0; i < 2; i++) await ok("add_item", { cart_id: cartId, sku: "gift", quantity: 1, request_id: "r-1" });
-    // Concurrent adds, nine across the four replicas.
-    const adds = Array.from({ length: 9 }, (_, i) => ok("add_item", { cart_id: cartId, sku: `c-${i}`, quantity: 1 }));
-    await Promise.all(adds);
-    const { cart } = (await ok("get_cart", { cart_id: cartId })) as { cart: { lines: { sku: string }[] } };
-    const skus = cart.lines.map((l) => l.sku);
-    assert.deepEqual(skus.slice(0, 7), ["sku-1", "sku-2", "sku-3", "sku-4", "sku-5", "sku-6", "gift"]);
-    assert.deepEqual(skus.slice(7).sort(), Array.from({ length: 9 }, (_, i) => `c-${i}`).sort());
+  function cartFlows(run: (typeof RUNS)[number]): void {
+    let lb: RoundRobin;
+    let mcp: PythonMcpClient;
+    let protocol = "";
 
-    // Concurrent checkouts, one on each replica.
-    const orders = await Promise.all([0, 1, 2, 3].map(() => ok("checkout", { cart_id: cartId })));
-    const orderIds = new Set(orders.map((o) => o.order_id));
-    assert.equal(orderIds.size, 1, JSON.stringify(orders));
-    const orderId = String([...orderIds][0]);
-    assert.ok(orders.every((o) => o.lines === 16));
-    for (let i = 0; i < 4; i++) assert.equal((await ok("checkout", { cart_id: cartId })).order_id, orderId);
-    assert.match(await refused("add_item", { cart_id: cartId, sku: "late", quantity: 1 }), /already checked out/);
+    before(async () => {
+      lb = await new RoundRobin(replicas).start();
+      ({ client: mcp, protocol } = await PythonMcpClient.start(py, lb.url, run.mode));
+    });
+    after(async () => {
+      await mcp?.close();
+      await lb?.stop();
+    });
 
-    const order = await client.handleStore<Order>("order").get(orderId);
-    assert.equal(order?.cart_id, cartId);
-    assert.equal(order?.lines.length, 16);
-    assert.equal(await client.handleStore<Order>("order").len(), 1, "exactly one order recorded");
-
-    // Every call went to the next replica: Rust, Python, TypeScript, Go, Rust...
-    const calls = hits.slice(start).filter((h) => h.rpc === "tools/call");
-    const cycle = ["rust", "python", "typescript", "go"];
-    const first = cycle.indexOf(calls[0]?.replica ?? "");
-    assert.deepEqual(
-      calls.map((h) => h.replica),
-      calls.map((_, i) => cycle[(first + i) % cycle.length]),
-    );
-    assert.ok(calls.length >= 26, `${calls.length} calls`);
-  });
-
-  test("bad ids and empty carts are refused alike by every replica", async () => {
-    // Four rounds of three calls: each kind of call reaches each replica.
-    for (let i = 0; i < 4; i++) {
-      assert.match(await refused("get_cart", { cart_id: "../etc/passwd" }), /unknown cart_id: \.\.\/etc\/passwd/);
-      assert.match(await refused("get_cart", { cart_id: "cart-AAAAAAAAAAAAAAAAAAAAAAAAAA" }), /unknown cart_id/);
-      assert.match(await refused("add_item", { cart_id: "nope", sku: "x", quantity: 1 }), /unknown cart_id: nope/);
+    async function ok(name: string, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+      const r = await mcp.callTool(name, args);
+      assert.ok(!r.isError, `${name}: ${JSON.stringify(r.content)}`);
+      return (r.structuredContent ?? JSON.parse((r.content[0] as { text: string }).text)) as Record<string, unknown>;
     }
-    // Four empty carts, then their checkouts, one on each replica.
-    const empty: string[] = [];
-    for (let i = 0; i < 4; i++) empty.push(((await ok("create_cart")) as { cart_id: string }).cart_id);
-    for (const cartId of empty) assert.match(await refused("checkout", { cart_id: cartId }), /is empty/);
-  });
+    async function refused(name: string, args: Record<string, unknown>): Promise<string> {
+      const r: CallToolResult = await mcp.callTool(name, args);
+      assert.ok(r.isError, `${name} should fail: ${JSON.stringify(r.content)}`);
+      return (r.content[0] as { text: string }).text;
+    }
+
+    test(`it negotiates ${run.protocol}`, () => {
+      assert.equal(protocol, run.protocol);
+    });
+
+    test("every item kept, one order, checkout exactly once", async () => {
+      const ordersBefore = await client.handleStore<Order>("order").len();
+      const { cart_id: cartId } = (await ok("create_cart")) as { cart_id: string };
+      assert.match(cartId, /^cart-[A-Z2-7]{26}$/);
+      for (let i = 1; i <= 6; i++) await ok("add_item", { cart_id: cartId, sku: `sku-${i}`, quantity: i });
+      // A retried add (same request_id) on the next two replicas: added once.
+      for (let i = 0; i < 2; i++)
+        await ok("add_item", { cart_id: cartId, sku: "gift", quantity: 1, request_id: "r-1" });
+      // Concurrent adds, nine across the four replicas.
+      const adds = Array.from({ length: 9 }, (_, i) => ok("add_item", { cart_id: cartId, sku: `c-${i}`, quantity: 1 }));
+      await Promise.all(adds);
+      const { cart } = (await ok("get_cart", { cart_id: cartId })) as { cart: { lines: { sku: string }[] } };
+      const skus = cart.lines.map((l) => l.sku);
+      assert.deepEqual(skus.slice(0, 7), ["sku-1", "sku-2", "sku-3", "sku-4", "sku-5", "sku-6", "gift"]);
+      assert.deepEqual(skus.slice(7).sort(), Array.from({ length: 9 }, (_, i) => `c-${i}`).sort());
+
+      // Concurrent checkouts, one on each replica.
+      const orders = await Promise.all([0, 1, 2, 3].map(() => ok("checkout", { cart_id: cartId })));
+      const orderIds = new Set(orders.map((o) => o.order_id));
+      assert.equal(orderIds.size, 1, JSON.stringify(orders));
+      const orderId = String([...orderIds][0]);
+      assert.ok(orders.every((o) => o.lines === 16));
+      for (let i = 0; i < 4; i++) assert.equal((await ok("checkout", { cart_id: cartId })).order_id, orderId);
+      assert.match(await refused("add_item", { cart_id: cartId, sku: "late", quantity: 1 }), /already checked out/);
+
+      const order = await client.handleStore<Order>("order").get(orderId);
+      assert.equal(order?.cart_id, cartId);
+      assert.equal(order?.lines.length, 16);
+      assert.equal(await client.handleStore<Order>("order").len(), ordersBefore + 1, "exactly one order recorded");
+    });
+
+    test("bad ids and empty carts are refused alike by every replica", async () => {
+      // Four rounds of three calls: each kind of call reaches each replica.
+      for (let i = 0; i < 4; i++) {
+        assert.match(await refused("get_cart", { cart_id: "../etc/passwd" }), /unknown cart_id: \.\.\/etc\/passwd/);
+        assert.match(await refused("get_cart", { cart_id: "cart-AAAAAAAAAAAAAAAAAAAAAAAAAA" }), /unknown cart_id/);
+        assert.match(await refused("add_item", { cart_id: "nope", sku: "x", quantity: 1 }), /unknown cart_id: nope/);
+      }
+      // Four empty carts, then their checkouts, one on each replica.
+      const empty: string[] = [];
+      for (let i = 0; i < 4; i++) empty.push(((await ok("create_cart")) as { cart_id: string }).cart_id);
+      for (const cartId of empty) assert.match(await refused("checkout", { cart_id: cartId }), /is empty/);
+    });
+
+    test(`every replica answered every kind of call, on ${run.protocol}`, () => {
+      const calls = lb.hits.filter((h) => h.rpc === "tools/call");
+      for (const tool of TOOLS) {
+        const served = new Set(calls.filter((h) => h.tool === tool).map((h) => h.replica));
+        assert.deepEqual([...served].sort(), [...NAMES].sort(), `${tool} was served by ${[...served]}`);
+      }
+      const wrong = calls.filter((h) => h.status !== 200 || h.protocol !== run.protocol);
+      assert.deepEqual(wrong, [], "every call answered 200 on the negotiated protocol");
+    });
+  }
 });
