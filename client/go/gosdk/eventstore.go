@@ -2,8 +2,10 @@
 // (github.com/modelcontextprotocol/go-sdk, v1.8) on a handlestore
 // cluster: EventStore, the SDK's mcp.EventStore, so a Streamable HTTP
 // stream cut off one replica resumes on any other with Last-Event-ID, and
-// Resume, the handler that serves those resumptions on a replica that does
-// not hold the stream.
+// Resume, the handler around the SDK's that keeps the result of a call
+// whose client went away and serves a resumption on a replica that does
+// not hold the stream, following the replica that runs it
+// (docs/dev/resume.md).
 //
 // It is a module of its own, so the client module's users do not pull the
 // SDK.
@@ -85,10 +87,27 @@ func NewEventStore(c *handlestore.Client, opts EventStoreOptions) (*EventStore, 
 func (s *EventStore) Open(context.Context, string, string) error { return nil }
 
 // Append implements mcp.EventStore: data is stored as the stream's next
-// event (nil or empty data, the SDK's priming event, as null).
+// event (nil or empty data, the SDK's priming event, as null). The
+// stream's first event writes its liveness record (see liveFor), kept
+// until the stream's response is stored.
 func (s *EventStore) Append(ctx context.Context, sessionID, streamID string, data []byte) error {
-	_, err := s.log.Append(ctx, sessionID, streamID, data)
+	_, err := s.log.Append(ctx, sessionID, streamID, data, s.liveFor(ctx, sessionID, streamID))
 	return err
+}
+
+// liveFor is what the process running a stream says of it: the ids of
+// the requests of the POST (seen by Resume) that opened it. A stateless
+// stream (no session) is kept alive only while that POST runs, as only
+// its end tells that the stream can get nothing more; a session's streams
+// while the session lives here.
+func (s *EventStore) liveFor(ctx context.Context, sessionID, streamID string) *mcpevents.Live {
+	if p := postOf(ctx); p != nil && streamID != "" && p.opened(sessionID, streamID) {
+		return &mcpevents.Live{Requests: p.ids}
+	}
+	if sessionID == "" {
+		return nil
+	}
+	return &mcpevents.Live{}
 }
 
 // After implements mcp.EventStore: the data of the events after index, in
@@ -132,26 +151,37 @@ func (s *EventStore) after(ctx context.Context, sessionID, streamID string, inde
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]byte, 0, len(evs))
-	want := first
-	for _, e := range evs {
-		if e.Seq != want {
-			break
-		}
-		out = append(out, e.Data)
-		want++
+	evs, err = contiguous(evs, first, head, sessionID, streamID)
+	if err != nil {
+		return nil, err
 	}
-	// Every event through the head read first must be there.
-	if want <= head.Seq {
-		return nil, fmt.Errorf("stream ID %s in session %s: the event at index %d is gone: %w",
-			mcpevents.Shown(streamID), mcpevents.Shown(sessionID), want-1, mcp.ErrEventsPurged)
+	out := make([][]byte, len(evs))
+	for i, e := range evs {
+		out[i] = e.Data
 	}
 	return out, nil
 }
 
+// contiguous is evs up to their first gap, if they hold every event from
+// sequence number first through the head read before them; else an error
+// wrapping mcp.ErrEventsPurged.
+func contiguous(evs []mcpevents.Event, first uint64, head mcpevents.Head, sessionID, streamID string) ([]mcpevents.Event, error) {
+	n := 0
+	for n < len(evs) && evs[n].Seq == first+uint64(n) {
+		n++
+	}
+	if next := first + uint64(n); next <= head.Seq {
+		return nil, fmt.Errorf("stream ID %s in session %s: the event at index %d is gone: %w",
+			mcpevents.Shown(streamID), mcpevents.Shown(sessionID), next-1, mcp.ErrEventsPurged)
+	}
+	return evs[:n], nil
+}
+
 // SessionClosed implements mcp.EventStore: it deletes the session's
-// streams, on every replica (the empty session, the one every request of
-// a stateless handler is in, is never deleted: its events expire).
+// streams, on every replica, and with them their liveness records (the
+// empty session, the one every request of a stateless handler is in, is
+// never deleted: its events expire, and Resume releases each request's
+// stream when its POST ends).
 func (s *EventStore) SessionClosed(ctx context.Context, sessionID string) error {
 	if s.keep || sessionID == "" {
 		return nil

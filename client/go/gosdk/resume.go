@@ -1,32 +1,38 @@
 package gosdk
 
 import (
-	"context"
 	"net/http"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Resume wraps the SDK's handler (an mcp.StreamableHTTPHandler with this
-// store as its EventStore) so that a GET with Last-Event-ID resumes on
-// this replica a stream another replica started: where the SDK's handler
-// refuses it (404 for a session this replica does not hold, 405 from a
-// stateless handler, which serves no GET), the stored events after
-// Last-Event-ID are sent from the cluster by the SDK's own transport, and
-// the response ends; the SDK's client reconnects for more until it has its
-// response. Everything else, and a resumption the handler serves itself
-// (its session is here), goes to next unchanged.
+// store as its EventStore) for a fleet of replicas behind a load balancer:
 //
-// getServer is the handler's: the server whose transport sends the
-// replay. A malformed Last-Event-ID is the SDK's 400 before any call; an
-// unknown stream or a gap, 400 after one read.
+//   - a POST reaches the SDK with the ids of its requests in its context,
+//     so the store names them in the stream's liveness record, and, for a
+//     stateless handler, detached from the client's connection, so the
+//     result of a call whose client went away is stored like any event
+//     (go-sdk's stateless handler drops it otherwise: see post.go);
+//   - a GET with Last-Event-ID that the SDK's handler refuses (404 for a
+//     session this replica does not hold, 405 from a stateless handler,
+//     which serves no GET) is served from the cluster: the stored events
+//     after Last-Event-ID, then every event the replica running the call
+//     stores after them, as it stores them, until the call's response; if
+//     that replica stops first (its liveness record expires, at most
+//     mcpevents.LiveTTL after its last refresh), an origin_lost error
+//     response for the call (docs/dev/resume.md). The response never ends
+//     before that: go-sdk's client takes a resumed response that ends
+//     without an event as the end of the call.
 //
-// The replay is served to whoever presents the session id (if any) and a
-// Last-Event-ID of the stream: both are random 128-bit values minted by
-// the SDK, but the user a stateful session is bound to is not checked
+// Everything else, and a resumption the handler serves itself (its session
+// is here), goes to next unchanged. A malformed Last-Event-ID is the SDK's
+// 400 before any call; an unknown stream or a gap, 400 after one read.
+//
+// The resumption is served to whoever presents the session id (if any)
+// and a Last-Event-ID of the stream: both are random 128-bit values minted
+// by the SDK, but the user a stateful session is bound to is not checked
 // here, only on the replica that holds the session.
-func (s *EventStore) Resume(next http.Handler, getServer func(*http.Request) *mcp.Server) http.Handler {
-	return &resumer{store: s, next: next, getServer: getServer}
+func (s *EventStore) Resume(next http.Handler) http.Handler {
+	return &resumer{store: s, next: next}
 }
 
 // Replays is how many resumptions this process served from the cluster
@@ -34,57 +40,34 @@ func (s *EventStore) Resume(next http.Handler, getServer func(*http.Request) *mc
 func (s *EventStore) Replays() uint64 { return s.replays.Load() }
 
 type resumer struct {
-	store     *EventStore
-	next      http.Handler
-	getServer func(*http.Request) *mcp.Server
+	store *EventStore
+	next  http.Handler
 }
 
-const lastEventIDHeader = "Last-Event-ID"
+const (
+	lastEventIDHeader = "Last-Event-ID"
+	sessionHeader     = "Mcp-Session-Id"
+	protocolHeader    = "Mcp-Protocol-Version"
+)
 
 func (h *resumer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet || len(r.Header.Values(lastEventIDHeader)) == 0 {
+	switch {
+	case r.Method == http.MethodPost:
+		h.servePOST(w, r)
+	case r.Method == http.MethodGet && len(r.Header.Values(lastEventIDHeader)) > 0:
+		p := &probe{w: w, header: http.Header{}}
+		h.next.ServeHTTP(p, r)
+		if p.refused {
+			h.follow(w, r)
+		}
+	default:
 		h.next.ServeHTTP(w, r)
-		return
-	}
-	p := &probe{w: w, header: http.Header{}}
-	h.next.ServeHTTP(p, r)
-	if p.refused {
-		h.replay(w, r)
 	}
 }
-
-// replay serves the GET with a transport of its own, connected to the
-// server for this request only, over a view of the store that keeps the
-// session when that transport closes.
-func (h *resumer) replay(w http.ResponseWriter, r *http.Request) {
-	server := h.getServer(r)
-	if server == nil {
-		http.Error(w, "no server available", http.StatusBadRequest)
-		return
-	}
-	h.store.replays.Add(1)
-	t := &mcp.StreamableServerTransport{
-		SessionID:  r.Header.Get("Mcp-Session-Id"),
-		EventStore: replayOnly{h.store},
-	}
-	session, err := server.Connect(r.Context(), t, nil)
-	if err != nil {
-		http.Error(w, "failed connection", http.StatusInternalServerError)
-		return
-	}
-	defer session.Close()
-	t.ServeHTTP(w, r)
-}
-
-// replayOnly is the store for a replay's transport: closing it closes no
-// session.
-type replayOnly struct{ *EventStore }
-
-func (replayOnly) SessionClosed(context.Context, string) error { return nil }
 
 // probe passes next's response through, unless next refuses the GET
 // (404: not its session; 405: a stateless handler): that refusal is
-// dropped, so the replay can answer instead.
+// dropped, so the follower can answer instead.
 type probe struct {
 	w       http.ResponseWriter
 	header  http.Header

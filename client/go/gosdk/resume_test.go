@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,41 +26,81 @@ import (
 type replica struct {
 	url   string
 	store *gosdk.EventStore
+	hs    *handlestore.Client
+	srv   *httptest.Server
 	// cmds drive the emitter tool: a notification per command, until
 	// "return".
 	cmds chan string
+	// release ends the script tool's hold.
+	release chan struct{}
+}
+
+// script is the script tool's arguments: count progress notifications,
+// gapMs apart, then (with hold) wait for the replica's release.
+type script struct {
+	Count int  `json:"count"`
+	GapMs int  `json:"gapMs"`
+	Hold  bool `json:"hold"`
 }
 
 func newReplica(t *testing.T, c *testkit.Cluster, ns string, stateless bool) *replica {
 	t.Helper()
-	client := c.Client(handlestore.Config{Namespace: ns})
-	r := &replica{store: testkit.Must[*gosdk.EventStore](t)(gosdk.NewEventStore(client, gosdk.EventStoreOptions{})), cmds: make(chan string, 64)}
+	hs := c.Client(handlestore.Config{Namespace: ns})
+	r := &replica{
+		store: testkit.Must[*gosdk.EventStore](t)(gosdk.NewEventStore(hs, gosdk.EventStoreOptions{})),
+		hs:    hs, cmds: make(chan string, 64), release: make(chan struct{}),
+	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "emitter", Version: "0.1.0"}, nil)
-	mcp.AddTool(server, &mcp.Tool{Name: "emitter"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		n := 0
-		for cmd := range r.cmds {
-			if cmd == "return" {
-				break
-			}
-			n++
-			// In a stateless handler the SDK drops what a request sends
-			// after its client went away; the test sends nothing then.
-			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-				ProgressToken: req.Params.GetProgressToken(), Progress: float64(n), Message: cmd,
-			})
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
-	})
+	mcp.AddTool(server, &mcp.Tool{Name: "emitter"}, r.emitter)
+	mcp.AddTool(server, &mcp.Tool{Name: "script"}, r.script)
 	getServer := func(*http.Request) *mcp.Server { return server }
 	handler := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: stateless, EventStore: r.store})
-	srv := httptest.NewServer(r.store.Resume(handler, getServer))
+	r.srv = httptest.NewServer(r.store.Resume(handler))
 	t.Cleanup(func() {
+		close(r.release)
 		close(r.cmds)
-		srv.CloseClientConnections()
-		srv.Close()
+		r.srv.CloseClientConnections()
+		r.srv.Close()
 	})
-	r.url = srv.URL
+	r.url = r.srv.URL
 	return r
+}
+
+func (r *replica) emitter(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	n := 0
+	for cmd := range r.cmds {
+		if cmd == "return" {
+			break
+		}
+		n++
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: req.Params.GetProgressToken(), Progress: float64(n), Message: cmd,
+		})
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+}
+
+func (r *replica) script(ctx context.Context, req *mcp.CallToolRequest, in script) (*mcp.CallToolResult, any, error) {
+	for i := 1; i <= in.Count; i++ {
+		if i > 1 {
+			time.Sleep(time.Duration(in.GapMs) * time.Millisecond)
+		}
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Message: strconv.Itoa(i),
+		})
+	}
+	if in.Hold {
+		<-r.release
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+}
+
+// kill stops the replica as a crash would: no request reaches it, no
+// response leaves it, and nothing more of it reaches the cluster (its
+// appends and liveness refreshes fail). Its tools run on, unheard.
+func (r *replica) kill() {
+	_ = r.srv.Config.Close()
+	_ = r.hs.Close()
 }
 
 // progress records the progress notifications a client hears.
@@ -143,6 +184,10 @@ func TestAStreamCutOnOneReplicaResumesOnAnother(t *testing.T) {
 		// B; A's request goes on, its events stored as they go.
 		front.Point(1)
 		front.Cut()
+		// Nothing new is stored for longer than the client's reconnection
+		// takes: the replay on B starts empty, and must not end the call
+		// (the issue's regression).
+		time.Sleep(3 * time.Second)
 		for _, m := range []string{"4", "5", "6", "7", "return"} {
 			a.cmds <- m
 		}
@@ -203,11 +248,17 @@ func TestAStreamCutOnOneReplicaResumesOnAnother(t *testing.T) {
 		p.Wait(t, 2)
 		front.Point(1)
 		front.Cut()
+		// The tool goes on after its client went away: what it sends and
+		// its result are stored, and B sends them (the issue's regression:
+		// the SDK dropped the result once the client had gone).
+		time.Sleep(500 * time.Millisecond)
+		a.cmds <- "3"
 		a.cmds <- "return"
 		if got := resultText(t, <-done); got != "done" {
 			t.Fatalf("result %q", got)
 		}
-		if got := p.Got(); !slices.Equal(got, []string{"1", "2"}) {
+		p.Wait(t, 3)
+		if got := p.Got(); !slices.Equal(got, []string{"1", "2", "3"}) {
 			t.Fatalf("heard %v", got)
 		}
 		if rs := resumes(front); len(rs) == 0 || slices.ContainsFunc(rs, func(r string) bool { return r != "1 200" }) {
@@ -242,7 +293,7 @@ func TestAMalformedLastEventIDMakesNoCall(t *testing.T) {
 	server := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "0.1.0"}, nil)
 	getServer := func(*http.Request) *mcp.Server { return server }
 	handler := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: true, EventStore: store})
-	srv := httptest.NewServer(store.Resume(handler, getServer))
+	srv := httptest.NewServer(store.Resume(handler))
 	defer srv.Close()
 	start := time.Now()
 	status, body := getStatus(t, testkit.Ctx(t), srv.URL, "", "not-an-event-id")

@@ -17,7 +17,9 @@ package mcpgo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -64,6 +66,12 @@ type EventStoreOptions struct {
 type EventStore struct {
 	log      *mcpevents.Log
 	sessions *SessionIdManager
+
+	mu sync.Mutex
+	// bare: by session, the streams appended outside a POST seen by Resume
+	// (the session's listening stream), released when mcp-go lets the
+	// session go here.
+	bare map[string]map[string]bool
 }
 
 var _ server.EventStore = (*EventStore)(nil)
@@ -74,17 +82,49 @@ func NewEventStore(c *handlestore.Client, opts EventStoreOptions) (*EventStore, 
 		return nil, err
 	}
 	log := mcpevents.New(c, mcpevents.Options{Prefix: opts.Prefix, TTL: opts.TTL, MaxEvents: opts.MaxEvents})
-	return &EventStore{log: log, sessions: opts.Sessions}, nil
+	return &EventStore{log: log, sessions: opts.Sessions, bare: map[string]map[string]bool{}}, nil
 }
 
 // StoreEvent implements server.EventStore: message is stored as the next
-// event of the stream, and its id returned.
+// event of the stream, and its id returned. The stream's first event
+// writes its liveness record, naming the request of the POST that opened
+// it (seen by Resume), kept until the stream's response is stored, the
+// POST ends or mcp-go lets the session go here.
 func (s *EventStore) StoreEvent(ctx context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
-	head, err := s.log.Append(ctx, sessionID, streamID, message)
+	live := &mcpevents.Live{}
+	if p := postOf(ctx); p != nil && p.opened(sessionID, streamID) {
+		live.Requests = p.ids
+	} else {
+		s.noteBare(sessionID, streamID)
+	}
+	head, err := s.log.Append(ctx, sessionID, streamID, message, live)
 	if err != nil {
 		return "", err
 	}
 	return mcpevents.FormatEventID(head.Token, head.Seq), nil
+}
+
+func (s *EventStore) noteBare(sessionID, streamID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bare[sessionID] == nil {
+		s.bare[sessionID] = map[string]bool{}
+	}
+	s.bare[sessionID][streamID] = true
+}
+
+// releaseBare stops keeping alive the session's streams that no POST
+// owns: mcp-go stopped the session's pump here.
+func (s *EventStore) releaseBare(ctx context.Context, sessionID string) error {
+	s.mu.Lock()
+	streams := s.bare[sessionID]
+	delete(s.bare, sessionID)
+	s.mu.Unlock()
+	var errs []error
+	for stream := range streams {
+		errs = append(errs, s.log.Release(ctx, sessionID, stream))
+	}
+	return errors.Join(errs...)
 }
 
 // ReplayEventsAfter implements server.EventStore: it sends the stored
@@ -93,6 +133,11 @@ func (s *EventStore) StoreEvent(ctx context.Context, sessionID, streamID string,
 // before any call; one of another session, or of a stream the cluster no
 // longer has (purged, expired), is server.ErrUnknownEventID too. An error
 // from send ends the replay with it.
+//
+// In a resumption served through Resume, of a stream another process
+// runs, it then follows the stream (see Resume) and returns once the
+// stream is complete, the client went, or the stream's origin went
+// without an answer that can be made for it.
 func (s *EventStore) ReplayEventsAfter(ctx context.Context, sessionID, lastEventID string, send func(eventID string, message json.RawMessage) error) (string, error) {
 	token, seq, ok := mcpevents.ParseEventID(lastEventID)
 	if !ok {
@@ -114,31 +159,55 @@ func (s *EventStore) ReplayEventsAfter(ctx context.Context, sessionID, lastEvent
 	if !ok || head.Token != token || seq > head.Seq {
 		return "", fmt.Errorf("%w: %s", server.ErrUnknownEventID, lastEventID)
 	}
-	evs, err := s.log.After(ctx, token, seq)
+	sendEvent := func(e mcpevents.Event) error {
+		return send(mcpevents.FormatEventID(token, e.Seq), e.Data)
+	}
+	// mcp-go serves a stream its process runs itself (it holds it), and
+	// looks a stream up before it writes the response's header: replay.
+	rw := resumingOf(ctx)
+	if rw == nil || !rw.isStarted() || s.log.IsOrigin(sessionID, stream) {
+		return stream, s.replay(ctx, token, seq, sendEvent)
+	}
+	f, err := s.log.Follow(ctx, sessionID, stream, token, seq)
 	if err != nil {
 		return "", err
+	}
+	if err := f.Run(ctx, sendEvent, rw.keepalive); err != nil && ctx.Err() == nil {
+		return "", err
+	}
+	return stream, nil
+}
+
+// replay sends the stored events of the stream with token after seq.
+func (s *EventStore) replay(ctx context.Context, token string, seq uint64, send func(mcpevents.Event) error) error {
+	evs, err := s.log.After(ctx, token, seq)
+	if err != nil {
+		return err
 	}
 	for _, e := range evs {
 		if e.Data == nil {
 			continue // a priming event (another SDK's): nothing to send
 		}
-		if err := send(mcpevents.FormatEventID(token, e.Seq), e.Data); err != nil {
-			return "", err
+		if err := send(e); err != nil {
+			return err
 		}
 	}
-	return stream, nil
+	return nil
 }
 
 // PurgeSession implements server.EventStore: it deletes the session's
 // streams on every replica, so none of its event ids resumes anywhere;
 // with EventStoreOptions.Sessions, only once the session is terminated
-// (or gone).
+// (or gone). Either way mcp-go let the session go on this replica, which
+// stops keeping alive the streams of it no POST owns (its listening
+// stream): a follower of one answers for it.
 func (s *EventStore) PurgeSession(ctx context.Context, sessionID string) error {
+	released := s.releaseBare(ctx, sessionID)
 	if s.sessions != nil {
 		live, err := s.sessions.Live(ctx, sessionID)
 		if err != nil || live {
-			return err
+			return errors.Join(released, err)
 		}
 	}
-	return s.log.PurgeSession(ctx, sessionID)
+	return errors.Join(released, s.log.PurgeSession(ctx, sessionID))
 }

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -22,12 +24,17 @@ import (
 )
 
 // replica is one mcp-go server process's worth: its own handlestore
-// client, event store and session id manager, on its own HTTP server.
+// client, event store and session id manager, on its own HTTP server,
+// behind the store's Resume.
 type replica struct {
 	url   string
 	store *recordingStore
 	cmds  chan string
 	http  *server.StreamableHTTPServer
+	hs    *handlestore.Client
+	srv   *httptest.Server
+	// release ends the script tool's hold.
+	release chan struct{}
 }
 
 func newReplica(t *testing.T, c *testkit.Cluster, ns string) *replica {
@@ -37,13 +44,43 @@ func newReplica(t *testing.T, c *testkit.Cluster, ns string) *replica {
 	events := testkit.Must[*mcpgo.EventStore](t)(mcpgo.NewEventStore(hs, mcpgo.EventStoreOptions{Sessions: sessions}))
 	store := newRecordingStore(events)
 	s, cmds := newMCPServer(t)
-	h := server.NewStreamableHTTPServer(s, server.WithEventStore(store), server.WithSessionIdManagerResolver(sessions))
-	srv := httptest.NewServer(h)
+	r := &replica{store: store, cmds: cmds, hs: hs, release: make(chan struct{})}
+	s.AddTool(mcp.NewTool("script", mcp.WithNumber("count"), mcp.WithNumber("gapMs"), mcp.WithBoolean("hold")), r.script(s))
+	r.http = server.NewStreamableHTTPServer(s, server.WithEventStore(store), server.WithSessionIdManagerResolver(sessions))
+	r.srv = httptest.NewServer(events.Resume(r.http))
 	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
+		close(r.release)
+		r.srv.CloseClientConnections()
+		r.srv.Close()
 	})
-	return &replica{url: srv.URL, store: store, cmds: cmds, http: h}
+	r.url = r.srv.URL
+	return r
+}
+
+// script sends count notifications/message ("1", "2", ...), gapMs apart,
+// then (with hold) waits for the replica's release, and returns "done".
+func (r *replica) script(s *server.MCPServer) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		gap := time.Duration(req.GetInt("gapMs", 0)) * time.Millisecond
+		for i := 1; i <= req.GetInt("count", 0); i++ {
+			if i > 1 {
+				time.Sleep(gap)
+			}
+			_ = s.SendNotificationToClient(ctx, "notifications/message", map[string]any{"data": strconv.Itoa(i)})
+		}
+		if req.GetBool("hold", false) {
+			<-r.release
+		}
+		return mcp.NewToolResultText("done"), nil
+	}
+}
+
+// kill stops the replica as a crash would: no request reaches it, no
+// response leaves it, and nothing more of it reaches the cluster. Its
+// tools run on, unheard.
+func (r *replica) kill() {
+	_ = r.srv.Config.Close()
+	_ = r.hs.Close()
 }
 
 // heard records the notifications/message data a client hears.

@@ -46,7 +46,7 @@ func TestTheLogOnACluster(t *testing.T) {
 				if i%2 == 1 {
 					l = b
 				}
-				if _, err := l.Append(ctx, "S", "s", fmt.Appendf(nil, `{"n":%d}`, i)); err != nil {
+				if _, err := l.Append(ctx, "S", "s", fmt.Appendf(nil, `{"n":%d}`, i), nil); err != nil {
 					errs <- err
 				}
 			})
@@ -82,7 +82,7 @@ func TestTheLogOnACluster(t *testing.T) {
 		var head Head
 		for _, d := range in {
 			var err error
-			if head, err = l.Append(ctx, "", "s", []byte(d)); err != nil {
+			if head, err = l.Append(ctx, "", "s", []byte(d), nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -107,14 +107,14 @@ func TestTheLogOnACluster(t *testing.T) {
 
 	t.Run("a failed append leaves its number unused", func(t *testing.T) {
 		l := New(client("log-lost"), Options{})
-		if _, err := l.Append(ctx, "S", "s", []byte(`1`)); err != nil {
+		if _, err := l.Append(ctx, "S", "s", []byte(`1`), nil); err != nil {
 			t.Fatal(err)
 		}
 		huge := []byte(`"` + strings.Repeat("x", 4<<20) + `"`)
-		if _, err := l.Append(ctx, "S", "s", huge); !errors.Is(err, handlestore.ErrInvalidArgument) {
+		if _, err := l.Append(ctx, "S", "s", huge, nil); !errors.Is(err, handlestore.ErrInvalidArgument) {
 			t.Fatalf("a value too large: %v", err)
 		}
-		head, err := l.Append(ctx, "S", "s", []byte(`3`))
+		head, err := l.Append(ctx, "S", "s", []byte(`3`), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func TestTheLogOnACluster(t *testing.T) {
 		var head Head
 		var err error
 		for i := range 201 {
-			if head, err = l.Append(ctx, "S", "big", fmt.Appendf(nil, "%d", i)); err != nil {
+			if head, err = l.Append(ctx, "S", "big", fmt.Appendf(nil, "%d", i), nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -143,11 +143,11 @@ func TestTheLogOnACluster(t *testing.T) {
 		if got := seqs(evs); len(got) == 0 || got[0] != 100 || !contiguous(100, got) || got[len(got)-1] != 201 {
 			t.Fatalf("after 201 events with MaxEvents 100, kept %v", got)
 		}
-		other, err := l.Append(ctx, "S", "other", []byte(`1`))
+		other, err := l.Append(ctx, "S", "other", []byte(`1`), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		kept, err := l.Append(ctx, "T", "other", []byte(`1`))
+		kept, err := l.Append(ctx, "T", "other", []byte(`1`), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +171,7 @@ func TestTheLogOnACluster(t *testing.T) {
 			t.Fatalf("another session's stream went too: %v %v", ok, err)
 		}
 		// The next append after a purge starts a new stream.
-		again, err := l.Append(ctx, "S", "other", []byte(`2`))
+		again, err := l.Append(ctx, "S", "other", []byte(`2`), nil)
 		if err != nil || again.Token == other.Token || again.Seq != 1 {
 			t.Fatalf("after the purge: %+v, %v", again, err)
 		}

@@ -82,6 +82,7 @@ type Event struct {
 // for concurrent use; appends to one stream run one at a time in this
 // process.
 type Log struct {
+	client    *handlestore.Client
 	state     *handlestore.StateTool
 	prefix    string
 	ttl       time.Duration
@@ -93,6 +94,8 @@ type Log struct {
 	// without a verdict (it may or may not have landed).
 	lost  map[string]uint64
 	locks map[string]*streamLock
+	// origins: the streams this process runs, by head key.
+	origins map[string]*origin
 }
 
 type streamLock struct {
@@ -114,9 +117,10 @@ func New(c *handlestore.Client, opts Options) *Log {
 	}
 	opts.MaxEvents = max(opts.MaxEvents, Bucket)
 	return &Log{
-		state:  c.StateTool(handlestore.StateToolOptions{}),
+		client: c, state: c.StateTool(handlestore.StateToolOptions{}),
 		prefix: strings.TrimSuffix(opts.Prefix, "/"), ttl: opts.TTL, maxEvents: uint64(opts.MaxEvents),
 		heads: map[string]Head{}, lost: map[string]uint64{}, locks: map[string]*streamLock{},
+		origins: map[string]*origin{},
 	}
 }
 
@@ -147,12 +151,12 @@ func (l *Log) TokenKey(token string) string { return l.prefix + "/tokens/" + tok
 func (l *Log) StreamPrefix(token string) string { return l.prefix + "/events/" + token + "/" }
 
 func (l *Log) bucketPrefix(token string, bucket uint64) string {
-	return l.StreamPrefix(token) + padded(bucket, 12) + "/"
+	return l.StreamPrefix(token) + padded(bucket, bucketWidth) + "/"
 }
 
 // EventKey is the key of event seq of the stream with token.
 func (l *Log) EventKey(token string, seq uint64) string {
-	return l.bucketPrefix(token, seq/Bucket) + padded(seq, 20)
+	return l.bucketPrefix(token, seq/Bucket) + padded(seq, seqWidth)
 }
 
 // SessionPrefix is the prefix of the streams of session.
@@ -219,42 +223,39 @@ func (l *Log) lock(key string) func() {
 }
 
 // Append stores data (nil: a priming event) as the next event of stream in
-// session and gives the head after it.
+// session and gives the head after it. With live, this process is the
+// stream's origin: the batch of the stream's first event writes its
+// liveness record, refreshed every LiveRefresh until the batch of the
+// event that completes the stream writes it expired, or until Release.
 //
 // After an append fails (refused, or not answered within the deadline),
 // the next one re-reads the head: if the failed one did not land, its
 // sequence number is left unused, so a stream's sequence numbers stay the
 // positions of the events its SDK sent (go-sdk counts them itself) and a
 // replay sees the gap instead of shifting the events after it.
-func (l *Log) Append(ctx context.Context, session, stream string, data []byte) (Head, error) {
+func (l *Log) Append(ctx context.Context, session, stream string, data []byte, live *Live) (Head, error) {
 	key := l.HeadKey(session, stream)
 	unlock := l.lock(key)
 	defer unlock()
-	l.mu.Lock()
-	head, cached := l.heads[key]
-	lost := l.lost[key]
-	l.mu.Unlock()
-	if !cached || lost > 0 {
-		h, _, err := l.Head(ctx, session, stream)
-		if err != nil {
-			return Head{}, err
-		}
-		head = h
-		// The failed append did not land: its number stays unused.
-		if lost > head.Seq {
-			head.Seq = lost
-		}
+	head, err := l.current(ctx, key, session, stream)
+	if err != nil {
+		return Head{}, err
 	}
 	value := eventValue(data)
 	for attempt := 0; attempt < appendAttempts; attempt++ {
-		if head.Token == "" {
+		first := head.Token == ""
+		if first {
 			head = Head{Token: handlestore.NewHandleID("")}
 		}
 		next := Head{Token: head.Token, Seq: head.Seq + 1}
-		rev, err := l.state.BatchStore(ctx, l.appendItems(key, session, stream, head.Revision, next, value))
+		o, began := l.originFor(key, next.Token, session, first, live)
+		items := l.appendItems(key, session, stream, head.Revision, next, value)
+		items = append(items, l.liveChange(o, began, data)...)
+		rev, err := l.state.BatchStore(ctx, items)
 		if err == nil {
 			next.Revision = rev
 			l.advanced(ctx, key, next)
+			l.landed(key, o, began, data, rev)
 			return next, nil
 		}
 		if !errors.Is(err, handlestore.ErrRevisionMismatch) && !errors.Is(err, handlestore.ErrNotFound) {
@@ -275,6 +276,64 @@ func (l *Log) Append(ctx context.Context, session, stream string, data []byte) (
 		}
 	}
 	return Head{}, fmt.Errorf("event stream %s: %d appends lost to other writers: %w", Shown(stream), appendAttempts, handlestore.ErrUnavailable)
+}
+
+// current is the head the next append moves: the one this process last
+// wrote, else (or after a failed append) the cluster's.
+func (l *Log) current(ctx context.Context, key, session, stream string) (Head, error) {
+	l.mu.Lock()
+	head, cached := l.heads[key]
+	lost := l.lost[key]
+	l.mu.Unlock()
+	if cached && lost == 0 {
+		return head, nil
+	}
+	h, _, err := l.Head(ctx, session, stream)
+	if err != nil {
+		return Head{}, err
+	}
+	// The failed append did not land: its number stays unused.
+	if lost > h.Seq {
+		h.Seq = lost
+	}
+	return h, nil
+}
+
+// originFor is the stream as this process runs it: a new one for its
+// first event appended with live (began), else the one it keeps alive, if
+// any.
+func (l *Log) originFor(key, token, session string, first bool, live *Live) (o *origin, began bool) {
+	if first && live != nil {
+		return newOrigin(token, session, live), true
+	}
+	return l.opened(key, token), false
+}
+
+// liveChange is what the batch of an event of o writes of its liveness:
+// the record and the requests with the stream's first event, the record
+// expired with the event that completes it (nothing when the first event
+// completes it: no follower has to wait for it).
+func (l *Log) liveChange(o *origin, began bool, data []byte) []handlestore.StoreItem {
+	if o == nil || began == o.pending.Completes(data) {
+		return nil
+	}
+	return l.liveItems(o, began)
+}
+
+// landed records an appended event of o (at revision rev): a stream begun
+// is kept alive until it completes.
+func (l *Log) landed(key string, o *origin, began bool, data []byte, rev uint64) {
+	if o == nil {
+		return
+	}
+	complete := o.pending.Add(data)
+	switch {
+	case began && !complete:
+		o.revision = rev
+		l.begin(key, o)
+	case !began && complete:
+		l.end(key, o)
+	}
 }
 
 // appendItems is one atomic batch: the head moves from revision to next
@@ -348,30 +407,48 @@ func (l *Log) StreamOf(ctx context.Context, token string) (string, bool, error) 
 // After is the stored events of the stream with token after seq, in order,
 // read page by page.
 func (l *Log) After(ctx context.Context, token string, seq uint64) ([]Event, error) {
+	evs, _, err := l.afterAt(ctx, token, seq)
+	return evs, err
+}
+
+// afterAt is After and the revision it read at.
+func (l *Log) afterAt(ctx context.Context, token string, seq uint64) ([]Event, uint64, error) {
 	var out []Event
 	opts := handlestore.ListOptions{Limit: replayPage, WithValues: true, PageToken: PageTokenAfter(l.EventKey(token, seq))}
 	for {
 		page, err := l.state.List(ctx, l.StreamPrefix(token), opts)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for _, e := range page.Entries {
-			n, err := strconv.ParseUint(e.Key[strings.LastIndexByte(e.Key, '/')+1:], 10, 64)
+			ev, ok, err := eventOf(token, e.Key, e.Value)
 			if err != nil {
-				continue
+				return nil, 0, err
 			}
-			data, err := eventData(e.Value)
-			if err != nil {
-				return nil, fmt.Errorf("event %s: %w", FormatEventID(token, n), err)
+			if ok {
+				out = append(out, ev)
 			}
-			out = append(out, Event{Seq: n, Data: data})
 		}
 		if page.NextPageToken == "" {
-			return out, nil
+			return out, page.ReadRevision, nil
 		}
 		at := handlestore.AtLeast(page.ReadRevision)
 		opts.PageToken, opts.Consistency = page.NextPageToken, &at
 	}
+}
+
+// eventOf is the event stored at key (false for a key that is not an
+// event's).
+func eventOf(token, key string, v handlestore.Value) (Event, bool, error) {
+	n, err := strconv.ParseUint(key[strings.LastIndexByte(key, '/')+1:], 10, 64)
+	if err != nil {
+		return Event{}, false, nil
+	}
+	data, err := eventData(v)
+	if err != nil {
+		return Event{}, false, fmt.Errorf("event %s: %w", FormatEventID(token, n), err)
+	}
+	return Event{Seq: n, Data: data}, true, nil
 }
 
 // PurgeSession deletes every stream of session: its events, token and head
@@ -380,6 +457,8 @@ func (l *Log) PurgeSession(ctx context.Context, session string) error {
 	if session == "" {
 		return nil
 	}
+	// This process writes nothing more to them.
+	released := l.ReleaseSession(ctx, session)
 	type member struct{ token, stream string }
 	var members []member
 	for e, err := range l.state.Scan(ctx, l.SessionPrefix(session), handlestore.ListOptions{WithValues: true}) {
@@ -391,7 +470,7 @@ func (l *Log) PurgeSession(ctx context.Context, session string) error {
 			members = append(members, member{e.Key[strings.LastIndexByte(e.Key, '/')+1:], stream})
 		}
 	}
-	var errs []error
+	errs := []error{released}
 	for _, m := range members {
 		key := l.HeadKey(session, m.stream)
 		l.mu.Lock()
@@ -408,14 +487,16 @@ func (l *Log) PurgeSession(ctx context.Context, session string) error {
 				break
 			}
 		}
-		if _, err := l.state.Delete(ctx, l.TokenKey(m.token), nil); err != nil {
-			errs = append(errs, err)
+		for _, k := range []string{l.TokenKey(m.token), l.LiveKey(m.token), l.RequestsKey(m.token)} {
+			if _, err := l.state.Delete(ctx, k, nil); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if _, err := l.state.Delete(ctx, key, nil); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 {
+	if errors.Join(errs...) == nil {
 		if _, err := l.state.DeletePrefix(ctx, l.SessionPrefix(session), purgeLimit); err != nil {
 			errs = append(errs, err)
 		}

@@ -1,7 +1,11 @@
 package testkit
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,10 +15,12 @@ import (
 
 // Front is an HTTP load balancer in front of MCP server replicas, for the
 // tests of the MCP SDK seams: it sends each request to the replica it
-// points at (or, RoundRobin, to the next one), streams the response back,
-// and Cut ends every response under way there and then, cleanly for the
-// client (as a server ending an SSE stream) and by cancelling the
-// request for the replica (as a client that went away).
+// points at (or, RoundRobin, to the next one), streams the response back
+// (an event stream one whole SSE event at a time), and Cut ends every
+// response under way there and then, cleanly for the client (as a server
+// ending an SSE stream) and by cancelling the request for the replica (as
+// a client that went away); CutAfter does it to the next event stream
+// after a number of its events.
 type Front struct {
 	URL string
 
@@ -26,7 +32,13 @@ type Front struct {
 	live       map[*cut]struct{}
 	hits       []Hit
 	srv        *httptest.Server
+	// armed: CutAfter's, for the next event stream.
+	armed *cutAfter
+	// delivered: the events with data forwarded to clients.
+	delivered []string
 }
+
+type cutAfter struct{ k, then int }
 
 // Hit is one request the front forwarded.
 type Hit struct {
@@ -93,6 +105,36 @@ func (f *Front) Cut() {
 	}
 }
 
+// CutAfter arms the front: the next event stream it forwards (a response
+// of type text/event-stream) is cut once k message events (events with
+// data: a priming event or a comment does not count) went through, before
+// the next one is sent, and from then on requests go to replica then.
+// With k = 0 it is cut before its first message event. The cut is Cut's,
+// for that response alone.
+func (f *Front) CutAfter(k, then int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.armed = &cutAfter{k, then}
+}
+
+// claim takes CutAfter's arming for an event stream, if any.
+func (f *Front) claim() *cutAfter {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := f.armed
+	f.armed = nil
+	return a
+}
+
+// Delivered is every event with data the front forwarded to a client, on
+// any response, in the order it sent them: what the clients received,
+// with duplicates if a replica sent any.
+func (f *Front) Delivered() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.delivered...)
+}
+
 // Hits are the requests forwarded so far.
 func (f *Front) Hits() []Hit {
 	f.mu.Lock()
@@ -146,6 +188,10 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
+	if media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); media == "text/event-stream" {
+		f.events(w, rc, resp.Body, c)
+		return
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := resp.Body.Read(buf)
@@ -162,6 +208,62 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			return // io.EOF: the replica ended the response
+		}
+	}
+}
+
+// events forwards an event stream one whole event at a time, cut where
+// Cut or CutAfter says.
+func (f *Front) events(w http.ResponseWriter, rc *http.ResponseController, body io.Reader, c *cut) {
+	arm := f.claim()
+	br := bufio.NewReader(body)
+	sent := 0
+	for {
+		ev, data, err := readEvent(br)
+		select {
+		case <-c.done:
+			return
+		default:
+		}
+		if data && arm != nil && sent == arm.k {
+			f.Point(arm.then)
+			return
+		}
+		if data {
+			// Noted before it is written, so it is in Delivered by the time
+			// the client acts on it.
+			sent++
+			f.mu.Lock()
+			f.delivered = append(f.delivered, string(ev))
+			f.mu.Unlock()
+		}
+		if len(ev) > 0 {
+			if _, werr := w.Write(ev); werr != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readEvent reads one SSE event (through its blank line) and says whether
+// it carries data.
+func readEvent(br *bufio.Reader) (ev []byte, data bool, err error) {
+	for {
+		line, err := br.ReadBytes('\n')
+		ev = append(ev, line...)
+		field := bytes.TrimRight(line, "\r\n")
+		if v, ok := bytes.CutPrefix(field, []byte("data:")); ok && len(bytes.TrimSpace(v)) > 0 {
+			data = true
+		}
+		if err != nil || (len(field) == 0 && len(ev) > len(line)) {
+			return ev, data, err
+		}
+		if len(field) == 0 {
+			ev = ev[:0] // a blank line before any field
 		}
 	}
 }
