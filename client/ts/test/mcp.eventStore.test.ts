@@ -63,11 +63,13 @@ describe("ClusterEventStore on a cluster", { skip: skipReason }, () => {
   const fx = useCluster();
   let n = 0;
   const client = (namespace = `ts-events-${++n}`) => fx.client({ namespace });
+  // Closed before the cluster stops: it ends the follows its replays started.
+  const events = (c = client()) => fx.track(new ClusterEventStore(c));
 
-  eventStoreCases("ClusterEventStore", () => new ClusterEventStore(client()));
+  eventStoreCases("ClusterEventStore", () => events());
 
   test("the priming event is never replayed; a replay spans buckets and pages", async () => {
-    const store = new ClusterEventStore(client());
+    const store = events();
     const priming = await store.storeEvent("s", {} as JSONRPCMessage);
     const ids = [];
     for (let i = 1; i <= 230; i++) ids.push(await store.storeEvent("s", note(`n/${i}`)));
@@ -86,7 +88,7 @@ describe("ClusterEventStore on a cluster", { skip: skipReason }, () => {
 
   test("replicas appending to one stream at once: distinct ids, one order, nothing lost", async () => {
     const ns = `ts-events-${++n}`;
-    const [a, b] = [new ClusterEventStore(client(ns)), new ClusterEventStore(client(ns))];
+    const [a, b] = [events(client(ns)), events(client(ns))];
     const writes = [];
     for (let i = 0; i < 20; i++) writes.push((i % 2 ? a : b).storeEvent("shared", note(`w/${i}`)));
     const ids = await Promise.all(writes);
@@ -110,7 +112,7 @@ describe("ClusterEventStore on a cluster", { skip: skipReason }, () => {
   });
 
   test("scoped views keep same-named streams apart; a replay finds either by its id", async () => {
-    const store = new ClusterEventStore(client());
+    const store = events();
     const [s1, s2] = [store.scoped("session-1"), store.scoped("session-2")];
     const a = await s1.storeEvent("_GET_stream", note("one/1"));
     const b = await s2.storeEvent("_GET_stream", note("two/1"));
@@ -126,7 +128,7 @@ describe("ClusterEventStore on a cluster", { skip: skipReason }, () => {
   });
 
   test("an unknown stream and the node's own refusals surface with their reason", async () => {
-    const store = new ClusterEventStore(client());
+    const store = events();
     await assert.rejects(
       store.replayEventsAfter("ABCDEFGHIJKLMNOPQRSTUVWXYZ.3", { send: async () => {} }),
       NotFoundError,

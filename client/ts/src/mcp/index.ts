@@ -4,7 +4,8 @@
  * replica of a Streamable HTTP server serves any request:
  *
  * - `ClusterEventStore`: the transport's `EventStore` (resumable streams,
- *   `Last-Event-ID` on any replica);
+ *   `Last-Event-ID` on any replica, a resumption that follows its origin;
+ *   `ORIGIN_LOST` is the error a request whose replica died ends with);
  * - `ClusterTaskStore`, `ClusterTaskMessageQueue`: the experimental tasks'
  *   `TaskStore` and `TaskMessageQueue`;
  * - `ClusterOAuthClientProvider`: an MCP client's OAuth state (tokens
@@ -12,6 +13,7 @@
  * - `ClusterNotificationBus`, `forwardNotifications`: resource-updated and
  *   list-changed notifications heard by every replica.
  */
+export { LIVE, ORIGIN_LOST } from "./contract.js";
 export { BUCKET, ClusterEventStore, type ClusterEventStoreOptions, EVENTS_PREFIX, parseEventId } from "./eventStore.js";
 export { type ForwardOptions, forwardNotifications } from "./forward.js";
 export { digestName } from "./keys.js";
