@@ -11,6 +11,7 @@ pub mod faketime;
 pub mod linkem;
 pub mod mcp;
 pub mod mcp_raw;
+pub mod mcp_resume;
 pub mod netns;
 pub mod peer_attack;
 pub mod peers;

@@ -4,5 +4,6 @@
 mod cart;
 mod listen;
 mod request_state;
+mod resume;
 mod sessions;
 mod state;

@@ -662,9 +662,10 @@ mod sessions {
         let client = cluster_client(args)?;
         let store = ClusterSessionStore::new(&client).with_ttl(args.session_ttl);
         config.session_store = Some(Arc::new(store.clone()));
+        // Events in the cluster; a resumption on another replica follows
+        // the stream live and answers for it if this replica dies.
         let events = ClusterEventStore::new(&client).with_ttl(args.session_ttl);
-        let manager = LocalSessionManager::default().with_event_store(Arc::new(events));
-        let service = StreamableHttpService::new(factory, Arc::new(manager), config);
+        let service = events.streamable_http_service(factory, LocalSessionManager::default(), config);
         let bound = tower::Layer::layer(&BindSessions::new(store, principal), service);
         Ok(axum::Router::new().nest_service("/mcp", bound))
     }

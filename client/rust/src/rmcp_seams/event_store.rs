@@ -1,13 +1,18 @@
 //! rmcp's `EventStore` on the cluster: every SSE event a replica sends is
-//! committed before its id goes out, so a client that reconnects with
-//! `Last-Event-ID` to any replica gets what it missed.
+//! committed before its id goes out, and a client that reconnects with
+//! `Last-Event-ID` to any replica gets what it missed, then the stream
+//! live until it completes (`follow`).
 //!
-//! Layout, in the client's namespace under a prefix (`mcp/events`):
-//! - `streams/<digest of the stream id>`: the stream's head, `{token, seq}`:
-//!   a random 128-bit token drawn when the stream's first event is stored,
-//!   and the last sequence number.
+//! Layout, in the client's namespace under a prefix (`mcp/events`; the
+//! contract is `proto/vectors/mcp_events.json`):
+//! - `streams/<digest of the stream id>`: the stream's head, `{token, seq,
+//!   requests, done}`: a random 128-bit token drawn when the stream's first
+//!   event is stored, the last sequence number, the JSON-RPC ids of the
+//!   requests the stream answers (as known), and whether it is complete.
+//! - `tokens/<token>`: the stream id, so a follower finds the head.
 //! - `events/<token>/<bucket>/<seq>`: one event (the JSON-RPC message and
 //!   the retry hint), in sequence order.
+//! - `live/<token>`: the origin's liveness record (`origin`).
 //!
 //! An event id is `<token>.<seq>`: unguessable (the token), unique across
 //! replicas (one atomic batch moves the head by compare-and-set and writes
@@ -23,25 +28,23 @@ use rmcp::model::ServerJsonRpcMessage;
 use rmcp::transport::common::server_side_http::ServerSseMessage;
 use rmcp::transport::streamable_http_server::session::store::{EventId, EventStore, EventStoreError, EventStream};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
-use sha2::{Digest, Sha256};
+use serde_json::{Value, json};
 
+use super::contract::{self, BUCKET, EVENTS_PREFIX, LIVE_GONE, LIVE_TTL, Layout, event_id};
+use super::origin::{Binding, LiveItem, Origin};
 use crate::cluster::Client;
 use crate::cluster_state::ClusterStateTool;
 use crate::error::{Error, Result};
-use crate::state_tool::{DeleteOptions, ListOptions, StateTool, StateValue, StoreItem};
+use crate::state_tool::{DeleteOptions, ListOptions, StateTool, StateValue, StoreItem, StoreOptions};
 use crate::ttl::Ttl;
 
-/// The key prefix events live under, in the client's namespace.
-pub const EVENTS_PREFIX: &str = "mcp/events";
 /// Events expire after this long.
 pub const DEFAULT_EVENT_TTL: Duration = Duration::from_secs(3600);
 /// Events kept per stream.
 pub const DEFAULT_MAX_EVENTS: u64 = 1000;
-/// Events per bucket: the unit older events are deleted in.
-const BUCKET: u64 = 100;
-/// Heads remembered per replica before the memory is cleared.
-const HEADS_CAP: usize = 10_000;
+/// Streams remembered per replica before the memory is cleared (streams
+/// kept alive stay).
+const STREAMS_CAP: usize = 10_000;
 /// Compare-and-set rounds before an append gives up.
 const APPEND_ATTEMPTS: usize = 16;
 /// Events read per page of a replay.
@@ -50,21 +53,55 @@ const REPLAY_PAGE: u32 = 100;
 /// Events shared by every replica; cheap to clone.
 #[derive(Clone)]
 pub struct ClusterEventStore {
-    state: ClusterStateTool,
-    prefix: String,
+    pub(super) client: Client,
+    pub(super) state: ClusterStateTool,
+    pub(super) layout: Layout,
     ttl: Duration,
     max_events: u64,
-    heads: Arc<Mutex<HashMap<String, Head>>>,
+    memory: Arc<Mutex<Memory>>,
 }
 
-/// A stream's head as this replica last wrote or read it.
+/// What this replica knows of the streams it appends to.
+#[derive(Default)]
+struct Memory {
+    /// By stream id: the head as last written or read.
+    heads: HashMap<String, Head>,
+    /// By token: the streams this replica is the origin of.
+    origins: HashMap<String, Arc<Origin>>,
+}
+
+/// A stream's head.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-struct Head {
-    token: String,
-    seq: u64,
+pub(super) struct Head {
+    pub token: String,
+    pub seq: u64,
+    /// The JSON-RPC ids of the requests the stream answers.
+    #[serde(default)]
+    pub requests: Vec<Value>,
+    /// Complete: answered by its origin, or for it (`origin_lost`).
+    #[serde(default)]
+    pub done: bool,
     /// The head key's revision; `None` before the stream exists.
     #[serde(skip)]
-    revision: Option<u64>,
+    pub revision: Option<u64>,
+}
+
+impl Head {
+    /// A new stream's, with a fresh token.
+    fn new() -> Self {
+        Self::empty(&contract::new_token())
+    }
+
+    /// Before any event of the stream `token` names.
+    pub(super) fn empty(token: &str) -> Self {
+        Self {
+            token: token.to_string(),
+            seq: 0,
+            requests: Vec::new(),
+            done: false,
+            revision: None,
+        }
+    }
 }
 
 /// One stored event.
@@ -74,15 +111,26 @@ struct Stored {
     retry_ms: Option<u64>,
 }
 
+/// An event as read back: its sequence number, its message as JSON (for
+/// the completion rule) and as rmcp sends it.
+pub(super) struct Replayed {
+    pub seq: u64,
+    pub message: Option<Value>,
+    pub sse: ServerSseMessage,
+}
+
 impl ClusterEventStore {
     /// Events under [`EVENTS_PREFIX`] in `client`'s namespace.
     pub fn new(client: &Client) -> Self {
         Self {
+            client: client.clone(),
             state: client.state_tool(),
-            prefix: EVENTS_PREFIX.to_string(),
+            layout: Layout {
+                prefix: EVENTS_PREFIX.to_string(),
+            },
             ttl: DEFAULT_EVENT_TTL,
             max_events: DEFAULT_MAX_EVENTS,
-            heads: Arc::default(),
+            memory: Arc::default(),
         }
     }
 
@@ -101,46 +149,49 @@ impl ClusterEventStore {
 
     /// Another key prefix (several servers in one namespace).
     pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
+        self.layout.prefix = prefix.into();
         self
     }
 
-    fn head_key(&self, stream_id: &str) -> String {
-        let digest = Sha256::digest(stream_id.as_bytes());
-        let name = data_encoding::BASE32_NOPAD.encode(&digest[..16]);
-        format!("{}/streams/{name}", self.prefix)
-    }
-
-    fn stream_prefix(&self, token: &str) -> String {
-        format!("{}/events/{token}/", self.prefix)
-    }
-
-    fn event_key(&self, token: &str, seq: u64) -> String {
-        format!("{}{:012}/{seq:020}", self.stream_prefix(token), seq / BUCKET)
-    }
-
-    fn bucket_prefix(&self, token: &str, bucket: u64) -> String {
-        format!("{}{bucket:012}/", self.stream_prefix(token))
-    }
-
-    /// Appends `event` to `stream_id`: the event's id.
-    async fn append(&self, stream_id: &str, event: &ServerSseMessage) -> Result<String> {
-        let stored = Stored {
-            message: event.message.as_deref().cloned(),
-            retry_ms: event.retry.map(|d| d.as_millis() as u64),
-        };
-        let value = serde_json::to_value(&stored).map_err(|e| Error::Codec(e.to_string()))?;
+    /// Appends `event` to `stream_id`: the event's id. `binding` is what
+    /// the adapter knows of the stream (its requests, its guard).
+    pub(super) async fn append(
+        &self,
+        stream_id: &str,
+        event: &ServerSseMessage,
+        binding: Option<&Binding>,
+    ) -> Result<String> {
+        let message = event.message.as_deref().map(to_json).transpose()?;
+        let stored = json!({ "message": message, "retry_ms": event.retry.map(|d| d.as_millis() as u64) });
         let mut head = self.cached_head(stream_id);
         for _ in 0..APPEND_ATTEMPTS {
+            let origin = self.origin(stream_id, &head, binding);
+            let mut state = origin.state.lock().await;
+            if let Some(b) = binding {
+                state.bind(b);
+            }
+            let item = state.live_item(message.as_ref());
             let next = Head {
                 token: head.token.clone(),
                 seq: head.seq + 1,
+                requests: state.pending.requests().to_vec(),
+                done: head.done || state.pending.completes(message.as_ref()),
                 revision: None,
             };
-            match self.try_append(stream_id, &head, &next, &value).await {
+            let record = state.record();
+            match self.try_append(stream_id, &head, &next, &stored, (item, record)).await {
                 Ok(revision) => {
+                    state.stored(message.as_ref(), item);
+                    let (done, refresher) = (state.done, state.wants_refresher());
+                    state.refreshing |= refresher;
+                    drop(state);
                     self.advanced(stream_id, &next, revision).await;
-                    return Ok(format!("{}.{}", next.token, next.seq));
+                    if done {
+                        self.forget(&origin);
+                    } else if refresher {
+                        tokio::spawn(super::origin::refresh(self.clone(), origin));
+                    }
+                    return Ok(event_id(&next.token, next.seq));
                 }
                 Err(Error::Conflict { .. } | Error::NotFound(_)) => head = self.read_head(stream_id).await?,
                 Err(e) => return Err(e),
@@ -152,23 +203,103 @@ impl ClusterEventStore {
     }
 
     /// One atomic batch: the head moves from `head` to `next` (created if
-    /// the stream is new), and the event is written at `next.seq`.
-    async fn try_append(&self, stream_id: &str, head: &Head, next: &Head, value: &serde_json::Value) -> Result<u64> {
+    /// the stream is new), the event is written at `next.seq` with the
+    /// stream's token record, and the liveness record as `live` says.
+    async fn try_append(
+        &self,
+        stream_id: &str,
+        head: &Head,
+        next: &Head,
+        event: &Value,
+        live: (LiveItem, Value),
+    ) -> Result<u64> {
         let ttl = Ttl::After(self.ttl);
-        let head_value = json!({ "token": next.token, "seq": next.seq });
-        let head_item = StoreItem {
-            key: self.head_key(stream_id),
-            value: StateValue::Json(head_value),
-            ttl,
+        let mut items = vec![
+            self.head_item(stream_id, head, next),
+            StoreItem {
+                key: self.layout.event_key(&next.token, next.seq),
+                value: StateValue::Json(event.clone()),
+                ttl,
+                expected_revision: None,
+            },
+            self.token_item(stream_id, &next.token),
+        ];
+        let live_ttl = match live.0 {
+            LiveItem::Untouched => None,
+            LiveItem::Write => Some(LIVE_TTL),
+            LiveItem::Gone => Some(LIVE_GONE),
+        };
+        if let Some(live_ttl) = live_ttl {
+            items.push(StoreItem {
+                key: self.layout.live_key(&next.token),
+                value: StateValue::Json(live.1),
+                ttl: Ttl::After(live_ttl),
+                expected_revision: None,
+            });
+        }
+        self.state.batch_store(items).await
+    }
+
+    /// The head moving from `head` to `next`, by compare-and-set.
+    pub(super) fn head_item(&self, stream_id: &str, head: &Head, next: &Head) -> StoreItem {
+        let value = json!({ "token": next.token, "seq": next.seq, "requests": next.requests, "done": next.done });
+        StoreItem {
+            key: self.layout.head_key(stream_id),
+            value: StateValue::Json(value),
+            ttl: Ttl::After(self.ttl),
             expected_revision: Some(head.revision.unwrap_or(0)),
-        };
-        let event_item = StoreItem {
-            key: self.event_key(&next.token, next.seq),
-            value: StateValue::Json(value.clone()),
-            ttl,
+        }
+    }
+
+    /// `tokens/<token>`: the stream id, written with every event so it
+    /// lives as long as the stream's latest one.
+    pub(super) fn token_item(&self, stream_id: &str, token: &str) -> StoreItem {
+        StoreItem {
+            key: self.layout.token_key(token),
+            value: StateValue::Json(Value::String(stream_id.to_string())),
+            ttl: Ttl::After(self.ttl),
             expected_revision: None,
+        }
+    }
+
+    /// An event's item, expiring with the stream.
+    pub(super) fn event_item(&self, token: &str, seq: u64, message: &Value) -> StoreItem {
+        StoreItem {
+            key: self.layout.event_key(token, seq),
+            value: StateValue::Json(json!({ "message": message, "retry_ms": null })),
+            ttl: Ttl::After(self.ttl),
+            expected_revision: None,
+        }
+    }
+
+    /// The origin state of the stream `head` names: this replica's, or a
+    /// new one (seeded with the requests the head records).
+    fn origin(&self, stream_id: &str, head: &Head, binding: Option<&Binding>) -> Arc<Origin> {
+        let Ok(mut memory) = self.memory.lock() else {
+            return Arc::new(Origin::new(stream_id, &head.token, head.requests.clone(), binding));
         };
-        self.state.batch_store(vec![head_item, event_item]).await
+        if let Some(origin) = memory.origins.get(&head.token) {
+            return origin.clone();
+        }
+        if memory.origins.len() >= STREAMS_CAP {
+            // Streams kept alive are held by their refresher too.
+            memory.origins.retain(|_, o| Arc::strong_count(o) > 1);
+        }
+        let origin = Arc::new(Origin::new(stream_id, &head.token, head.requests.clone(), binding));
+        memory.origins.insert(head.token.clone(), origin.clone());
+        origin
+    }
+
+    /// Forgets a stream this replica no longer keeps alive.
+    pub(super) fn forget(&self, origin: &Arc<Origin>) {
+        if let Ok(mut memory) = self.memory.lock()
+            && memory
+                .origins
+                .get(&origin.token)
+                .is_some_and(|o| Arc::ptr_eq(o, origin))
+        {
+            memory.origins.remove(&origin.token);
+        }
     }
 
     /// Records the new head and, when a bucket fills, deletes the bucket
@@ -178,16 +309,16 @@ impl ClusterEventStore {
             revision: Some(revision),
             ..next.clone()
         };
-        if let Ok(mut heads) = self.heads.lock() {
-            if heads.len() >= HEADS_CAP {
-                heads.clear();
+        if let Ok(mut memory) = self.memory.lock() {
+            if memory.heads.len() >= STREAMS_CAP {
+                memory.heads.clear();
             }
-            heads.insert(stream_id.to_string(), head);
+            memory.heads.insert(stream_id.to_string(), head);
         }
         let buckets = self.max_events.div_ceil(BUCKET);
         if next.seq.is_multiple_of(BUCKET) && next.seq / BUCKET > buckets {
             let old = next.seq / BUCKET - buckets - 1;
-            let prefix = self.bucket_prefix(&next.token, old);
+            let prefix = self.layout.bucket_prefix(&next.token, old);
             if let Err(e) = self.state.delete(&prefix, DeleteOptions::prefix(BUCKET as u32)).await {
                 tracing::debug!(error = %e, "old events not deleted yet");
             }
@@ -196,13 +327,14 @@ impl ClusterEventStore {
 
     /// The head this replica last saw, or a new stream's.
     fn cached_head(&self, stream_id: &str) -> Head {
-        let cached = self.heads.lock().ok().and_then(|h| h.get(stream_id).cloned());
-        cached.unwrap_or_else(new_head)
+        let cached = self.memory.lock().ok().and_then(|m| m.heads.get(stream_id).cloned());
+        cached.unwrap_or_else(Head::new)
     }
 
-    async fn read_head(&self, stream_id: &str) -> Result<Head> {
-        let Some(entry) = self.state.retrieve(&self.head_key(stream_id)).await? else {
-            return Ok(new_head());
+    /// The stream's head as stored (a new stream's if it has none).
+    pub(super) async fn read_head(&self, stream_id: &str) -> Result<Head> {
+        let Some(entry) = self.state.retrieve(&self.layout.head_key(stream_id)).await? else {
+            return Ok(Head::new());
         };
         let head = match entry.value {
             Some(StateValue::Json(v)) => serde_json::from_value::<Head>(v).ok(),
@@ -215,11 +347,10 @@ impl ClusterEventStore {
         })
     }
 
-    /// The events of `last_event_id`'s stream after it, in order.
-    async fn after(&self, last_event_id: &str) -> Result<Vec<ServerSseMessage>> {
-        let (token, seq) = parse_event_id(last_event_id)?;
-        let prefix = self.stream_prefix(token);
-        let mut page_token = Some(crate::key::page_token(&self.event_key(token, seq)));
+    /// The events of the stream `token` names after `seq`, in order.
+    pub(super) async fn events_after(&self, token: &str, seq: u64) -> Result<Vec<Replayed>> {
+        let prefix = self.layout.stream_prefix(token);
+        let mut page_token = Some(crate::key::page_token(&self.layout.event_key(token, seq)));
         let mut events = Vec::new();
         while let Some(from) = page_token {
             let opts = ListOptions {
@@ -235,140 +366,129 @@ impl ClusterEventStore {
         }
         Ok(events)
     }
-}
 
-fn new_head() -> Head {
-    let bytes: [u8; 16] = rand::random();
-    Head {
-        token: data_encoding::BASE32_NOPAD.encode(&bytes),
-        seq: 0,
-        revision: None,
+    /// Writes `live/<token>` (a refresh).
+    pub(super) async fn write_live(&self, token: &str, record: Value, ttl: Duration) {
+        let opts = StoreOptions {
+            ttl: Ttl::After(ttl),
+            expected_revision: None,
+        };
+        if let Err(e) = self
+            .state
+            .store(&self.layout.live_key(token), record.into(), opts)
+            .await
+        {
+            tracing::warn!(error = %e, "stream liveness not refreshed");
+        }
+    }
+
+    /// Deletes `live/<token>`: the stream gets no more events from here.
+    pub(super) async fn release(&self, token: &str) {
+        if let Err(e) = self
+            .state
+            .delete(&self.layout.live_key(token), DeleteOptions::default())
+            .await
+        {
+            tracing::debug!(error = %e, "stream liveness not deleted; it expires");
+        }
+    }
+
+    /// Session mode: the adapter learned which requests the stream `token`
+    /// answers after its first event was stored, before the request runs.
+    /// The head records them (a follower reads them there) and so does the
+    /// liveness record, kept alive from now on while `binding`'s guard is.
+    pub(super) async fn track(&self, token: &str, binding: &Binding) {
+        let origin = self.memory.lock().ok().and_then(|m| m.origins.get(token).cloned());
+        let Some(origin) = origin else {
+            tracing::debug!("a stream tracked after this replica forgot it");
+            return;
+        };
+        let mut state = origin.state.lock().await;
+        if state.done {
+            return;
+        }
+        state.bind(binding);
+        if let Err(e) = self.record_requests(&origin, state.pending.requests()).await {
+            tracing::warn!(error = %e, "the requests of a stream not recorded");
+        }
+        state.live = true;
+        let refresher = state.wants_refresher();
+        state.refreshing |= refresher;
+        drop(state);
+        if refresher {
+            tokio::spawn(super::origin::refresh(self.clone(), origin));
+        }
+    }
+
+    /// One batch: the head (by compare-and-set) and the liveness record
+    /// name `requests`.
+    async fn record_requests(&self, origin: &Origin, requests: &[Value]) -> Result<()> {
+        let head = self.cached_head(&origin.stream_id);
+        if head.token != origin.token || head.revision.is_none() {
+            return Err(Error::Other("the stream's head is not known here".into()));
+        }
+        let next = Head {
+            requests: requests.to_vec(),
+            revision: None,
+            ..head.clone()
+        };
+        let live = StoreItem {
+            key: self.layout.live_key(&origin.token),
+            value: StateValue::Json(json!({ "requests": requests })),
+            ttl: Ttl::After(LIVE_TTL),
+            expected_revision: None,
+        };
+        let revision = self
+            .state
+            .batch_store(vec![self.head_item(&origin.stream_id, &head, &next), live])
+            .await?;
+        if let Ok(mut memory) = self.memory.lock() {
+            memory.heads.insert(
+                origin.stream_id.clone(),
+                Head {
+                    revision: Some(revision),
+                    ..next
+                },
+            );
+        }
+        Ok(())
     }
 }
 
-/// `<token>.<seq>`, as [`ClusterEventStore`] mints them.
-fn parse_event_id(id: &str) -> Result<(&str, u64)> {
-    let malformed = || {
-        Error::InvalidArgument(format!(
-            "malformed event id {:?}",
-            id.chars().take(80).collect::<String>()
-        ))
-    };
-    let (token, seq) = id.split_once('.').ok_or_else(malformed)?;
-    let token_ok = token.len() == 26
-        && token
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(&b));
-    // Digits only, without leading zeros: one id per event ("+7" and "07"
-    // would parse as 7 too).
-    let canonical = seq.bytes().all(|b| b.is_ascii_digit()) && (seq == "0" || !seq.starts_with('0'));
-    let seq = seq.parse::<u64>().ok().filter(|_| canonical).ok_or_else(malformed)?;
-    if !token_ok {
-        return Err(malformed());
-    }
-    Ok((token, seq))
+fn to_json(message: &ServerJsonRpcMessage) -> Result<Value> {
+    serde_json::to_value(message).map_err(|e| Error::Codec(e.to_string()))
 }
 
 /// A stored event as rmcp sends it (skipped if unreadable).
-fn decode_event(token: &str, key: &str, value: Option<StateValue>) -> Option<ServerSseMessage> {
+fn decode_event(token: &str, key: &str, value: Option<StateValue>) -> Option<Replayed> {
     let seq: u64 = key.rsplit('/').next()?.parse().ok()?;
     let Some(StateValue::Json(v)) = value else { return None };
+    let message = v.get("message").filter(|m| !m.is_null()).cloned();
     let stored: Stored = serde_json::from_value(v).ok()?;
     // The type is non-exhaustive: fill a default one.
-    let mut event = ServerSseMessage::default();
-    event.event_id = Some(format!("{token}.{seq}"));
-    event.message = stored.message.map(Arc::new);
-    event.retry = stored.retry_ms.map(Duration::from_millis);
-    Some(event)
+    let mut sse = ServerSseMessage::default();
+    sse.event_id = Some(event_id(token, seq));
+    sse.message = stored.message.map(Arc::new);
+    sse.retry = stored.retry_ms.map(Duration::from_millis);
+    Some(Replayed { seq, message, sse })
 }
 
 #[async_trait::async_trait]
 impl EventStore for ClusterEventStore {
+    /// Stores an event of a stream nobody told the store about: its
+    /// liveness record is written with its first event and lapses after
+    /// `live.ttl_ms` unless the adapter tracks it ([`super::Resumable`]).
     async fn store_event(
         &self,
         stream_id: &str,
         event: &ServerSseMessage,
     ) -> std::result::Result<EventId, EventStoreError> {
-        Ok(self.append(stream_id, event).await?)
+        Ok(self.append(stream_id, event, None).await?)
     }
 
+    /// The events after `last_event_id`, then the stream live until it is
+    /// complete, the client goes, or its origin stopped (see `follow`).
     async fn replay_events_after(&self, last_event_id: &str) -> std::result::Result<EventStream, EventStoreError> {
-        let events = self.after(last_event_id).await?;
-        Ok(Box::pin(futures::stream::iter(events)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn event_ids_parse_back_and_garbage_is_refused() {
-        let head = new_head();
-        let id = format!("{}.{}", head.token, 42);
-        assert_eq!(parse_event_id(&id).expect("parses"), (head.token.as_str(), 42));
-        for bad in [
-            "",
-            "x",
-            "ABC.1",
-            &format!("{}.", head.token),
-            &format!("{}.-1", head.token),
-            &format!("{}.+1", head.token),
-            &format!("{}.01", head.token),
-            &format!("{}.18446744073709551616", head.token),
-            "a.b.c",
-        ] {
-            assert!(parse_event_id(bad).is_err(), "{bad:?}");
-        }
-        let lower = format!("{}.1", head.token.to_lowercase());
-        assert!(parse_event_id(&lower).is_err());
-    }
-
-    #[test]
-    fn event_keys_sort_in_sequence_order_and_are_valid() {
-        let store = ClusterEventStore::new(&Client::builder(["http://127.0.0.1:1"]).build().expect("client"));
-        let token = new_head().token;
-        let keys: Vec<String> = [1, 9, 99, 100, 101, 1000, 12345]
-            .iter()
-            .map(|&s| store.event_key(&token, s))
-            .collect();
-        let mut sorted = keys.clone();
-        sorted.sort();
-        assert_eq!(keys, sorted);
-        for k in &keys {
-            assert!(crate::key::validate_key(k, crate::key::MAX_KEY_LEN).is_ok(), "{k}");
-        }
-        assert!(
-            store
-                .event_key(&token, 250)
-                .starts_with(&store.bucket_prefix(&token, 2))
-        );
-    }
-}
-
-/// A `Last-Event-ID` is whatever a client sends: never a panic, and only
-/// ids this store mints are taken, each as the one event it names.
-#[cfg(test)]
-mod fuzz {
-    use proptest::prelude::*;
-
-    use super::parse_event_id;
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
-
-        #[test]
-        fn any_string_is_refused_or_names_exactly_itself(id in "\\PC{0,64}|[A-Z2-7]{26}\\.[-+0-9]{0,22}") {
-            if let Ok((token, seq)) = parse_event_id(&id) {
-                prop_assert_eq!(format!("{token}.{seq}"), id);
-            }
-        }
-
-        #[test]
-        fn every_minted_id_parses_back(seq in any::<u64>()) {
-            let token = super::new_head().token;
-            let id = format!("{token}.{seq}");
-            prop_assert_eq!(parse_event_id(&id).ok(), Some((token.as_str(), seq)));
-        }
+        Ok(super::follow::replay(self.clone(), last_event_id).await?)
     }
 }
