@@ -5,7 +5,7 @@
 # cluster tests all skipped must not pass unseen. Says nothing and passes
 # where nothing is counted (a tier run alone, with a filter).
 set -euo pipefail
-lang="${1:?usage: tests/clusters-ran.sh ts|go|python}"
+lang="${1:?usage: tests/clusters-ran.sh ts|go|python|java}"
 runs="${HANDLESTORE_CLUSTER_RUNS:-}"
 [ -n "$runs" ] || exit 0
 n="$(grep -cx "$lang" "$runs" 2>/dev/null || true)"

@@ -34,10 +34,13 @@ if [ -n "$HANDLESTORE_TEST_PYTHON" ]; then
 else
   echo "SKIPPED: the Python client's tests: no Python virtual environment (see the note above)"
 fi
-# The TypeScript (client/ts) and Go (client/go) clients: install from their
-# lockfiles, check that their generated code matches proto/, their format,
-# lint and types, then run their tests against real clusters of the binary
-# just built (each skips, saying why, without Node 20 and npm, or Go; where
-# they run, each counts the clusters its tests started: more than none).
+# The TypeScript (client/ts), Go (client/go) and Java (client/java)
+# clients: install from their lockfiles (Java: pinned versions), check that
+# their generated code matches proto/ (Java generates it at build time),
+# their format, lint and types, then run their tests against real clusters
+# of the binary just built (each skips, saying why, without Node 20 and
+# npm, Go, or Java 17 and Maven; where they run, each counts the clusters
+# its tests started: more than none).
 client/ts/scripts/ci.sh
 client/go/scripts/ci.sh
+client/java/scripts/ci.sh

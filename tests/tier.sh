@@ -2,11 +2,11 @@
 # Runs one tier of tests (tests/README.md), built exactly as ./tests/run.sh
 # builds everything, so that switching between the two compiles nothing:
 #
-#   tests/tier.sh unit|api|cluster|security|mcp|docs|system|bench|python|ts|go [FILTER] [-- LIBTEST ARGS]
+#   tests/tier.sh unit|api|cluster|security|mcp|docs|system|bench|python|ts|go|java [FILTER] [-- LIBTEST ARGS]
 #   tests/tier.sh cluster transfer::          # one area of a tier
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tier="${1:?usage: tests/tier.sh unit|api|cluster|security|mcp|docs|system|bench|python|ts|go [FILTER]}"
+tier="${1:?usage: tests/tier.sh unit|api|cluster|security|mcp|docs|system|bench|python|ts|go|java [FILTER]}"
 shift
 ./tests/ensure-test-deps.sh
 HANDLESTORE_TEST_PYTHON="$(./tests/ensure-python-env.sh)"
@@ -29,11 +29,11 @@ case "$tier" in
     fi
     PYTHONPATH="$PWD/client/python/src" "$HANDLESTORE_TEST_PYTHON" -m pytest -q -p no:cacheprovider client/python/tests "$@"
     ;;
-  ts | go)
+  ts | go | java)
     "client/$tier/scripts/ci.sh" "$@"
     ;;
   *)
-    echo "unknown tier: $tier (unit, api, cluster, security, mcp, docs, system, bench, python, ts, go)" >&2
+    echo "unknown tier: $tier (unit, api, cluster, security, mcp, docs, system, bench, python, ts, go, java)" >&2
     exit 2
     ;;
 esac

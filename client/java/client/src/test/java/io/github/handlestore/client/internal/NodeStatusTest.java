@@ -1,0 +1,103 @@
+package io.github.handlestore.client.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.protobuf.ByteString;
+import io.github.handlestore.client.errors.HandlestoreException;
+import io.github.handlestore.client.errors.NotLeaderException;
+import io.github.handlestore.client.errors.RevisionMismatchException;
+import io.github.handlestore.proto.v1.ErrorDetail;
+import io.github.handlestore.proto.v1.WriteFailure;
+import io.grpc.Metadata;
+import io.grpc.Status;
+import java.time.Duration;
+import javax.net.ssl.SSLHandshakeException;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A node's status as the node encodes it (proto/src/reason.rs: the ErrorDetail prost-encoded in
+ * grpc-status-details-bin, the leader also in x-handlestore-leader) becomes the table's exception,
+ * and the retry rules read it.
+ */
+class NodeStatusTest {
+  static Metadata trailers(ErrorDetail d) {
+    Metadata md = new Metadata();
+    md.put(NodeStatus.DETAILS_KEY, d.toByteArray());
+    if (!d.getLeaderAddr().isEmpty()) {
+      md.put(RetryRules.LEADER_HEADER, d.getLeaderAddr());
+    }
+    return md;
+  }
+
+  @Test
+  void aNotLeaderNamesTheLeaderAndIsRetried() {
+    ErrorDetail d =
+        ErrorDetail.newBuilder()
+            .setReason("not_leader")
+            .setLeaderId(2)
+            .setLeaderAddr("10.0.0.2:7001")
+            .build();
+    NodeStatus s = NodeStatus.of(Status.UNAVAILABLE.withDescription("not the leader"), trailers(d));
+    HandlestoreException e = s.toException();
+    assertInstanceOf(NotLeaderException.class, e);
+    assertEquals("10.0.0.2:7001", e.leaderAddress());
+    assertEquals(2, e.details().leaderId());
+    assertEquals("not the leader", e.getMessage());
+    assertTrue(RetryRules.retryable(s));
+    assertEquals("10.0.0.2:7001", RetryRules.leaderOf(s.trailers()));
+  }
+
+  @Test
+  void aWriteFailureInsideASubmitCarriesItsRevision() {
+    ErrorDetail d =
+        ErrorDetail.newBuilder().setReason("revision_mismatch").setCurrentRevision(42).build();
+    WriteFailure f =
+        WriteFailure.newBuilder()
+            .setCode(Status.Code.FAILED_PRECONDITION.value())
+            .setMessage("lost")
+            .setDetails(ByteString.copyFrom(d.toByteArray()))
+            .build();
+    NodeStatus s = NodeStatus.ofFailure(f);
+    RevisionMismatchException e =
+        assertInstanceOf(RevisionMismatchException.class, s.toException());
+    assertEquals(42, e.currentRevision());
+    assertFalse(RetryRules.retryable(s));
+  }
+
+  @Test
+  void withoutAReasonTheCodeDecides() {
+    assertTrue(RetryRules.retryable(NodeStatus.of(Status.UNAVAILABLE, new Metadata())));
+    assertTrue(RetryRules.retryable(NodeStatus.of(Status.DEADLINE_EXCEEDED, null)));
+    assertTrue(RetryRules.retryable(NodeStatus.of(Status.INTERNAL, null)));
+    assertFalse(RetryRules.retryable(NodeStatus.of(Status.NOT_FOUND, null)));
+    assertFalse(RetryRules.retryable(NodeStatus.of(Status.PERMISSION_DENIED, null)));
+    Metadata garbage = new Metadata();
+    garbage.put(NodeStatus.DETAILS_KEY, new byte[] {(byte) 0xff, 1, 2});
+    assertEquals("", NodeStatus.of(Status.UNAVAILABLE, garbage).details().reason());
+  }
+
+  @Test
+  void aFailedHandshakeIsNotRetried() {
+    NodeStatus s =
+        NodeStatus.of(
+            Status.UNAVAILABLE
+                .withDescription("io exception")
+                .withCause(new SSLHandshakeException("PKIX")),
+            null);
+    assertTrue(RetryRules.tlsRefused(s));
+    assertFalse(RetryRules.retryable(s));
+  }
+
+  @Test
+  void aPushbackIsHonouredUpToItsBound() {
+    Metadata md = new Metadata();
+    md.put(RetryRules.PUSHBACK_HEADER, "250");
+    assertEquals(Duration.ofMillis(250), RetryRules.pushback(md));
+    md.put(RetryRules.PUSHBACK_HEADER, "999999");
+    assertEquals(RetryRules.MAX_PUSHBACK, RetryRules.pushback(md));
+    assertEquals(Duration.ZERO, RetryRules.pushback(new Metadata()));
+  }
+}
