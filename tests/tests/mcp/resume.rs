@@ -9,18 +9,23 @@
 //! sessions. While the origin lives, the client gets every event once, in
 //! order, and the result once; when the origin is killed, every event it
 //! stored once, in order, then the `origin_lost` error, within the
-//! liveness TTL of the kill.
+//! liveness TTL of the kill. A resumption that starts after the origin's
+//! liveness record expired still answers for the request, with its id as
+//! sent (from `requests/<token>`).
 
 use std::time::{Duration, Instant};
 
+use handlestore_client::rmcp_seams::EVENTS_PREFIX;
 use handlestore_client::rmcp_seams::contract::{LIVE_TTL, ORIGIN_LOST_CODE, ORIGIN_LOST_MESSAGE, ORIGIN_LOST_REASON};
 use handlestore_client::{ListOptions, StateTool, StateValue};
 use handlestore_tests::TestCluster;
 use handlestore_tests::mcp::CALL_TIMEOUT;
+use handlestore_tests::mcp_raw::{RawMcp, sse_events};
 use handlestore_tests::mcp_resume::{CutFront, Progress, ProgressClient, Replica, Seen, Serving, TICKS, call, connect};
+use reqwest::StatusCode;
 use rmcp::ClientLifecycleMode;
 use rmcp::model::ProtocolVersion;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Messages let through before the cut: none, half the notifications, all
 /// of them (the answer is what is missed).
@@ -304,4 +309,96 @@ async fn session_calls_cut_anywhere_end_on_the_other_replica_while_the_origin_li
 #[tokio::test(flavor = "multi_thread")]
 async fn session_calls_whose_origin_died_end_with_origin_lost() {
     origin_killed(Serving::Sessions, &[Handshake::Initialize]).await;
+}
+
+/// POSTs a `tools/call` of the slow tool with request id `id` and reads
+/// its stream only up to its first event: that event's id.
+async fn first_event_of_call(raw: &RawMcp, url: &str, id: &Value) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {}}});
+    let mut res = raw
+        .request(reqwest::Method::POST, url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("POST tools/call");
+    assert_eq!(res.status(), StatusCode::OK);
+    let mut text = String::new();
+    loop {
+        let chunk = tokio::time::timeout(CALL_TIMEOUT, res.chunk())
+            .await
+            .expect("an event in time")
+            .expect("read the stream")
+            .expect("the stream ended before its first event");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(id) = sse_events(&text).into_iter().find_map(|e| e.id) {
+            return id;
+        }
+    }
+}
+
+/// The value under `key`, once it is gone: waits at most `limit`.
+async fn wait_gone(cluster: &TestCluster, key: &str, limit: Duration) {
+    let state = cluster.client().state_tool();
+    let deadline = Instant::now() + limit;
+    while state.retrieve(key).await.expect("retrieve").is_some() {
+        assert!(Instant::now() < deadline, "{key} still there after {limit:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The origin dies right after a call's first event; the client resumes
+/// on the other replica only once the origin's liveness record has
+/// expired. The follower reads the request's id from `requests/<token>`
+/// (as sent: the string "7", not the number 7) and answers for it with
+/// `origin_lost`. The stream's head is only `{token, seq}`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumption_after_the_liveness_record_expired_answers_for_the_request_as_sent() {
+    let cluster = TestCluster::start(3).await.expect("cluster");
+    let (mut origin, follower) = replicas(&cluster, Serving::Stateless).await;
+    let raw = RawMcp::new("resume-test");
+    let request_id = json!("7");
+    let first = first_event_of_call(&raw, &origin.url(), &request_id).await;
+    origin.kill();
+    let token = first.split('.').next().expect("a token").to_string();
+    wait_gone(&cluster, &format!("{EVENTS_PREFIX}/live/{token}"), ORIGIN_LOST_WITHIN).await;
+
+    let (status, events) = raw.resume(&follower.url(), &first).await.expect("resume");
+    assert_eq!(status, StatusCode::OK);
+    let messages: Vec<Value> = events
+        .iter()
+        .filter(|e| !e.data.is_empty())
+        .map(|e| serde_json::from_str(&e.data).expect("a JSON-RPC message"))
+        .collect();
+    let [answer] = messages.as_slice() else {
+        panic!("one answer after the first event: {messages:?}");
+    };
+    assert_eq!(answer["id"], request_id, "the id as sent, type and all: {answer}");
+    assert_eq!(answer["error"]["code"], ORIGIN_LOST_CODE, "{answer}");
+    assert_eq!(answer["error"]["message"], ORIGIN_LOST_MESSAGE, "{answer}");
+    assert_eq!(answer["error"]["data"]["reason"], ORIGIN_LOST_REASON, "{answer}");
+
+    let heads = cluster
+        .client()
+        .state_tool()
+        .list(
+            &format!("{EVENTS_PREFIX}/streams/"),
+            ListOptions {
+                limit: 10,
+                page_token: None,
+                with_values: true,
+            },
+        )
+        .await
+        .expect("list the heads");
+    let heads: Vec<Value> = heads
+        .entries
+        .into_iter()
+        .filter_map(|e| match e.value {
+            Some(StateValue::Json(v)) => Some(v),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(heads, [json!({"token": token, "seq": 2})], "the head is {{token, seq}}");
 }

@@ -40,7 +40,7 @@ pub const LIVE_REFRESH: Duration = Duration::from_millis(3_000);
 pub const FOLLOW_KEEPALIVE: Duration = Duration::from_millis(15_000);
 /// The TTL the completing event's batch writes `live/<token>` with: a
 /// batch cannot delete a key, so the record is written expired at once.
-pub(super) const LIVE_GONE: Duration = Duration::from_millis(1);
+pub const LIVE_ENDED_TTL: Duration = Duration::from_millis(1);
 
 /// The JSON-RPC error code of an `origin_lost` answer.
 pub const ORIGIN_LOST_CODE: i64 = -32603;
@@ -95,6 +95,13 @@ impl Layout {
     /// The origin's liveness record of the stream `token` names.
     pub fn live_key(&self, token: &str) -> String {
         format!("{}/live/{token}", self.prefix)
+    }
+
+    /// The requests the stream `token` names answers, kept as long as its
+    /// events: a follower that starts after the liveness record is gone
+    /// reads them here.
+    pub fn requests_key(&self, token: &str) -> String {
+        format!("{}/requests/{token}", self.prefix)
     }
 
     /// Every event of the stream `token` names is under this prefix.
@@ -175,6 +182,7 @@ mod vectors {
         assert_eq!(MAX_SEQ.to_string().len(), MAX_SEQ_DIGITS);
         assert_eq!(millis(&c["live"]["ttl_ms"]), LIVE_TTL);
         assert_eq!(millis(&c["live"]["refresh_ms"]), LIVE_REFRESH);
+        assert_eq!(millis(&c["live"]["ended_ttl_ms"]), LIVE_ENDED_TTL);
         assert_eq!(millis(&c["follow"]["keepalive_ms"]), FOLLOW_KEEPALIVE);
         let lost = &c["origin_lost"];
         let answer = origin_lost(&json!(7));
@@ -214,6 +222,7 @@ mod vectors {
                 ),
                 "token" => layout.token_key(token),
                 "live" => layout.live_key(token),
+                "requests" => layout.requests_key(token),
                 "event" => layout.event_key(token, case["seq"].as_u64().expect("seq")),
                 other => panic!("unknown key kind {other}"),
             };

@@ -5,14 +5,19 @@
 //!
 //! Layout, in the client's namespace under a prefix (`mcp/events`; the
 //! contract is `proto/vectors/mcp_events.json`):
-//! - `streams/<digest of the stream id>`: the stream's head, `{token, seq,
-//!   requests, done}`: a random 128-bit token drawn when the stream's first
-//!   event is stored, the last sequence number, the JSON-RPC ids of the
-//!   requests the stream answers (as known), and whether it is complete.
+//! - `streams/<digest of the stream id>`: the stream's head, `{token,
+//!   seq}`: a random 128-bit token drawn when the stream's first event is
+//!   stored, and the last sequence number.
 //! - `tokens/<token>`: the stream id, so a follower finds the head.
 //! - `events/<token>/<bucket>/<seq>`: one event (the JSON-RPC message and
 //!   the retry hint), in sequence order.
-//! - `live/<token>`: the origin's liveness record (`origin`).
+//! - `live/<token>`: the origin's liveness record, `{"requests": [ids]}`
+//!   (`origin`).
+//! - `requests/<token>`: the same ids, kept as long as the events, for a
+//!   follower that starts after the liveness record is gone.
+//!
+//! Whether a stream is complete is never stored: a follower applies the
+//! completion rule (`completion`) to the stored events.
 //!
 //! An event id is `<token>.<seq>`: unguessable (the token), unique across
 //! replicas (one atomic batch moves the head by compare-and-set and writes
@@ -30,7 +35,7 @@ use rmcp::transport::streamable_http_server::session::store::{EventId, EventStor
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::contract::{self, BUCKET, EVENTS_PREFIX, LIVE_GONE, LIVE_TTL, Layout, event_id};
+use super::contract::{self, BUCKET, EVENTS_PREFIX, LIVE_ENDED_TTL, LIVE_TTL, Layout, event_id};
 use super::origin::{Binding, LiveItem, Origin};
 use crate::cluster::Client;
 use crate::cluster_state::ClusterStateTool;
@@ -75,12 +80,6 @@ struct Memory {
 pub(super) struct Head {
     pub token: String,
     pub seq: u64,
-    /// The JSON-RPC ids of the requests the stream answers.
-    #[serde(default)]
-    pub requests: Vec<Value>,
-    /// Complete: answered by its origin, or for it (`origin_lost`).
-    #[serde(default)]
-    pub done: bool,
     /// The head key's revision; `None` before the stream exists.
     #[serde(skip)]
     pub revision: Option<u64>,
@@ -89,16 +88,9 @@ pub(super) struct Head {
 impl Head {
     /// A new stream's, with a fresh token.
     fn new() -> Self {
-        Self::empty(&contract::new_token())
-    }
-
-    /// Before any event of the stream `token` names.
-    pub(super) fn empty(token: &str) -> Self {
         Self {
-            token: token.to_string(),
+            token: contract::new_token(),
             seq: 0,
-            requests: Vec::new(),
-            done: false,
             revision: None,
         }
     }
@@ -165,7 +157,7 @@ impl ClusterEventStore {
         let stored = json!({ "message": message, "retry_ms": event.retry.map(|d| d.as_millis() as u64) });
         let mut head = self.cached_head(stream_id);
         for _ in 0..APPEND_ATTEMPTS {
-            let origin = self.origin(stream_id, &head, binding);
+            let origin = self.origin(&head, binding);
             let mut state = origin.state.lock().await;
             if let Some(b) = binding {
                 state.bind(b);
@@ -174,14 +166,12 @@ impl ClusterEventStore {
             let next = Head {
                 token: head.token.clone(),
                 seq: head.seq + 1,
-                requests: state.pending.requests().to_vec(),
-                done: head.done || state.pending.completes(message.as_ref()),
                 revision: None,
             };
             let record = state.record();
             match self.try_append(stream_id, &head, &next, &stored, (item, record)).await {
                 Ok(revision) => {
-                    state.stored(message.as_ref(), item);
+                    state.stored(message.as_ref(), item, revision);
                     let (done, refresher) = (state.done, state.wants_refresher());
                     state.refreshing |= refresher;
                     drop(state);
@@ -204,7 +194,8 @@ impl ClusterEventStore {
 
     /// One atomic batch: the head moves from `head` to `next` (created if
     /// the stream is new), the event is written at `next.seq` with the
-    /// stream's token record, and the liveness record as `live` says.
+    /// stream's token record, and the liveness record as `live` says (with
+    /// `requests/<token>` when it is first written).
     async fn try_append(
         &self,
         stream_id: &str,
@@ -224,25 +215,21 @@ impl ClusterEventStore {
             },
             self.token_item(stream_id, &next.token),
         ];
-        let live_ttl = match live.0 {
-            LiveItem::Untouched => None,
-            LiveItem::Write => Some(LIVE_TTL),
-            LiveItem::Gone => Some(LIVE_GONE),
-        };
-        if let Some(live_ttl) = live_ttl {
-            items.push(StoreItem {
-                key: self.layout.live_key(&next.token),
-                value: StateValue::Json(live.1),
-                ttl: Ttl::After(live_ttl),
-                expected_revision: None,
-            });
+        let (item, record) = live;
+        match item {
+            LiveItem::Untouched => {}
+            LiveItem::Write => {
+                items.push(self.requests_item(&next.token, record.clone()));
+                items.push(self.live_item(&next.token, record, LIVE_TTL, None));
+            }
+            LiveItem::Gone => items.push(self.live_item(&next.token, record, LIVE_ENDED_TTL, None)),
         }
         self.state.batch_store(items).await
     }
 
     /// The head moving from `head` to `next`, by compare-and-set.
     pub(super) fn head_item(&self, stream_id: &str, head: &Head, next: &Head) -> StoreItem {
-        let value = json!({ "token": next.token, "seq": next.seq, "requests": next.requests, "done": next.done });
+        let value = json!({ "token": next.token, "seq": next.seq });
         StoreItem {
             key: self.layout.head_key(stream_id),
             value: StateValue::Json(value),
@@ -262,6 +249,27 @@ impl ClusterEventStore {
         }
     }
 
+    /// `live/<token>` = `record` for `ttl`, by compare-and-set on
+    /// `expected` when given.
+    fn live_item(&self, token: &str, record: Value, ttl: Duration, expected: Option<u64>) -> StoreItem {
+        StoreItem {
+            key: self.layout.live_key(token),
+            value: StateValue::Json(record),
+            ttl: Ttl::After(ttl),
+            expected_revision: expected,
+        }
+    }
+
+    /// `requests/<token>` = `record`, expiring with the stream.
+    fn requests_item(&self, token: &str, record: Value) -> StoreItem {
+        StoreItem {
+            key: self.layout.requests_key(token),
+            value: StateValue::Json(record),
+            ttl: Ttl::After(self.ttl),
+            expected_revision: None,
+        }
+    }
+
     /// An event's item, expiring with the stream.
     pub(super) fn event_item(&self, token: &str, seq: u64, message: &Value) -> StoreItem {
         StoreItem {
@@ -273,10 +281,10 @@ impl ClusterEventStore {
     }
 
     /// The origin state of the stream `head` names: this replica's, or a
-    /// new one (seeded with the requests the head records).
-    fn origin(&self, stream_id: &str, head: &Head, binding: Option<&Binding>) -> Arc<Origin> {
+    /// new one.
+    fn origin(&self, head: &Head, binding: Option<&Binding>) -> Arc<Origin> {
         let Ok(mut memory) = self.memory.lock() else {
-            return Arc::new(Origin::new(stream_id, &head.token, head.requests.clone(), binding));
+            return Arc::new(Origin::new(&head.token, binding));
         };
         if let Some(origin) = memory.origins.get(&head.token) {
             return origin.clone();
@@ -285,7 +293,7 @@ impl ClusterEventStore {
             // Streams kept alive are held by their refresher too.
             memory.origins.retain(|_, o| Arc::strong_count(o) > 1);
         }
-        let origin = Arc::new(Origin::new(stream_id, &head.token, head.requests.clone(), binding));
+        let origin = Arc::new(Origin::new(&head.token, binding));
         memory.origins.insert(head.token.clone(), origin.clone());
         origin
     }
@@ -349,8 +357,14 @@ impl ClusterEventStore {
 
     /// The events of the stream `token` names after `seq`, in order.
     pub(super) async fn events_after(&self, token: &str, seq: u64) -> Result<Vec<Replayed>> {
+        self.events_between(token, seq, contract::MAX_SEQ).await
+    }
+
+    /// The events of the stream `token` names after `after` and up to
+    /// `upto`, in order.
+    pub(super) async fn events_between(&self, token: &str, after: u64, upto: u64) -> Result<Vec<Replayed>> {
         let prefix = self.layout.stream_prefix(token);
-        let mut page_token = Some(crate::key::page_token(&self.layout.event_key(token, seq)));
+        let mut page_token = Some(crate::key::page_token(&self.layout.event_key(token, after)));
         let mut events = Vec::new();
         while let Some(from) = page_token {
             let opts = ListOptions {
@@ -362,41 +376,45 @@ impl ClusterEventStore {
             for entry in page.entries {
                 events.extend(decode_event(token, &entry.key, entry.value));
             }
+            if events.last().is_some_and(|e| e.seq >= upto) {
+                events.retain(|e| e.seq <= upto);
+                break;
+            }
             page_token = page.next_page_token;
         }
         Ok(events)
     }
 
-    /// Writes `live/<token>` (a refresh).
-    pub(super) async fn write_live(&self, token: &str, record: Value, ttl: Duration) {
+    /// Writes `live/<token>` again (a refresh), by compare-and-set on
+    /// `revision`: its new revision.
+    pub(super) async fn write_live(&self, token: &str, record: Value, revision: u64) -> Result<u64> {
         let opts = StoreOptions {
-            ttl: Ttl::After(ttl),
-            expected_revision: None,
+            ttl: Ttl::After(LIVE_TTL),
+            expected_revision: Some(revision),
         };
-        if let Err(e) = self
-            .state
+        self.state
             .store(&self.layout.live_key(token), record.into(), opts)
             .await
-        {
-            tracing::warn!(error = %e, "stream liveness not refreshed");
-        }
     }
 
-    /// Deletes `live/<token>`: the stream gets no more events from here.
-    pub(super) async fn release(&self, token: &str) {
-        if let Err(e) = self
-            .state
-            .delete(&self.layout.live_key(token), DeleteOptions::default())
-            .await
-        {
+    /// Deletes `live/<token>` as written at `revision`: the stream gets no
+    /// more events from here.
+    pub(super) async fn release(&self, token: &str, revision: u64) {
+        let opts = DeleteOptions {
+            expected_revision: Some(revision),
+            ..DeleteOptions::default()
+        };
+        if let Err(e) = self.state.delete(&self.layout.live_key(token), opts).await {
             tracing::debug!(error = %e, "stream liveness not deleted; it expires");
         }
     }
 
     /// Session mode: the adapter learned which requests the stream `token`
-    /// answers after its first event was stored, before the request runs.
-    /// The head records them (a follower reads them there) and so does the
-    /// liveness record, kept alive from now on while `binding`'s guard is.
+    /// answers after its first event was stored (rmcp's session worker
+    /// stores the priming event), before the request runs. One batch
+    /// writes them to the liveness record (by compare-and-set on the first
+    /// event's batch) and to `requests/<token>`; the record is kept alive
+    /// from now on while `binding`'s guard is.
     pub(super) async fn track(&self, token: &str, binding: &Binding) {
         let origin = self.memory.lock().ok().and_then(|m| m.origins.get(token).cloned());
         let Some(origin) = origin else {
@@ -408,50 +426,25 @@ impl ClusterEventStore {
             return;
         }
         state.bind(binding);
-        if let Err(e) = self.record_requests(&origin, state.pending.requests()).await {
-            tracing::warn!(error = %e, "the requests of a stream not recorded");
+        let Some(revision) = state.live_revision else {
+            tracing::debug!("a stream tracked without its liveness record");
+            return;
+        };
+        let items = vec![
+            self.live_item(token, state.record(), LIVE_TTL, Some(revision)),
+            self.requests_item(token, state.record()),
+        ];
+        match self.state.batch_store(items).await {
+            Ok(revision) => state.live_revision = Some(revision),
+            Err(Error::Conflict { .. } | Error::NotFound(_)) => state.live_revision = None,
+            Err(e) => tracing::warn!(error = %e, "the requests of a stream not recorded"),
         }
-        state.live = true;
         let refresher = state.wants_refresher();
         state.refreshing |= refresher;
         drop(state);
         if refresher {
             tokio::spawn(super::origin::refresh(self.clone(), origin));
         }
-    }
-
-    /// One batch: the head (by compare-and-set) and the liveness record
-    /// name `requests`.
-    async fn record_requests(&self, origin: &Origin, requests: &[Value]) -> Result<()> {
-        let head = self.cached_head(&origin.stream_id);
-        if head.token != origin.token || head.revision.is_none() {
-            return Err(Error::Other("the stream's head is not known here".into()));
-        }
-        let next = Head {
-            requests: requests.to_vec(),
-            revision: None,
-            ..head.clone()
-        };
-        let live = StoreItem {
-            key: self.layout.live_key(&origin.token),
-            value: StateValue::Json(json!({ "requests": requests })),
-            ttl: Ttl::After(LIVE_TTL),
-            expected_revision: None,
-        };
-        let revision = self
-            .state
-            .batch_store(vec![self.head_item(&origin.stream_id, &head, &next), live])
-            .await?;
-        if let Ok(mut memory) = self.memory.lock() {
-            memory.heads.insert(
-                origin.stream_id.clone(),
-                Head {
-                    revision: Some(revision),
-                    ..next
-                },
-            );
-        }
-        Ok(())
     }
 }
 

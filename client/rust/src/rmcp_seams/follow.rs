@@ -12,9 +12,14 @@
 //!   sent, and sends them. If the append loses, someone else appended: it
 //!   sends what is stored and decides again.
 //!
-//! A stream whose requests nobody recorded (an adapter that did not say)
-//! cannot be answered for: its resumption ends after what is stored, and
-//! rmcp's client reconnects and polls.
+//! The requests come from the liveness record or, once it is gone, from
+//! `requests/<token>`. Whether the stream is complete comes from the
+//! completion rule applied to its stored events (those before
+//! `Last-Event-ID` too), so a resumption after the answer ends at once
+//! and is never taken for a dead origin's. A stream whose requests nobody
+//! recorded (an adapter that did not say) cannot be answered for: its
+//! resumption ends after what is stored, and rmcp's client reconnects and
+//! polls.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -40,12 +45,13 @@ const BUFFER: usize = 64;
 pub(super) async fn replay(store: ClusterEventStore, last_event_id: &str) -> Result<EventStream> {
     let (token, after) = parse_event_id(last_event_id)?;
     let stream_id = store.stream_of(token).await?;
-    let head = match &stream_id {
-        Some(id) => store.read_head(id).await?,
-        None => Head::empty(token),
+    let live = store.live(token).await?;
+    let requests = match &live {
+        Some(record) => requests_in(record),
+        None => store.requests_of(token).await?,
     };
     let mut follower = Follower {
-        pending: Pending::new(head.requests.clone()),
+        pending: Pending::new(requests),
         store,
         token: token.to_string(),
         stream_id,
@@ -58,7 +64,12 @@ pub(super) async fn replay(store: ClusterEventStore, last_event_id: &str) -> Res
     let Some(stream_id) = follower.stream_id.clone() else {
         return Ok(Box::pin(futures::stream::iter(first)));
     };
-    if head.done || follower.pending.is_complete() {
+    if live.is_none() && !follower.pending.is_complete() {
+        // The origin writes no more: an answer the client had before it
+        // resumed may have completed the stream.
+        follower.count_through(after).await?;
+    }
+    if follower.pending.is_complete() {
         return Ok(Box::pin(futures::stream::iter(first)));
     }
     let (tx, rx) = mpsc::channel(BUFFER);
@@ -110,6 +121,15 @@ impl Follower {
     /// The stored events after the last one sent.
     async fn events(&self) -> Result<Vec<Replayed>> {
         self.store.events_after(&self.token, self.sent).await
+    }
+
+    /// Lets the completion rule see the events up to `seq`, which the
+    /// client had before it resumed.
+    async fn count_through(&mut self, seq: u64) -> Result<()> {
+        for event in self.store.events_between(&self.token, 0, seq).await? {
+            self.pending.add(event.message.as_ref());
+        }
+        Ok(())
     }
 
     /// Takes `events` as sent: the completion rule sees them.
@@ -195,11 +215,9 @@ impl Follower {
     /// Session mode records the requests after the first event: a record
     /// naming them replaces an empty list.
     fn learn_requests(&mut self, record: &Value) {
-        let Some(requests) = record.get("requests").and_then(Value::as_array) else {
-            return;
-        };
+        let requests = requests_in(record);
         if self.pending.requests().is_empty() && !requests.is_empty() {
-            self.pending = Pending::new(requests.clone());
+            self.pending = Pending::new(requests);
         }
     }
 
@@ -214,13 +232,9 @@ impl Follower {
         if head.seq > self.sent {
             return Ok(Ended::More(head.seq));
         }
-        if head.done {
-            return Ok(Ended::Answered(Vec::new()));
-        }
-        let requests = if head.requests.is_empty() {
-            self.pending.requests().to_vec()
-        } else {
-            head.requests.clone()
+        let requests = match self.pending.requests() {
+            [] => self.store.requests_of(&self.token).await?,
+            known => known.to_vec(),
         };
         if requests.is_empty() {
             // Nobody recorded what the stream answers: nothing to answer for.
@@ -243,11 +257,10 @@ impl Follower {
     }
 
     /// Appends `answers` after `head` in one batch (the head by
-    /// compare-and-set, marked complete): the events as sent.
+    /// compare-and-set): the events as sent.
     async fn append(&self, stream_id: &str, head: &Head, answers: &[Value]) -> Result<Vec<ServerSseMessage>> {
         let next = Head {
             seq: head.seq + answers.len() as u64,
-            done: true,
             revision: None,
             ..head.clone()
         };
@@ -269,6 +282,15 @@ impl Follower {
     }
 }
 
+/// The ids a `live/` or `requests/` record names (none if unreadable).
+fn requests_in(record: &Value) -> Vec<Value> {
+    record
+        .get("requests")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
 fn json_of(value: Option<StateValue>) -> Value {
     match value {
         Some(StateValue::Json(v)) => v,
@@ -284,6 +306,12 @@ impl ClusterEventStore {
             Some(StateValue::Json(Value::String(id))) => Some(id),
             _ => None,
         }))
+    }
+
+    /// The requests `requests/<token>` names (none without the record).
+    async fn requests_of(&self, token: &str) -> Result<Vec<Value>> {
+        let entry = self.state.retrieve(&self.layout.requests_key(token)).await?;
+        Ok(entry.map(|e| requests_in(&json_of(e.value))).unwrap_or_default())
     }
 
     /// The liveness record of the stream `token` names, if it is alive.
