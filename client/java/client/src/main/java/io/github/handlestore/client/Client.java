@@ -1,10 +1,12 @@
 package io.github.handlestore.client;
 
 import io.github.handlestore.client.internal.Check;
+import io.github.handlestore.client.internal.Futures;
 import io.github.handlestore.client.internal.Reads;
 import io.github.handlestore.client.internal.WriteIds;
 import io.github.handlestore.client.internal.Writes;
 import io.github.handlestore.proto.v1.Read;
+import io.github.handlestore.proto.v1.WatchRequest;
 import io.github.handlestore.proto.v1.Write;
 import io.github.handlestore.proto.v1.WriteId;
 import io.github.handlestore.proto.v1.WriteResult;
@@ -80,6 +82,64 @@ public final class Client implements AutoCloseable {
   /** The state tool of this client's namespace (linearizable reads, no default TTL). */
   public StateTool stateTool() {
     return new StateTool(this);
+  }
+
+  /** {@link #watch(WatchTarget, WatchOptions)} from now, changes only, with values. */
+  public CompletableFuture<Watch> watch(WatchTarget target) {
+    return watch(target, WatchOptions.DEFAULT);
+  }
+
+  /**
+   * Watches {@code target} in this client's namespace: the future completes once a node has
+   * established the watch (within the call timeout), so every later change, or every one from
+   * {@code options.startRevision()}, is delivered. A malformed target fails it before any call;
+   * compacted history fails it with {@code CompactedException}. The watch opens on the endpoints
+   * other than the leader in turn, so watches do not take the leader's time from the writes. See
+   * {@link Watch}.
+   */
+  public CompletableFuture<Watch> watch(WatchTarget target, WatchOptions options) {
+    try {
+      Objects.requireNonNull(target, "target").check();
+      Objects.requireNonNull(options, "options");
+      if (shared.conns.isClosed()) {
+        throw closed();
+      }
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    WatchRequest.Builder req =
+        WatchRequest.newBuilder()
+            .setNamespace(namespace)
+            .setStartRevision(options.startRevision())
+            // Always on: progress is how a silent node is told from an idle one.
+            .setProgressNotify(true)
+            .setKeysOnly(options.keysOnly());
+    target.applyTo(req);
+    Watching w = new Watching(shared, req.build(), options.progress(), watchNode());
+    CompletableFuture<Watch> out = Futures.map(w.start(), v -> new Watch(w));
+    // Given up just as it was established: nobody holds the watch, so it closes.
+    out.whenComplete(
+        (watch, e) -> {
+          if (e != null) {
+            w.close();
+          }
+        });
+    return out;
+  }
+
+  /** The endpoint a new watch opens on: the ones other than the preferred, in turn. */
+  private int watchNode() {
+    int n = shared.conns.targets().size();
+    if (n < 2) {
+      return 0;
+    }
+    int k = Math.floorMod(shared.watchTurns.getAndIncrement(), n - 1);
+    return (shared.conns.preferredIndex() + 1 + k) % n;
+  }
+
+  /** The request-state key ring of this client's namespace (the admin API's). */
+  public KeyRing keyRing() {
+    return new KeyRing(this);
   }
 
   /** The namespace every call of this client uses. */

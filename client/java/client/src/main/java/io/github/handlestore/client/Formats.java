@@ -30,7 +30,12 @@ public final class Formats {
   public static String newHandleId(String prefix) {
     byte[] b = new byte[16];
     RANDOM.nextBytes(b);
-    StringBuilder id = new StringBuilder(prefix.isEmpty() ? "" : prefix + "-");
+    return (prefix.isEmpty() ? "" : prefix + "-") + idOf(b);
+  }
+
+  /** The 26-character id part of 16 bytes: RFC 4648 base32, upper case, no padding. */
+  static String idOf(byte[] b) {
+    StringBuilder id = new StringBuilder(ID_LEN);
     int buffer = 0;
     int bits = 0;
     for (byte x : b) {

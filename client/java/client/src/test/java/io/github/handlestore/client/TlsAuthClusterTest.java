@@ -71,6 +71,50 @@ class TlsAuthClusterTest {
   }
 
   @Test
+  void aWatchCarriesTheTokenOverTlsAndAWrongOneOrAnUntrustedNodeIsRefusedAtOnce()
+      throws IOException {
+    try (Client root = as(rootToken);
+        BlockingWatch w =
+            BlockingWatch.open(root, WatchTarget.prefix("tls/"), WatchOptions.DEFAULT)) {
+      value(root.stateTool().store("tls/k", 1));
+      assertEquals("tls/k", w.poll(Duration.ofSeconds(10)).orElseThrow().changes().get(0).key());
+    }
+    try (Client anyone = as("not-a-token")) {
+      long start = System.nanoTime();
+      UnauthenticatedException e =
+          error(UnauthenticatedException.class, anyone.watch(WatchTarget.prefix("tls/")));
+      assertEquals(Reason.UNAUTHENTICATED, e.reason().orElseThrow(), e.getMessage());
+      assertTrue(System.nanoTime() - start < Duration.ofSeconds(5).toNanos(), "retried");
+    }
+    Tls wrong = otherCa();
+    try (Client c =
+        cluster.client(
+            "java-shop", b -> b.tls(wrong).token(rootToken).callTimeout(Duration.ofSeconds(20)))) {
+      long start = System.nanoTime();
+      UnauthenticatedException e =
+          error(UnauthenticatedException.class, c.watch(WatchTarget.prefix("tls/")));
+      assertTrue(e.getMessage().contains("TLS"), e.getMessage());
+      assertTrue(System.nanoTime() - start < Duration.ofSeconds(10).toNanos(), "retried");
+    }
+  }
+
+  /** A CA the nodes' certificates are not from. */
+  static Tls otherCa() throws IOException {
+    java.nio.file.Path other = cluster.root().resolve("other-ca");
+    if (!java.nio.file.Files.exists(other.resolve("ca.pem"))) {
+      cluster.run(
+          List.of(
+              cluster.bin().toString(),
+              "certs",
+              "--dir",
+              other.toString(),
+              "--node",
+              "1=localhost,127.0.0.1"));
+    }
+    return Tls.fromFiles(other.resolve("ca.pem"), null, null);
+  }
+
+  @Test
   void aWrongTokenIsRefusedAtOnceWithItsReasonAndWritesNothing() {
     String forged = rootToken.substring(0, rootToken.length() - 4) + "AAAA";
     if (forged.equals(rootToken)) {
@@ -100,16 +144,7 @@ class TlsAuthClusterTest {
 
   @Test
   void aNodeWhoseCertificateIsNotFromTheTrustedCaIsRefusedAtOnce() throws IOException {
-    java.nio.file.Path other = cluster.root().resolve("other-ca");
-    cluster.run(
-        List.of(
-            cluster.bin().toString(),
-            "certs",
-            "--dir",
-            other.toString(),
-            "--node",
-            "1=localhost,127.0.0.1"));
-    Tls wrong = Tls.fromFiles(other.resolve("ca.pem"), null, null);
+    Tls wrong = otherCa();
     try (Client c =
         cluster.client(
             "java-shop", b -> b.tls(wrong).token(rootToken).callTimeout(Duration.ofSeconds(20)))) {

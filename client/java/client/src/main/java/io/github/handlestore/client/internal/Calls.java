@@ -40,6 +40,16 @@ public final class Calls {
     return callTimeout;
   }
 
+  /** The timer that paces retries (a watch's pauses and silences too). */
+  public ScheduledExecutorService timer() {
+    return timer;
+  }
+
+  /** The pause before the next try after {@code tries} failed ones (full jitter). */
+  public Duration backoffAfter(int tries) {
+    return backoff.waitAfter(tries);
+  }
+
   /**
    * Calls {@code method}: on the preferred node first (the leader, once known), then where a
    * refusal points (the leader it names) or the next node, until an answer, an error that is not
