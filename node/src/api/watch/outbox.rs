@@ -69,7 +69,8 @@ struct Shared {
     /// Set once the stream ended (cut, or its client gone); the watcher's
     /// task waits on it beside its other work.
     ended: watch::Sender<Option<Ended>>,
-    /// Bumped whenever the client takes a response (room was made).
+    /// Bumped whenever the client takes a response or releases the last
+    /// one it took (room was made).
     taken: watch::Sender<u64>,
 }
 
@@ -320,11 +321,10 @@ impl futures::Stream for OutboxStream {
         // Asked for the next one: the last one taken has left our hands.
         let in_flight = std::mem::take(&mut q.in_flight);
         s.release(&mut q, in_flight);
-        match q.items.pop_front() {
+        let popped = q.items.pop_front();
+        let item = match popped {
             Some((item, bytes)) => {
                 q.in_flight = bytes;
-                drop(q);
-                s.taken.send_modify(|n| *n += 1);
                 Poll::Ready(Some(item))
             }
             None if q.done => Poll::Ready(None),
@@ -332,7 +332,15 @@ impl futures::Stream for OutboxStream {
                 q.waker = Some(cx.waker().clone());
                 Poll::Pending
             }
+        };
+        drop(q);
+        // Room was made if a response was taken or the last one released:
+        // a watcher waiting for room with nothing queued (a response larger
+        // than half its share) must hear the release too, or it is cut.
+        if item.is_ready() || in_flight > 0 {
+            s.taken.send_modify(|n| *n += 1);
         }
+        item
     }
 }
 
@@ -428,6 +436,27 @@ mod tests {
         assert_eq!(reader.await.expect("reader"), 50);
         assert_eq!(budget.used(), 0);
         assert_eq!(budget.watchers(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_response_over_half_the_share_waits_for_the_release_of_the_last() {
+        // The client holds the first response; the watcher waits for room
+        // for the second with nothing else queued. The client's next read
+        // releases the first and finds nothing: that release is the room
+        // the watcher waits for (else it is cut after PATIENCE).
+        let budget = WatchBudget::new(100_000, 10_000);
+        let (out, mut stream) = budget.open();
+        send(&out, response(6_000))
+            .await
+            .expect("an empty queue takes anything");
+        stream.next().await.expect("an item").expect("no error");
+        let (sent, second) = tokio::join!(send(&out, response(6_000)), async {
+            tokio::task::yield_now().await;
+            stream.next().await
+        });
+        sent.expect("the release made room");
+        second.expect("an item").expect("the second response, not a cut");
+        assert_eq!(budget.cut_count(), 0);
     }
 
     #[tokio::test]
