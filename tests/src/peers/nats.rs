@@ -106,7 +106,30 @@ impl Nats {
         })
         .await?;
         nats.wait_ready(Duration::from_secs(60)).await?;
+        // A server learns that the stream takes the bucket's subjects from
+        // its routes a little later than the one that answered: until then
+        // a write through it is refused ("no stream found for given
+        // subject"). Ready means ready through every server.
+        until_ok(
+            Duration::from_secs(60),
+            "NATS' bucket took no write through each server",
+            || nats.put_through_each(),
+        )
+        .await?;
         Ok(nats)
+    }
+
+    /// One write to the bucket through a client of each server alone.
+    async fn put_through_each(&self) -> Result<()> {
+        for url in &self.urls {
+            let client = async_nats::ConnectOptions::new()
+                .request_timeout(Some(Duration::from_secs(10)))
+                .connect(url.as_str())
+                .await?;
+            let kv = jetstream::new(client).get_key_value(BUCKET).await?;
+            kv.put("bench.ready", "1".into()).await?;
+        }
+        Ok(())
     }
 
     /// Waits up to `within` for the bucket (as it is: never made again)
