@@ -1,7 +1,7 @@
-//! rmcp's `EventStore` on the cluster: every SSE event a replica sends is
-//! committed before its id goes out, and a client that reconnects with
-//! `Last-Event-ID` to any replica gets what it missed, then the stream
-//! live until it completes (`follow`).
+//! The event store on the cluster (rmcp's trait on it is in `seam`):
+//! every SSE event a replica sends is committed before its id goes out,
+//! and a client that reconnects with `Last-Event-ID` to any replica gets
+//! what it missed, then the stream live until it completes (`follow`).
 //!
 //! Layout, in the client's namespace under a prefix (`mcp/events`; the
 //! contract is `proto/vectors/mcp_events.json`):
@@ -31,11 +31,10 @@ use std::time::Duration;
 
 use rmcp::model::ServerJsonRpcMessage;
 use rmcp::transport::common::server_side_http::ServerSseMessage;
-use rmcp::transport::streamable_http_server::session::store::{EventId, EventStore, EventStoreError, EventStream};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::contract::{self, BUCKET, EVENTS_PREFIX, LIVE_ENDED_TTL, LIVE_TTL, Layout, event_id};
+use super::contract::{self, BUCKET, EVENTS_PREFIX, LIVE_ENDED_TTL, LIVE_REFRESH, LIVE_TTL, Layout, event_id};
 use super::origin::{Binding, LiveItem, Origin};
 use crate::cluster::Client;
 use crate::cluster_state::ClusterStateTool;
@@ -179,7 +178,7 @@ impl ClusterEventStore {
                     if done {
                         self.forget(&origin);
                     } else if refresher {
-                        tokio::spawn(super::origin::refresh(self.clone(), origin));
+                        tokio::spawn(self.clone().refresh(origin));
                     }
                     return Ok(event_id(&next.token, next.seq));
                 }
@@ -443,8 +442,37 @@ impl ClusterEventStore {
         state.refreshing |= refresher;
         drop(state);
         if refresher {
-            tokio::spawn(super::origin::refresh(self.clone(), origin));
+            tokio::spawn(self.clone().refresh(origin));
         }
+    }
+
+    /// Keeps `origin`'s record alive while its guard is held and the stream is
+    /// not complete; when the guard goes first, deletes the record, so a
+    /// follower answers for the stream at once instead of after [`LIVE_TTL`].
+    async fn refresh(self, origin: Arc<Origin>) {
+        loop {
+            tokio::time::sleep(LIVE_REFRESH).await;
+            let mut state = origin.state.lock().await;
+            let Some(revision) = state.live_revision.filter(|_| !state.done) else {
+                break;
+            };
+            if !state.alive() {
+                state.done = true;
+                state.live_revision = None;
+                self.release(&origin.token, revision).await;
+                break;
+            }
+            match self.write_live(&origin.token, state.record(), revision).await {
+                Ok(revision) => state.live_revision = Some(revision),
+                // Ended or expired: it stays so, and a follower answers for it.
+                Err(Error::Conflict { .. } | Error::NotFound(_)) => {
+                    state.live_revision = None;
+                    break;
+                }
+                Err(e) => tracing::warn!(error = %e, "stream liveness not refreshed"),
+            }
+        }
+        self.forget(&origin);
     }
 }
 
@@ -464,24 +492,4 @@ fn decode_event(token: &str, key: &str, value: Option<StateValue>) -> Option<Rep
     sse.message = stored.message.map(Arc::new);
     sse.retry = stored.retry_ms.map(Duration::from_millis);
     Some(Replayed { seq, message, sse })
-}
-
-#[async_trait::async_trait]
-impl EventStore for ClusterEventStore {
-    /// Stores an event of a stream nobody told the store about: its
-    /// liveness record is written with its first event and lapses after
-    /// `live.ttl_ms` unless the adapter tracks it ([`super::Resumable`]).
-    async fn store_event(
-        &self,
-        stream_id: &str,
-        event: &ServerSseMessage,
-    ) -> std::result::Result<EventId, EventStoreError> {
-        Ok(self.append(stream_id, event, None).await?)
-    }
-
-    /// The events after `last_event_id`, then the stream live until it is
-    /// complete, the client goes, or its origin stopped (see `follow`).
-    async fn replay_events_after(&self, last_event_id: &str) -> std::result::Result<EventStream, EventStoreError> {
-        Ok(super::follow::replay(self.clone(), last_event_id).await?)
-    }
 }

@@ -49,6 +49,7 @@ mod manager;
 mod origin;
 pub mod principal;
 mod requests;
+mod seam;
 mod session_store;
 
 pub use binding::{BindSessions, Bound, PrincipalFn};

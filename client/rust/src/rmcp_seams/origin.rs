@@ -4,7 +4,7 @@
 //! stream's first event (with `requests/<token>`, the same ids kept as long
 //! as the events, for a follower that starts after the record is gone),
 //! unless that event completes the stream; written again every
-//! [`LIVE_REFRESH`] by compare-and-set on its last revision while the
+//! [`LIVE_REFRESH`](super::contract::LIVE_REFRESH) by compare-and-set on its last revision while the
 //! stream can still get events from this process; written expired in the
 //! batch of the event that completes the stream. A follower takes the
 //! record's absence as the end of the origin's writes.
@@ -15,13 +15,11 @@
 //! A stream without a guard gets its record with the first event and no
 //! refresh, so it lapses after [`LIVE_TTL`](super::contract::LIVE_TTL).
 
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 
 use serde_json::{Value, json};
 
 use super::completion::Pending;
-use super::contract::LIVE_REFRESH;
-use crate::error::Error;
 
 /// What the adapter knows of a stream: the requests it answers and the
 /// guard that lives while the stream can get events from this process.
@@ -142,37 +140,10 @@ impl OriginState {
     }
 }
 
-/// Keeps `origin`'s record alive while its guard is held and the stream is
-/// not complete; when the guard goes first, deletes the record, so a
-/// follower answers for the stream at once instead of after [`LIVE_TTL`](super::contract::LIVE_TTL).
-pub(super) async fn refresh(store: super::event_store::ClusterEventStore, origin: Arc<Origin>) {
-    loop {
-        tokio::time::sleep(LIVE_REFRESH).await;
-        let mut state = origin.state.lock().await;
-        let Some(revision) = state.live_revision.filter(|_| !state.done) else {
-            break;
-        };
-        if !state.alive() {
-            state.done = true;
-            state.live_revision = None;
-            store.release(&origin.token, revision).await;
-            break;
-        }
-        match store.write_live(&origin.token, state.record(), revision).await {
-            Ok(revision) => state.live_revision = Some(revision),
-            // Ended or expired: it stays so, and a follower answers for it.
-            Err(Error::Conflict { .. } | Error::NotFound(_)) => {
-                state.live_revision = None;
-                break;
-            }
-            Err(e) => tracing::warn!(error = %e, "stream liveness not refreshed"),
-        }
-    }
-    store.forget(&origin);
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     fn response(id: u64) -> Value {
