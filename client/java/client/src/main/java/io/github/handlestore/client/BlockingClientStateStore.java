@@ -41,6 +41,26 @@ public final class BlockingClientStateStore {
     return Futures.await(store.sealed(field, type));
   }
 
+  /** See {@link ClientStateStore#openSealed}. */
+  public <T> Optional<T> openSealed(String field, Class<T> type) {
+    return Futures.await(store.openSealed(field, type));
+  }
+
+  /** See {@link ClientStateStore#setField}. */
+  public void setField(String field, Object value) {
+    Futures.await(store.setField(field, value));
+  }
+
+  /** See {@link ClientStateStore#field}. */
+  public <T> Optional<T> field(String field, Class<T> type) {
+    return Futures.await(store.field(field, type));
+  }
+
+  /** See {@link ClientStateStore#clearField}. */
+  public void clearField(String field) {
+    Futures.await(store.clearField(field));
+  }
+
   /** See {@link ClientStateStore#setAccessToken}. */
   public void setAccessToken(String token) {
     Futures.await(store.setAccessToken(token));

@@ -147,15 +147,46 @@ public final class ClientStateStore {
     return clear(SESSION_ID);
   }
 
+  /** Null if {@code field} is one key segment (no '/'), else the refusal. */
+  private static HandlestoreException badField(String field) {
+    if (field == null || field.isEmpty() || field.indexOf('/') >= 0) {
+      return HandlestoreException.invalid(
+          "field " + Formats.shown(String.valueOf(field)) + " must be one key segment");
+    }
+    return null;
+  }
+
+  /**
+   * Stores any JSON {@code value} under {@code field} (one key segment: no '/'), in the clear: for
+   * what is not secret (a server's metadata), as the TypeScript store's {@code setField}.
+   */
+  public CompletableFuture<Void> setField(String field, Object value) {
+    HandlestoreException bad = badField(field);
+    return bad != null
+        ? CompletableFuture.failedFuture(bad)
+        : set(field, Objects.requireNonNull(value, "value"));
+  }
+
+  /** What {@link #setField} stored under {@code field}, as a {@code type}; empty if none. */
+  public <T> CompletableFuture<Optional<T>> field(String field, Class<T> type) {
+    HandlestoreException bad = badField(field);
+    return bad != null ? CompletableFuture.failedFuture(bad) : tool.get(key(field), type);
+  }
+
+  /** Forgets {@code field}. */
+  public CompletableFuture<Void> clearField(String field) {
+    HandlestoreException bad = badField(field);
+    return bad != null ? CompletableFuture.failedFuture(bad) : clear(field);
+  }
+
   /**
    * Stores any JSON {@code value} under {@code field} (one key segment: no '/'), encrypted and
    * bound to this client key and the field.
    */
   public CompletableFuture<Void> setSealed(String field, Object value) {
-    if (field == null || field.isEmpty() || field.indexOf('/') >= 0) {
-      return CompletableFuture.failedFuture(
-          HandlestoreException.invalid(
-              "field " + Formats.shown(String.valueOf(field)) + " must be one key segment"));
+    HandlestoreException bad = badField(field);
+    if (bad != null) {
+      return CompletableFuture.failedFuture(bad);
     }
     return Futures.compose(
         codec.seal(value, clientKey, SealOptions.DEFAULT.forTool(field).withTtl(SEAL_TTL)),
@@ -174,6 +205,45 @@ public final class ClientStateStore {
                 ? CompletableFuture.completedFuture(Optional.<T>empty())
                 : codec.open(blob.get(), clientKey, field, type));
   }
+
+  /**
+   * What {@link #setSealed} stored under {@code field}, as a {@code type}, telling apart the two
+   * cases {@link #sealed} folds into empty: empty if nothing is stored; failed with {@link
+   * SealedFieldException} if something is stored that this key ring does not open (sealed by
+   * another cluster's or namespace's ring, for another client key or field, or with a key since
+   * retired). For an adapter that must refuse such a value out loud rather than start a new sign-in
+   * unasked.
+   */
+  public <T> CompletableFuture<Optional<T>> openSealed(String field, Class<T> type) {
+    HandlestoreException bad = badField(field);
+    if (bad != null) {
+      return CompletableFuture.failedFuture(bad);
+    }
+    JacksonCodec<T> decode = JacksonCodec.of(type);
+    return Futures.compose(
+        tool.retrieve(key(field)),
+        entry -> {
+          if (entry.isEmpty()) {
+            return CompletableFuture.completedFuture(Optional.<T>empty());
+          }
+          Optional<String> blob = stringOf(entry.get());
+          if (blob.isEmpty()) {
+            return CompletableFuture.failedFuture(
+                new SealedFieldException(key(field), "it is not a sealed blob"));
+          }
+          return Futures.map(
+              codec.open(blob.get(), clientKey, field),
+              json ->
+                  Optional.of(
+                      decode.decode(
+                          json.orElseThrow(() -> new SealedFieldException(key(field), NOT_OPENED))
+                              .getBytes(StandardCharsets.UTF_8))));
+        });
+  }
+
+  private static final String NOT_OPENED =
+      "this namespace's key ring does not open it (sealed by another cluster's or namespace's"
+          + " ring, for another client key or field, or with a key since retired)";
 
   /** Stores the access token, encrypted. */
   public CompletableFuture<Void> setAccessToken(String token) {

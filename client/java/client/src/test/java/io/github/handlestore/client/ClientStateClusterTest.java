@@ -125,6 +125,63 @@ class ClientStateClusterTest {
   }
 
   @Test
+  void plainFieldsAreStoredInTheClearBesideTheOthers() {
+    BlockingClientStateStore a = store(first, "host-f");
+    a.setField("server-discover", Map.of("ttlMs", 5, "name", "cart"));
+    BlockingClientStateStore b = store(second, "host-f");
+    JsonNode got = b.field("server-discover", JsonNode.class).orElseThrow();
+    assertEquals(5, got.get("ttlMs").intValue());
+    String stored =
+        first
+            .stateTool()
+            .blocking()
+            .retrieve("mcp-clients/host-f/server-discover")
+            .orElseThrow()
+            .value()
+            .jsonText();
+    assertTrue(stored.contains("\"name\":\"cart\""), stored);
+    b.clearField("server-discover");
+    assertEquals(Optional.empty(), a.field("server-discover", JsonNode.class));
+    for (String bad : new String[] {"", "a/b"}) {
+      error(InvalidArgumentException.class, a.async().setField(bad, 1));
+      error(InvalidArgumentException.class, a.async().field(bad, JsonNode.class));
+      error(InvalidArgumentException.class, a.async().openSealed(bad, JsonNode.class));
+    }
+  }
+
+  @Test
+  void openSealedTellsNothingStoredFromSomethingThisRingDoesNotOpen() {
+    BlockingClientStateStore mine = store(first, "host-o");
+    assertEquals(Optional.empty(), mine.openSealed("oauth-tokens", JsonNode.class));
+    mine.setSealed("oauth-tokens", Map.of("access_token", "t-1"));
+    assertEquals(
+        "t-1",
+        store(second, "host-o")
+            .openSealed("oauth-tokens", JsonNode.class)
+            .orElseThrow()
+            .get("access_token")
+            .textValue());
+    String blob =
+        first.stateTool().blocking().get("mcp-clients/host-o/oauth-tokens", String.class).get();
+    try (Client other = CLUSTER.get().client("java-client-state-other-ring", b -> {})) {
+      other.keyRing().blocking().create();
+      other.stateTool().blocking().store("mcp-clients/host-o/oauth-tokens", blob);
+      other.stateTool().blocking().store("mcp-clients/host-o/plain", 42);
+      BlockingClientStateStore theirs = store(other, "host-o");
+      assertEquals(Optional.empty(), theirs.sealed("oauth-tokens", JsonNode.class));
+      SealedFieldException refused =
+          assertThrows(
+              SealedFieldException.class, () -> theirs.openSealed("oauth-tokens", JsonNode.class));
+      assertEquals("mcp-clients/host-o/oauth-tokens", refused.key());
+      assertTrue(refused.getMessage().contains("key ring does not open it"), refused.getMessage());
+      assertThrows(SealedFieldException.class, () -> theirs.openSealed("plain", JsonNode.class));
+    }
+    // Bound to the field: the same blob under another field is refused too.
+    first.stateTool().blocking().store("mcp-clients/host-o/moved", blob);
+    assertThrows(SealedFieldException.class, () -> mine.openSealed("moved", JsonNode.class));
+  }
+
+  @Test
   void aMalformedClientKeyOrASigningCodecIsRefusedBeforeAnyCall() {
     for (String bad : new String[] {"", "a/b", "x".repeat(129), "tab\there", "é".repeat(65)}) {
       error(InvalidArgumentException.class, ClientStateStore.fromCluster(first, bad));
