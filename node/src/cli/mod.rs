@@ -115,25 +115,36 @@ impl Conn {
         builder.build().map_err(CliError::from)
     }
 
-    /// Calls `f` on each endpoint in turn until one answers. A node that is
-    /// down or cannot serve the call now (UNAVAILABLE, a deadline, a
-    /// broken connection) passes it to the next; any other answer is final.
+    /// Calls `f` on each endpoint in turn until one answers, all within
+    /// `--timeout`: each endpoint gets an equal share of what is left, so
+    /// a frozen node (which takes the connection and never answers) costs
+    /// its share and no more. A node that is down or cannot serve the call
+    /// now (UNAVAILABLE, a deadline, a broken connection) passes it to the
+    /// next; any other answer is final.
     pub async fn first_answer<T, F, Fut>(&self, f: F) -> Result<T, CliError>
     where
         F: Fn(handlestore_client::NodeChannel) -> Fut,
         Fut: std::future::Future<Output = Result<T, tonic::Status>>,
     {
         let client = self.client()?;
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let endpoints = client.endpoints();
         let mut last = String::from("no endpoints");
-        for (i, endpoint) in client.endpoints().iter().enumerate() {
+        for (i, endpoint) in endpoints.iter().enumerate() {
             let Some(ch) = client.channel(i) else { continue };
-            match f(ch).await {
-                Ok(v) => return Ok(v),
-                Err(s) if another_node_may_answer(s.code()) => last = format!("{endpoint}: {}", s.message()),
-                Err(s) => return Err(CliError::new(2, s.message().to_string())),
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let share = left / u32::try_from(endpoints.len() - i).unwrap_or(u32::MAX);
+            match tokio::time::timeout(share, f(ch)).await {
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(s)) if another_node_may_answer(s.code()) => last = format!("{endpoint}: {}", s.message()),
+                Ok(Err(s)) => return Err(CliError::new(2, s.message().to_string())),
+                Err(_) => last = format!("{endpoint}: no answer within {share:?}"),
             }
         }
-        Err(CliError::new(2, format!("no node answered: {last}")))
+        Err(CliError::new(
+            2,
+            format!("no node answered within {:?}: {last}", self.timeout),
+        ))
     }
 
     /// The token of --token or --token-file.

@@ -1,26 +1,35 @@
 //! `handlestore status`.
 
+use std::time::Duration;
+
 use handlestore_proto::v1 as pb;
 use pb::admin_client::AdminClient;
 
 use super::{CliError, Conn};
 
-/// Every endpoint's answer to `Status`, or why it gave none.
+/// Every endpoint's answer to `Status`, or why it gave none: asked all at
+/// once, each within `--timeout`, so a frozen node (which takes the
+/// connection and never answers) delays the command by `--timeout` at
+/// most, and the others' answers are shown beside it.
 async fn ask_all(conn: &Conn) -> Result<Vec<(String, Result<pb::StatusResponse, String>)>, CliError> {
     let client = conn.client()?;
-    let mut answers = Vec::new();
-    for (i, url) in client.endpoints().iter().enumerate() {
-        let Some(ch) = client.channel(i) else { continue };
-        let mut req = tonic::Request::new(pb::StatusRequest {});
-        req.set_timeout(conn.timeout.min(std::time::Duration::from_secs(3)));
-        let answer = AdminClient::new(ch)
-            .status(req)
-            .await
+    let endpoints = client.endpoints();
+    let asks = endpoints.iter().enumerate().filter_map(|(i, url)| {
+        let ch = client.channel(i)?;
+        Some(async move { (url.to_string(), ask(ch, conn.timeout).await) })
+    });
+    Ok(futures::future::join_all(asks).await)
+}
+
+async fn ask(ch: handlestore_client::NodeChannel, timeout: Duration) -> Result<pb::StatusResponse, String> {
+    let mut req = tonic::Request::new(pb::StatusRequest {});
+    req.set_timeout(timeout);
+    match tokio::time::timeout(timeout, AdminClient::new(ch).status(req)).await {
+        Ok(answer) => answer
             .map(tonic::Response::into_inner)
-            .map_err(|e| format!("unreachable: {}", e.message()));
-        answers.push((url.to_string(), answer));
+            .map_err(|e| format!("unreachable: {}", e.message())),
+        Err(_) => Err(format!("no answer within {timeout:?}")),
     }
-    Ok(answers)
 }
 
 /// The best-informed answer: the leader's, else the highest term's.

@@ -283,3 +283,47 @@ async fn a_power_cut_inside_a_reused_wal_file_keeps_every_acknowledged_write() {
         acked.len()
     );
 }
+
+/// Every `--timeout` is honoured with a frozen node (SIGSTOP: it takes the
+/// connection and never answers, as a stalled VM does): `status` answers
+/// for the others within the timeout and names the frozen one, and a
+/// command aimed at the frozen node alone fails within it. The bound
+/// checked is the timeout plus a slack for starting the CLI on a loaded
+/// machine; before the fix the first took 15 s and the second never ended.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cli_honours_its_timeout_with_a_frozen_node() {
+    use std::time::Instant;
+    let mut cluster = TestCluster::start(3).await.expect("cluster");
+    let leader = cluster.wait_leader(Duration::from_secs(10)).await.expect("leader");
+    let frozen = cluster.node(leader).endpoint();
+    cluster.pause(leader).expect("SIGSTOP");
+    let slack = Duration::from_secs(6);
+
+    let started = Instant::now();
+    let out = cluster.cli(&["status", "--timeout", "2s"]);
+    let took = started.elapsed();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(took < Duration::from_secs(2) + slack, "status took {took:?}");
+    assert!(
+        out.status.success(),
+        "the others answer: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(frozen.as_str()) && text.contains("no answer within"),
+        "{text}"
+    );
+
+    let started = Instant::now();
+    let out = std::process::Command::new(handlestore_tests::handlestore_bin())
+        .args(["status", "--timeout", "1s", "--endpoints", &frozen])
+        .output()
+        .expect("cli");
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(1) + slack,
+        "status of the frozen node took {took:?}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    cluster.resume(leader).expect("SIGCONT");
+}
