@@ -184,6 +184,7 @@ pub struct TestClusterBuilder {
     bin: Option<PathBuf>,
     powercut_disks: bool,
     powercut_names: crate::powercut::Names,
+    powercut_size: crate::powercut::Size,
 }
 
 /// Runs on the nodes (addresses, data directories) and the cluster's
@@ -275,6 +276,13 @@ impl TestClusterBuilder {
     /// directory fsync unless told otherwise).
     pub fn powercut_names(mut self, names: crate::powercut::Names) -> Self {
         self.powercut_names = names;
+        self
+    }
+
+    /// What the `powercut_fs` disks' `statfs` reports (the backing file
+    /// system's space unless told otherwise; [`crate::powercut::Size`]).
+    pub fn powercut_size(mut self, size: crate::powercut::Size) -> Self {
+        self.powercut_size = size;
         self
     }
 
@@ -371,7 +379,7 @@ impl TestClusterBuilder {
             shared: None,
         };
         if self.powercut_disks {
-            cluster.mount_disks(self.powercut_names)?;
+            cluster.mount_disks(self.powercut_names, self.powercut_size)?;
         }
         if let Some(f) = self.before_start {
             f(&cluster.nodes, &cluster.initial_cluster())?;
@@ -494,6 +502,7 @@ impl TestCluster {
             bin: None,
             powercut_disks: false,
             powercut_names: crate::powercut::Names::Posix,
+            powercut_size: crate::powercut::Size::Backing,
         }
     }
 
@@ -656,14 +665,14 @@ impl TestCluster {
     }
 
     /// Mounts `powercut_fs` at every node's data directory.
-    fn mount_disks(&mut self, names: crate::powercut::Names) -> Result<()> {
+    fn mount_disks(&mut self, names: crate::powercut::Names, size: crate::powercut::Size) -> Result<()> {
         if self.net.is_some() {
             self.shared = Some(SharedDir::new(self.dir.path())?);
         }
         for node in &self.nodes {
             let backing = self.dir.path().join(format!("n{}.disk", node.id));
             let log = self.dir.path().join(format!("n{}.disk.log", node.id));
-            let disk = PowercutMount::start_with(&backing, &node.data, &log, names)?;
+            let disk = PowercutMount::start_sized(&backing, &node.data, &log, names, size)?;
             self.disks.insert(node.id, disk);
         }
         Ok(())

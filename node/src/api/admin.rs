@@ -162,6 +162,7 @@ fn disk_status(r: &DiskReport) -> pb::DiskStatus {
         sync_ms: r.sync_time.as_secs_f64() * 1000.0,
         slow: r.slow(),
         problem,
+        size_unknown: r.size_unknown,
     }
 }
 

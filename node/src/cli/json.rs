@@ -65,6 +65,21 @@ fn clock(c: Option<&pb::ClockStatus>) -> Value {
     }
 }
 
+fn disk(d: Option<&pb::DiskStatus>) -> Value {
+    match d {
+        None => Value::Null,
+        Some(d) => json!({
+            "free_bytes": d.free_bytes,
+            "min_free_bytes": d.min_free_bytes,
+            "full": d.full,
+            "sync_ms": d.sync_ms,
+            "slow": d.slow,
+            "problem": d.problem,
+            "size_unknown": d.size_unknown,
+        }),
+    }
+}
+
 fn memory(m: Option<&pb::Memory>) -> Value {
     match m {
         None => Value::Null,
@@ -101,6 +116,7 @@ pub fn node(endpoint: &str, answer: &Result<pb::StatusResponse, String>) -> Valu
             "cluster_id": s.cluster_id,
             "clock": clock(s.clock.as_ref()),
             "memory": memory(s.memory.as_ref()),
+            "disk": disk(s.disk.as_ref()),
             "peer_protocols": s.peer_protocols.iter().map(|p| json!({
                 "id": p.id,
                 "version": p.version,

@@ -96,6 +96,7 @@ fn print_table(view: &pb::StatusResponse, answers: &[(String, Result<pb::StatusR
     let mut memory = Vec::new();
     let mut clock_problems = Vec::new();
     let mut disk_problems = Vec::new();
+    let mut sizeless = Vec::new();
     let mut peer_problems = Vec::new();
     for (url, answer) in answers {
         let s = match answer {
@@ -122,6 +123,12 @@ fn print_table(view: &pb::StatusResponse, answers: &[(String, Result<pb::StatusR
         if let Some(d) = s.disk.as_ref().filter(|d| !d.problem.is_empty()) {
             disk_problems.push(format!("  node {}: {}", s.node_id, d.problem));
         }
+        if s.disk.as_ref().is_some_and(|d| d.size_unknown) {
+            sizeless.push(format!(
+                "  node {}: its data directory's file system reports no size (statfs total 0)",
+                s.node_id
+            ));
+        }
         peer_problems.extend(
             s.peer_protocols
                 .iter()
@@ -137,6 +144,11 @@ fn print_table(view: &pb::StatusResponse, answers: &[(String, Result<pb::StatusR
         &clock_problems,
     );
     print_problems("disks full or slow:", &disk_problems);
+    print_problems(
+        "disk size unknown (writes are taken, but the disk-full guard cannot work there: a write that fails \
+         for want of space stops the node; watch the volume's space by other means):",
+        &sizeless,
+    );
     print_problems(
         "peers that cannot talk to each other (different peer protocols):",
         &peer_problems,

@@ -13,10 +13,17 @@
 //! Reads go on. Once space is freed it takes entries again and catches up.
 //! `status`, `/readyz` and the `handlestore_disk_*` metrics say why the
 //! node is degraded.
+//!
+//! Some file systems report no size at all: `statfs` says 0 blocks in all
+//! and 0 available (LazyFS, FUSE file systems without a `statfs` of their
+//! own, some CSI volumes). That is a size unknown, not a full disk: the
+//! node takes writes there, with no guard (a write that fails for want of
+//! space stops it), and says so once in its log, in `status` and in
+//! `handlestore_disk_size_known` ([`measured`] has the rules).
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -31,7 +38,8 @@ pub const SLOW_SYNC: Duration = Duration::from_millis(500);
 /// What the disk looks like now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskReport {
-    /// Bytes free to this process on the data directory's file system.
+    /// Bytes free to this process on the data directory's file system (0
+    /// while its size is unknown).
     pub free_bytes: u64,
     /// `--min-free-disk-mb`, in bytes (0: no reserve).
     pub min_free_bytes: u64,
@@ -41,6 +49,9 @@ pub struct DiskReport {
     pub full: bool,
     /// What a log sync took lately.
     pub sync_time: Duration,
+    /// The file system reports no size: its free space is not measured and
+    /// the node is never full on its account ([`measured`]).
+    pub size_unknown: bool,
 }
 
 impl DiskReport {
@@ -102,6 +113,59 @@ impl Reserve {
     }
 }
 
+/// What a file system says of its space (`statvfs`), in its own units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Statfs {
+    pub total_blocks: u64,
+    pub available_blocks: u64,
+    pub fragment_size: u64,
+    pub block_size: u64,
+}
+
+impl Statfs {
+    fn of(s: &nix::sys::statvfs::Statvfs) -> Self {
+        Self {
+            total_blocks: s.blocks(),
+            available_blocks: s.blocks_available(),
+            fragment_size: s.fragment_size(),
+            block_size: s.block_size(),
+        }
+    }
+}
+
+/// The bytes free to this process that `s` measures, or `None` when the
+/// file system reports no size: guard on what can be measured.
+///
+/// - A size (total blocks) reported: the available blocks are the free
+///   space, 0 among them (an ordinary full disk reports its size and none
+///   available).
+/// - No size but some blocks available: those are the free space (an odd
+///   report, but all there is to guard on; a wrong one can only make the
+///   node refuse writes, saying how much it found free).
+/// - Neither (LazyFS, a FUSE file system without a `statfs` of its own,
+///   some CSI volumes), or no block size: unknown, never full; unless the
+///   file system reported its space before (`reported_before`), when it is
+///   trusted with a zero: it is out of space.
+pub fn measured(s: Statfs, reported_before: bool) -> Option<u64> {
+    // glibc gives the block size where a file system reports no fragment
+    // size; a raw 0 from elsewhere is taken the same way.
+    let unit = if s.fragment_size > 0 {
+        s.fragment_size
+    } else {
+        s.block_size
+    };
+    let sizeless = (s.total_blocks == 0 && s.available_blocks == 0) || unit == 0;
+    if sizeless && !reported_before {
+        return None;
+    }
+    Some(s.available_blocks.saturating_mul(unit))
+}
+
+/// Whether the data directory's file system reports its size (`Disk::size`).
+const NOT_MEASURED: u8 = 0;
+const SIZE_UNKNOWN: u8 = 1;
+const SIZE_KNOWN: u8 = 2;
+
 /// What a log sync took lately: the Raft log's durability tracks it
 /// (`raft::log::durability`); the disk's report carries it.
 pub trait SyncTime: Send + Sync {
@@ -112,6 +176,9 @@ pub struct Disk {
     dir: PathBuf,
     reserve: Reserve,
     free: AtomicU64,
+    /// `NOT_MEASURED`, then `SIZE_UNKNOWN` or `SIZE_KNOWN`; once known, it
+    /// stays known ([`measured`]'s `reported_before`).
+    size: AtomicU8,
     /// Below the reserve; watched by whatever reacts to it.
     full: watch::Sender<bool>,
     syncs: Arc<dyn SyncTime>,
@@ -124,6 +191,7 @@ impl Disk {
             dir,
             reserve,
             free: AtomicU64::new(u64::MAX),
+            size: AtomicU8::new(NOT_MEASURED),
             full: watch::Sender::new(false),
             syncs,
         });
@@ -145,16 +213,48 @@ impl Disk {
     }
 
     fn measure(&self) {
-        let free = match nix::sys::statvfs::statvfs(&self.dir) {
-            Ok(s) => s.blocks_available().saturating_mul(s.fragment_size()),
+        let s = match nix::sys::statvfs::statvfs(&self.dir) {
+            Ok(s) => Statfs::of(&s),
             Err(e) => {
                 tracing::warn!(dir = %self.dir.display(), "cannot measure the free disk space: {e}");
                 return;
             }
         };
-        self.free.store(free, Ordering::Relaxed);
+        self.update(s);
+    }
+
+    /// Takes the file system's report `s`.
+    fn update(&self, s: Statfs) {
         let r = crate::observe::metrics::recorders();
-        r.disk_free_bytes.set(i64::try_from(free).unwrap_or(i64::MAX));
+        let was = self.size.load(Ordering::Relaxed);
+        let Some(free) = measured(s, was == SIZE_KNOWN) else {
+            if was == NOT_MEASURED {
+                self.size.store(SIZE_UNKNOWN, Ordering::Relaxed);
+                self.free.store(0, Ordering::Relaxed);
+                r.disk_free_bytes.set(f64::NAN);
+                r.disk_size_known.set(0);
+                tracing::warn!(
+                    dir = %self.dir.display(),
+                    "the data directory's file system reports no size (statfs: 0 blocks in all, none available, \
+                     as LazyFS, some FUSE and some CSI volumes do): its free space cannot be measured, so the \
+                     disk-full guard (--min-free-disk-mb) cannot work here and a write that fails for want of \
+                     space stops this node; watch the volume's space by other means"
+                );
+            }
+            return;
+        };
+        if was != SIZE_KNOWN {
+            self.size.store(SIZE_KNOWN, Ordering::Relaxed);
+            r.disk_size_known.set(1);
+            if was == SIZE_UNKNOWN {
+                tracing::info!(
+                    free_mb = free >> 20,
+                    "the data directory's file system reports its size now: the disk-full guard works"
+                );
+            }
+        }
+        self.free.store(free, Ordering::Relaxed);
+        r.disk_free_bytes.set(free as f64);
         let was = *self.full.borrow();
         let full = below(free, self.reserve, was);
         if full != was {
@@ -182,6 +282,7 @@ impl Disk {
             resume_free_bytes: self.reserve.min_free.saturating_add(self.reserve.resume_gap),
             full: *self.full.borrow(),
             sync_time: self.syncs.sync_time(),
+            size_unknown: self.size.load(Ordering::Relaxed) == SIZE_UNKNOWN,
         }
     }
 
@@ -237,6 +338,7 @@ mod tests {
             resume_free_bytes: 48 << 20,
             full: false,
             sync_time: Duration::from_millis(600),
+            size_unknown: false,
         };
         assert_eq!(r.problem(), None);
         assert!(r.slow());
@@ -250,6 +352,71 @@ mod tests {
         r.free_bytes = 20 << 20;
         let p = r.problem().expect("still full");
         assert!(p.contains("since it fell under the 16 MiB"), "{p}");
+    }
+
+    fn statfs(total_blocks: u64, available_blocks: u64) -> Statfs {
+        Statfs {
+            total_blocks,
+            available_blocks,
+            fragment_size: 4096,
+            block_size: 4096,
+        }
+    }
+
+    #[test]
+    fn a_file_system_that_reports_no_size_is_unknown_not_full() {
+        // LazyFS, or a FUSE file system without a statfs of its own (what
+        // libfuse answers then: all zero but the block size).
+        let fuse = Statfs {
+            total_blocks: 0,
+            available_blocks: 0,
+            fragment_size: 0,
+            block_size: 512,
+        };
+        assert_eq!(measured(fuse, false), None);
+        assert_eq!(measured(statfs(0, 0), false), None);
+        assert_eq!(measured(statfs(100, 10), false), Some(10 * 4096));
+        assert_eq!(measured(statfs(100, 0), false), Some(0), "an ordinary full disk");
+        assert_eq!(
+            measured(statfs(0, 10), false),
+            Some(10 * 4096),
+            "no size, but space available: guarded on"
+        );
+        let no_unit = Statfs {
+            fragment_size: 0,
+            block_size: 0,
+            ..statfs(100, 10)
+        };
+        assert_eq!(measured(no_unit, false), None);
+        let bsize_only = Statfs {
+            fragment_size: 0,
+            ..statfs(100, 10)
+        };
+        assert_eq!(measured(bsize_only, false), Some(10 * 4096));
+        // Once the file system reported its space, a zero is a zero.
+        assert_eq!(measured(statfs(0, 0), true), Some(0));
+        assert_eq!(measured(fuse, true), Some(0));
+    }
+
+    #[tokio::test]
+    async fn a_node_on_a_sizeless_file_system_takes_writes_and_says_the_size_is_unknown() {
+        let dir = tempfile::tempdir().expect("dir");
+        let disk = Disk::new(dir.path().into(), Reserve::new(64, 64), Arc::new(NoSyncs));
+        disk.size.store(NOT_MEASURED, Ordering::Relaxed);
+        disk.update(statfs(0, 0));
+        let r = disk.report();
+        assert!(r.size_unknown && !r.full && !r.exhausted(), "{r:?}");
+        assert_eq!((r.free_bytes, r.problem()), (0, None));
+        assert_eq!(disk.room(), Ok(()));
+        disk.update(statfs(0, 0));
+        assert!(disk.report().size_unknown, "still unknown");
+        // It reports a size, then none again: out of space, not unknown.
+        disk.update(statfs(1 << 20, 1 << 20));
+        assert!(!disk.report().size_unknown && disk.room().is_ok());
+        disk.update(statfs(0, 0));
+        let r = disk.report();
+        assert!(!r.size_unknown && r.full && r.exhausted(), "{r:?}");
+        assert!(disk.room().is_err());
     }
 
     /// A log that has not synced yet.

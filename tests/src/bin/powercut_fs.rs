@@ -8,26 +8,32 @@
 //!
 //! With `--journaled-names` first, a sync of any file or directory makes
 //! every name change before it durable (ext4's and XFS' journal), instead
-//! of only a sync of the directory changed (POSIX).
+//! of only a sync of the directory changed (POSIX). With `--no-size`,
+//! `statfs` reports no size at all (every count 0), as LazyFS does.
 
-use handlestore_tests::powercut::Names;
+use handlestore_tests::powercut::{Names, Size};
 
 fn main() {
+    let mut names = Names::Posix;
+    let mut size = Size::Backing;
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let names = match args.first().and_then(|a| a.to_str()) {
-        Some("--journaled-names") => {
-            args.remove(0);
-            Names::Journaled
+    while let Some(flag) = args.first().and_then(|a| a.to_str()).filter(|a| a.starts_with("--")) {
+        match flag {
+            "--journaled-names" => names = Names::Journaled,
+            "--no-size" => size = Size::Unknown,
+            _ => usage(),
         }
-        _ => Names::Posix,
-    };
+        args.remove(0);
+    }
     let args: Vec<std::path::PathBuf> = args.into_iter().map(Into::into).collect();
-    let [backing, mountpoint] = &args[..] else {
-        eprintln!("usage: powercut_fs [--journaled-names] BACKING_DIR MOUNTPOINT");
-        std::process::exit(2);
-    };
-    if let Err(e) = handlestore_tests::powercut::serve(backing, mountpoint, names) {
+    let [backing, mountpoint] = &args[..] else { usage() };
+    if let Err(e) = handlestore_tests::powercut::serve(backing, mountpoint, names, size) {
         eprintln!("powercut_fs: {e}");
         std::process::exit(1);
     }
+}
+
+fn usage() -> ! {
+    eprintln!("usage: powercut_fs [--journaled-names] [--no-size] BACKING_DIR MOUNTPOINT");
+    std::process::exit(2);
 }

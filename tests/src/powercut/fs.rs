@@ -22,12 +22,13 @@ pub struct PowercutFs {
     pub(super) files: Handles<OpenFile>,
     pub(super) dirs: Handles<Vec<Listed>>,
     pub(super) cache: std::sync::Arc<Cache>,
+    size: super::Size,
 }
 
 impl PowercutFs {
     /// Over the backing directory `backing`, whose unsynced writes live
-    /// in `cache`.
-    pub fn new(backing: &Path, cache: std::sync::Arc<Cache>) -> std::io::Result<Self> {
+    /// in `cache`; `statfs` reports `size`.
+    pub fn new(backing: &Path, cache: std::sync::Arc<Cache>, size: super::Size) -> std::io::Result<Self> {
         use nix::fcntl::{AT_FDCWD, OFlag, openat};
         let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
         let root = openat(AT_FDCWD, backing, flags, nix::sys::stat::Mode::empty())?;
@@ -39,6 +40,7 @@ impl PowercutFs {
             files: Handles::default(),
             dirs: Handles::default(),
             cache,
+            size,
         })
     }
 }
@@ -241,6 +243,7 @@ impl fuser::Filesystem for PowercutFs {
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         match self.stat_fs() {
+            Ok(_) if self.size == super::Size::Unknown => reply.statfs(0, 0, 0, 0, 0, 512, 255, 0),
             Ok(s) => reply.statfs(
                 s.blocks(),
                 s.blocks_free(),

@@ -29,6 +29,9 @@
 //!   machine starting again.
 //! - The kernel keeps no answer (entry and attribute timeouts are zero, no
 //!   writeback cache), so every write reaches this process at once.
+//! - `statfs` reports the backing file system's space; mounted with
+//!   `--no-size` ([`Size::Unknown`]) it reports none at all, as LazyFS and
+//!   FUSE file systems without a `statfs` of their own do.
 //!
 //! The harness side (mounting, cutting, unmounting) is [`mount`].
 
@@ -51,13 +54,26 @@ use std::sync::Arc;
 pub use journal::Names;
 pub use power::{ARMED, CUT_DONE};
 
+/// What the file system says of its size (`statfs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Size {
+    /// The backing directory's file system's blocks and files.
+    #[default]
+    Backing,
+    /// None at all: every count 0 (blocks, free, available, files), only a
+    /// block size of 512 and names of up to 255 bytes, as libfuse answers
+    /// for a file system with no `statfs` of its own (LazyFS).
+    Unknown,
+}
+
 /// Mounts the file system over `backing` at `mountpoint` and serves it
-/// until it is unmounted; `names` says when a name change is durable. Call it before starting any thread (it blocks
+/// until it is unmounted; `names` says when a name change is durable,
+/// `size` what `statfs` reports. Call it before starting any thread (it blocks
 /// `SIGUSR1` and `SIGUSR2` for every thread but its own waiter).
-pub fn serve(backing: &Path, mountpoint: &Path, names: Names) -> std::io::Result<()> {
+pub fn serve(backing: &Path, mountpoint: &Path, names: Names, size: Size) -> std::io::Result<()> {
     let cache = Arc::new(cache::Cache::new(journal::Journal::open(backing, names)?));
     power::cut_on_signals(cache.clone())?;
-    let fs = fs::PowercutFs::new(backing, cache)?;
+    let fs = fs::PowercutFs::new(backing, cache, size)?;
     let mut config = fuser::Config::default();
     config.mount_options = vec![
         fuser::MountOption::FSName(format!("powercut:{}", backing.display())),

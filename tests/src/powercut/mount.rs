@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use super::{ARMED, CUT_DONE, Names};
+use super::{ARMED, CUT_DONE, Names, Size};
 
 /// The `powercut_fs` binary: `$HANDLESTORE_POWERCUT_FS`, or the one built
 /// beside this test executable (cargo builds it with the tests).
@@ -57,6 +57,7 @@ pub fn is_mounted(path: &Path) -> bool {
 
 pub struct PowercutMount {
     names: Names,
+    size: Size,
     backing: PathBuf,
     mountpoint: PathBuf,
     log: PathBuf,
@@ -72,10 +73,16 @@ impl PowercutMount {
 
     /// [`start`](Self::start), with name changes durable as `names` says.
     pub fn start_with(backing: &Path, mountpoint: &Path, log: &Path, names: Names) -> Result<Self> {
+        Self::start_sized(backing, mountpoint, log, names, Size::Backing)
+    }
+
+    /// [`start_with`](Self::start_with), `statfs` reporting `size`.
+    pub fn start_sized(backing: &Path, mountpoint: &Path, log: &Path, names: Names, size: Size) -> Result<Self> {
         std::fs::create_dir_all(backing)?;
         std::fs::create_dir_all(mountpoint)?;
         let mut mount = Self {
             names,
+            size,
             backing: backing.canonicalize()?,
             mountpoint: mountpoint.canonicalize()?,
             log: log.to_path_buf(),
@@ -102,6 +109,9 @@ impl PowercutMount {
         let mut command = Command::new(binary());
         if self.names == Names::Journaled {
             command.arg("--journaled-names");
+        }
+        if self.size == Size::Unknown {
+            command.arg("--no-size");
         }
         let child = command
             .arg(&self.backing)

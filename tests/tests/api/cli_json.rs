@@ -52,6 +52,12 @@ async fn status_members_namespaces_and_keys_print_as_json() {
             "{n:#}"
         );
         assert!(n["memory"]["rss"].is_u64(), "{n:#}");
+        assert!(n["disk"]["free_bytes"].is_u64(), "{n:#}");
+        assert_eq!(
+            (&n["disk"]["full"], &n["disk"]["size_unknown"]),
+            (&json!(false), &json!(false)),
+            "{n:#}"
+        );
     }
     assert_eq!(status["members"].as_array().map(Vec::len), Some(3));
 

@@ -454,3 +454,86 @@ async fn with_a_follower_and_then_the_leaders_disk_full_reads_go_on_and_freeing_
     }
     two_disks_full([3, 1]).await;
 }
+
+/// Three nodes on disks that report no size at all (`powercut_fs
+/// --no-size`: `statfs` says 0 blocks in all and none available, as LazyFS
+/// and some FUSE and CSI volumes do). A size of zero is unknown, not full:
+/// writes are taken and read back; every node is ready, says once in its
+/// log that its disk-full guard cannot work there, and `status` (its table,
+/// `--json` and the RPC) and a metric say the size is unknown, not that the
+/// disk is degraded.
+#[tokio::test(flavor = "multi_thread")]
+async fn nodes_on_disks_that_report_no_size_take_writes_and_say_the_size_is_unknown() {
+    if let Some(why) = handlestore_tests::powercut::mount::unavailable() {
+        eprintln!("SKIPPED: disks that report no size: {why}");
+        return;
+    }
+    let cluster = TestCluster::builder(3)
+        .powercut_disks(true)
+        .powercut_size(handlestore_tests::powercut::Size::Unknown)
+        .metrics_ports(true)
+        // A leader or not, the writes say what is wrong.
+        .wait_leader(false)
+        .args(["--min-free-disk-mb", &RESERVE_MB.to_string()])
+        .start()
+        .await
+        .expect("cluster");
+    let fs = nix::sys::statvfs::statvfs(&cluster.node(1).data).expect("statvfs");
+    assert_eq!((fs.blocks(), fs.blocks_available()), (0, 0), "the disk reports a size");
+    let store: ClusterHandleStore<Value> = cluster
+        .client_builder(cluster.endpoints())
+        .deadline(Duration::from_secs(10))
+        .build()
+        .expect("client")
+        .handle_store("sizeless")
+        .build();
+    let mut minted = Vec::new();
+    for n in 0..20 {
+        let id = store
+            .mint(json!({ "n": n }), Ttl::Default)
+            .await
+            .unwrap_or_else(|e| panic!("write {n} on a disk that reports no size: {e}"));
+        minted.push((id, n));
+    }
+    for (id, n) in &minted {
+        assert_eq!(store.get(id).await.expect("read"), Some(json!({ "n": n })));
+    }
+
+    for id in 1..=3 {
+        let d = disk(&cluster, id).await;
+        assert!(d.size_unknown && !d.full && d.problem.is_empty(), "node {id}: {d:?}");
+        let (code, body) = readyz(&cluster, id).await;
+        assert_eq!(code, 200, "node {id}: {body}");
+        assert_eq!(cluster.metric(id, "handlestore_disk_size_known").await, Some(0.0));
+        assert_eq!(cluster.metric(id, "handlestore_disk_full").await, Some(0.0));
+        assert!(
+            cluster
+                .metric(id, "handlestore_disk_free_bytes")
+                .await
+                .is_some_and(f64::is_nan),
+            "node {id}: free bytes shown with no size"
+        );
+        let said = cluster.log(id).matches("reports no size").count();
+        assert_eq!(said, 1, "node {id} said its disk reports no size {said} times");
+    }
+
+    let out = cluster.cli(&["status"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(table.contains("disk size unknown"), "{table}");
+    for id in 1..=3 {
+        assert!(
+            table.contains(&format!("node {id}: its data directory's file system reports no size")),
+            "{table}"
+        );
+    }
+    assert!(!table.contains("disks full or slow"), "{table}");
+    let out = cluster.cli(&["status", "--json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("status --json");
+    let nodes = doc["nodes"].as_array().expect("nodes");
+    assert_eq!(nodes.len(), 3, "{doc}");
+    for n in nodes {
+        assert_eq!(n["disk"]["size_unknown"], json!(true), "{n}");
+        assert_eq!(n["disk"]["full"], json!(false), "{n}");
+    }
+}

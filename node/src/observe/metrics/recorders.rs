@@ -4,6 +4,7 @@
 //! lock, no allocation after a label set's first use.
 
 use std::sync::LazyLock;
+use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -56,7 +57,9 @@ pub struct Recorders {
     pub proposals_pending: Gauge,
     pub apply_seconds: Histogram,
     pub log_fsync_seconds: Histogram,
-    pub disk_free_bytes: Gauge,
+    /// NaN while the file system reports no size.
+    pub disk_free_bytes: Gauge<f64, AtomicU64>,
+    pub disk_size_known: Gauge,
     pub disk_full: Gauge,
     pub read_index_seconds: Histogram,
     pub read_index_failures: Counter,
@@ -149,6 +152,7 @@ impl Recorders {
             apply_seconds: fast_buckets(),
             log_fsync_seconds: disk_buckets(),
             disk_free_bytes: Gauge::default(),
+            disk_size_known: Gauge::default(),
             disk_full: Gauge::default(),
             read_index_seconds: fast_buckets(),
             read_index_failures: Counter::default(),
@@ -197,8 +201,13 @@ impl Recorders {
         );
         r.register(
             "handlestore_disk_free_bytes",
-            "Bytes free on the data directory's file system",
+            "Bytes free on the data directory's file system (NaN while it reports no size)",
             self.disk_free_bytes.clone(),
+        );
+        r.register(
+            "handlestore_disk_size_known",
+            "0 while the data directory's file system reports no size (statfs total 0): the disk-full guard cannot work",
+            self.disk_size_known.clone(),
         );
         r.register(
             "handlestore_disk_full",

@@ -900,7 +900,7 @@ func (x *StatusResponse) GetDisk() *DiskStatus {
 // on. A node whose syncs are slow slows every write it is counted in.
 type DiskStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Bytes free on the data directory's file system.
+	// Bytes free on the data directory's file system; 0 while size_unknown.
 	FreeBytes uint64 `protobuf:"varint,1,opt,name=free_bytes,json=freeBytes,proto3" json:"free_bytes,omitempty"`
 	// --min-free-disk-mb, in bytes; 0: no reserve.
 	MinFreeBytes uint64 `protobuf:"varint,2,opt,name=min_free_bytes,json=minFreeBytes,proto3" json:"min_free_bytes,omitempty"`
@@ -911,7 +911,13 @@ type DiskStatus struct {
 	// Syncs take 500 ms or more.
 	Slow bool `protobuf:"varint,5,opt,name=slow,proto3" json:"slow,omitempty"`
 	// Why the node is degraded; empty when it is not.
-	Problem       string `protobuf:"bytes,6,opt,name=problem,proto3" json:"problem,omitempty"`
+	Problem string `protobuf:"bytes,6,opt,name=problem,proto3" json:"problem,omitempty"`
+	// The file system reports no size (statfs: 0 blocks in all and none
+	// available, as LazyFS, some FUSE and some CSI volumes do). Not a
+	// degradation, and never full on that account: the node takes writes,
+	// but the disk-full guard cannot work there, and a write that fails for
+	// want of space stops the node. Watch the volume's space by other means.
+	SizeUnknown   bool `protobuf:"varint,7,opt,name=size_unknown,json=sizeUnknown,proto3" json:"size_unknown,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -986,6 +992,13 @@ func (x *DiskStatus) GetProblem() string {
 		return x.Problem
 	}
 	return ""
+}
+
+func (x *DiskStatus) GetSizeUnknown() bool {
+	if x != nil {
+		return x.SizeUnknown
+	}
+	return false
 }
 
 type PeerProtocol struct {
@@ -1682,7 +1695,7 @@ const file_handlestore_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"cluster_id\x18\x15 \x01(\tR\tclusterId\x12.\n" +
 	"\x04disk\x18\x16 \x01(\v2\x1a.handlestore.v1.DiskStatusR\x04diskB\x1a\n" +
-	"\x18_millis_since_quorum_ack\"\xac\x01\n" +
+	"\x18_millis_since_quorum_ack\"\xcf\x01\n" +
 	"\n" +
 	"DiskStatus\x12\x1d\n" +
 	"\n" +
@@ -1691,7 +1704,8 @@ const file_handlestore_v1_admin_proto_rawDesc = "" +
 	"\x04full\x18\x03 \x01(\bR\x04full\x12\x17\n" +
 	"\async_ms\x18\x04 \x01(\x01R\x06syncMs\x12\x12\n" +
 	"\x04slow\x18\x05 \x01(\bR\x04slow\x12\x18\n" +
-	"\aproblem\x18\x06 \x01(\tR\aproblem\"c\n" +
+	"\aproblem\x18\x06 \x01(\tR\aproblem\x12!\n" +
+	"\fsize_unknown\x18\a \x01(\bR\vsizeUnknown\"c\n" +
 	"\fPeerProtocol\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\aversion\x18\x02 \x01(\rH\x00R\aversion\x88\x01\x01\x12\x18\n" +

@@ -160,20 +160,22 @@ class StatusResponse(_message.Message):
     def __init__(self, node_id: _Optional[int] = ..., addr: _Optional[str] = ..., state: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_addr: _Optional[str] = ..., term: _Optional[int] = ..., last_log_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., snapshot_index: _Optional[int] = ..., purged_index: _Optional[int] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., millis_since_quorum_ack: _Optional[int] = ..., version: _Optional[str] = ..., log_syncs: _Optional[int] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., forwarded_writes: _Optional[int] = ..., clock: _Optional[_Union[ClockStatus, _Mapping]] = ..., namespaces: _Optional[_Iterable[_Union[_auth_pb2.NamespaceUsage, _Mapping]]] = ..., protocol_version: _Optional[int] = ..., peer_protocols: _Optional[_Iterable[_Union[PeerProtocol, _Mapping]]] = ..., cluster_id: _Optional[str] = ..., disk: _Optional[_Union[DiskStatus, _Mapping]] = ...) -> None: ...
 
 class DiskStatus(_message.Message):
-    __slots__ = ("free_bytes", "min_free_bytes", "full", "sync_ms", "slow", "problem")
+    __slots__ = ("free_bytes", "min_free_bytes", "full", "sync_ms", "slow", "problem", "size_unknown")
     FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
     MIN_FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
     FULL_FIELD_NUMBER: _ClassVar[int]
     SYNC_MS_FIELD_NUMBER: _ClassVar[int]
     SLOW_FIELD_NUMBER: _ClassVar[int]
     PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    SIZE_UNKNOWN_FIELD_NUMBER: _ClassVar[int]
     free_bytes: int
     min_free_bytes: int
     full: bool
     sync_ms: float
     slow: bool
     problem: str
-    def __init__(self, free_bytes: _Optional[int] = ..., min_free_bytes: _Optional[int] = ..., full: _Optional[bool] = ..., sync_ms: _Optional[float] = ..., slow: _Optional[bool] = ..., problem: _Optional[str] = ...) -> None: ...
+    size_unknown: bool
+    def __init__(self, free_bytes: _Optional[int] = ..., min_free_bytes: _Optional[int] = ..., full: _Optional[bool] = ..., sync_ms: _Optional[float] = ..., slow: _Optional[bool] = ..., problem: _Optional[str] = ..., size_unknown: _Optional[bool] = ...) -> None: ...
 
 class PeerProtocol(_message.Message):
     __slots__ = ("id", "version", "problem")

@@ -170,7 +170,7 @@ export interface StatusResponse {
  * on. A node whose syncs are slow slows every write it is counted in.
  */
 export interface DiskStatus {
-  /** Bytes free on the data directory's file system. */
+  /** Bytes free on the data directory's file system; 0 while size_unknown. */
   freeBytes: bigint;
   /** --min-free-disk-mb, in bytes; 0: no reserve. */
   minFreeBytes: bigint;
@@ -182,6 +182,14 @@ export interface DiskStatus {
   slow: boolean;
   /** Why the node is degraded; empty when it is not. */
   problem: string;
+  /**
+   * The file system reports no size (statfs: 0 blocks in all and none
+   * available, as LazyFS, some FUSE and some CSI volumes do). Not a
+   * degradation, and never full on that account: the node takes writes,
+   * but the disk-full guard cannot work there, and a write that fails for
+   * want of space stops the node. Watch the volume's space by other means.
+   */
+  sizeUnknown: boolean;
 }
 
 export interface PeerProtocol {
@@ -1542,7 +1550,7 @@ export const StatusResponse: MessageFns<StatusResponse> = {
 };
 
 function createBaseDiskStatus(): DiskStatus {
-  return { freeBytes: 0n, minFreeBytes: 0n, full: false, syncMs: 0, slow: false, problem: "" };
+  return { freeBytes: 0n, minFreeBytes: 0n, full: false, syncMs: 0, slow: false, problem: "", sizeUnknown: false };
 }
 
 export const DiskStatus: MessageFns<DiskStatus> = {
@@ -1570,6 +1578,9 @@ export const DiskStatus: MessageFns<DiskStatus> = {
     }
     if (message.problem !== "") {
       writer.uint32(50).string(message.problem);
+    }
+    if (message.sizeUnknown !== false) {
+      writer.uint32(56).bool(message.sizeUnknown);
     }
     return writer;
   },
@@ -1635,6 +1646,14 @@ export const DiskStatus: MessageFns<DiskStatus> = {
             message.problem = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.sizeUnknown = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1660,6 +1679,7 @@ export const DiskStatus: MessageFns<DiskStatus> = {
     message.syncMs = object.syncMs ?? 0;
     message.slow = object.slow ?? false;
     message.problem = object.problem ?? "";
+    message.sizeUnknown = object.sizeUnknown ?? false;
     return message;
   },
 };
