@@ -4,7 +4,9 @@
 # the error table by src/build/java/GenReasons.java: nothing generated is
 # committed, so nothing can drift), every plugin pinned (the enforcer),
 # javac with -Xlint:all -Werror, the tests, then the format check
-# (Spotless with google-java-format). The cluster tests start real clusters
+# (Spotless with google-java-format), and the packaging test
+# (scripts/packaging-test.sh: the installed artifacts used from an empty
+# Maven project). The cluster tests start real clusters
 # of the handlestore binary ($HANDLESTORE_BIN, else target/release/handlestore
 # under $CARGO_TARGET_DIR, the repository or ~/.cache/handlestore); without
 # one they skip, saying why, or fail where HANDLESTORE_REQUIRE_BIN=1, as the
@@ -24,5 +26,9 @@ if [ "${version%%.*}" -lt 17 ] 2>/dev/null || [ -z "$version" ]; then
   exit 0
 fi
 # -B: no colours or prompts; -ntp: no download progress lines in CI's log.
-mvn -B -ntp -Dsurefire.failIfNoSpecifiedTests=false verify "$@"
+# install (verify, then the artifacts into ~/.m2) for the packaging test.
+mvn -B -ntp -Dsurefire.failIfNoSpecifiedTests=false install "$@"
 ../../tests/clusters-ran.sh java
+# An empty Maven project depends on what was just installed, by coordinates
+# only, and runs the cart example from it against a cluster.
+scripts/packaging-test.sh --no-install

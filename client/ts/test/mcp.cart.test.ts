@@ -1,25 +1,26 @@
 /**
  * The TypeScript cart server beside its twins: one Rust replica
  * (client/rust/examples/cart_server), one Python (client/python/examples/
- * fastmcp_cart.py), one TypeScript (examples/cartServer.ts) and one Go
- * (client/go/gosdk/examples/cartserver, on the official Go SDK) on one
- * cluster, behind a round-robin load balancer that deals the tool calls to
- * the four in turn. Driven twice by the Python SDK's client: in its default
+ * fastmcp_cart.py), one TypeScript (examples/cartServer.ts), one Go
+ * (client/go/gosdk/examples/cartserver, on the official Go SDK) and one Java
+ * (client/java/examples, on the MCP Java SDK) on one cluster, behind a
+ * round-robin load balancer that deals the tool calls to the five in turn. Driven twice by the Python SDK's client: in its default
  * mode, which negotiates the current protocol (2026-07-28), and pinned to
  * the handshake era (2025-11-25). Each time: every item kept, concurrent
- * adds across the four included, one order, checkout exactly once, bad ids
+ * adds across the five included, one order, checkout exactly once, bad ids
  * refused alike, and every kind of call answered by every replica on the
  * negotiated protocol.
  *
  * The Rust replica needs the example binary beside the handlestore one
  * (`cargo build --release --examples`), the Python one the tests' virtual
  * environment ($HANDLESTORE_TEST_PYTHON, or tests/ensure-python-env.sh), the
- * Go one `go` (the test builds the example with `go build`): without them
- * the test skips and says why.
+ * Go one `go` (the test builds the example with `go build`), the Java one
+ * Java 17+ and Maven (the test builds the example's executable jar with
+ * `mvn package`): without them the test skips and says why.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -39,6 +40,7 @@ const PY_CART = join(REPO, "client/python/examples/fastmcp_cart.py");
 const GO_MODULE = join(REPO, "client/go/gosdk");
 /** The Go toolchain as the Go client's scripts/ci.sh runs it: the one installed, never a downloaded one. */
 const GO_ENV = { ...process.env, GOTOOLCHAIN: "local" };
+const JAVA_PROJECT = join(REPO, "client/java");
 
 /** The tests' Python: $HANDLESTORE_TEST_PYTHON, else what tests/ensure-python-env.sh makes (or an empty string). */
 function python(): string {
@@ -63,29 +65,51 @@ function noGo(): string | undefined {
   }
 }
 
+/** Why the Java replica cannot be built here (undefined if it can): Java 17+ and Maven, as client/java/scripts/ci.sh asks. */
+function noJava(): string | undefined {
+  // -XshowSettings writes to stderr.
+  const settings = spawnSync("java", ["-XshowSettings:properties", "-version"], { encoding: "utf8" });
+  if (settings.error) return "java is not installed (the Java replica is built with mvn package)";
+  const version = /java\.specification\.version = (\d+)/.exec(settings.stderr)?.[1];
+  if (!version || Number(version) < 17) return `java ${version ?? "(unknown)"} is older than 17 (the Java replica)`;
+  if (spawnSync("mvn", ["-v"], { stdio: "ignore" }).error)
+    return "mvn is not installed (the Java replica is built with mvn package)";
+  return undefined;
+}
+
+/** Builds the Java cart server's executable jar (client/java/examples) and finds it. */
+function buildJavaCart(): string {
+  const build = ["-B", "-ntp", "-q", "-pl", "examples", "-am", "-DskipTests", "-Dspotless.check.skip=true", "package"];
+  execFileSync("mvn", build, { cwd: JAVA_PROJECT, stdio: "inherit" });
+  const target = join(JAVA_PROJECT, "examples/target");
+  const jar = readdirSync(target).find((f) => /^handlestore-examples-.+-all\.jar$/.test(f));
+  if (!jar) throw new Error(`the Java build made no executable jar in ${target}`);
+  return join(target, jar);
+}
+
 function missing(): string | undefined {
   if (skipReason) return skipReason;
   // The test command builds the examples with the node: there, a missing one is a failure.
   if (binaryRequired && !existsSync(RUST_CART))
     throw new Error(`no Rust cart_server at ${RUST_CART} (HANDLESTORE_REQUIRE_BIN=1)`);
   if (!existsSync(RUST_CART)) return `no Rust cart_server at ${RUST_CART}: cargo build --release --examples`;
-  return noGo();
+  return noGo() ?? noJava();
 }
 
 const why = missing();
 const py = why ? "" : python();
 const skip = why ?? (py ? undefined : "no Python environment for fastmcp_cart.py (tests/ensure-python-env.sh)");
-if (skip) console.log(`SKIPPED: the four-language cart test: ${skip}`);
+if (skip) console.log(`SKIPPED: the five-language cart test: ${skip}`);
 
 /** The two runs: the client as it comes, and pinned to the protocol before 2026-07-28. */
 const RUNS: readonly { mode: PythonClientMode; protocol: string; title: string }[] = [
   { mode: "default", protocol: "2026-07-28", title: "in its default mode" },
   { mode: "legacy", protocol: "2025-11-25", title: 'pinned to 2025-11-25 (mode="legacy")' },
 ];
-const NAMES = ["rust", "python", "typescript", "go"];
+const NAMES = ["rust", "python", "typescript", "go", "java"];
 const TOOLS = ["create_cart", "add_item", "get_cart", "checkout"];
 
-describe("one MCP client across Rust, Python, TypeScript and Go cart replicas", { skip }, () => {
+describe("one MCP client across Rust, Python, TypeScript, Go and Java cart replicas", { skip }, () => {
   const fx = useCluster();
   let client: Client;
   const replicas: Replica[] = [];
@@ -105,6 +129,7 @@ describe("one MCP client across Rust, Python, TypeScript and Go cart replicas", 
       env: GO_ENV,
       stdio: "inherit",
     });
+    const javaCart = buildJavaCart();
     client = fx.client();
     const plain = fx.cluster.endpoints.join(",");
     const http = fx.cluster.endpoints.map((e) => `http://${e}`).join(",");
@@ -113,6 +138,8 @@ describe("one MCP client across Rust, Python, TypeScript and Go cart replicas", 
     serve(await ServerProcess.onPort(py, [PY_CART, "--listen", `127.0.0.1:${pyPort}`, "--endpoints", plain], pyPort));
     serve(await ServerProcess.start(TS_CART, ["--listen", "127.0.0.1:0", "--endpoints", plain]));
     serve(await ServerProcess.start(goCart, ["--listen", "127.0.0.1:0", "--endpoints", plain]));
+    const jvm = ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar", javaCart];
+    serve(await ServerProcess.start("java", [...jvm, "--listen", "127.0.0.1:0", "--endpoints", plain]));
   });
 
   for (const run of RUNS) describe(`the Python SDK's client ${run.title}`, () => cartFlows(run));
@@ -154,7 +181,7 @@ describe("one MCP client across Rust, Python, TypeScript and Go cart replicas", 
       // A retried add (same request_id) on the next two replicas: added once.
       for (let i = 0; i < 2; i++)
         await ok("add_item", { cart_id: cartId, sku: "gift", quantity: 1, request_id: "r-1" });
-      // Concurrent adds, nine across the four replicas.
+      // Concurrent adds, nine across the five replicas.
       const adds = Array.from({ length: 9 }, (_, i) => ok("add_item", { cart_id: cartId, sku: `c-${i}`, quantity: 1 }));
       await Promise.all(adds);
       const { cart } = (await ok("get_cart", { cart_id: cartId })) as { cart: { lines: { sku: string }[] } };
@@ -163,12 +190,13 @@ describe("one MCP client across Rust, Python, TypeScript and Go cart replicas", 
       assert.deepEqual(skus.slice(7).sort(), Array.from({ length: 9 }, (_, i) => `c-${i}`).sort());
 
       // Concurrent checkouts, one on each replica.
-      const orders = await Promise.all([0, 1, 2, 3].map(() => ok("checkout", { cart_id: cartId })));
+      const orders = await Promise.all(NAMES.map(() => ok("checkout", { cart_id: cartId })));
       const orderIds = new Set(orders.map((o) => o.order_id));
       assert.equal(orderIds.size, 1, JSON.stringify(orders));
       const orderId = String([...orderIds][0]);
       assert.ok(orders.every((o) => o.lines === 16));
-      for (let i = 0; i < 4; i++) assert.equal((await ok("checkout", { cart_id: cartId })).order_id, orderId);
+      for (let i = 0; i < NAMES.length; i++)
+        assert.equal((await ok("checkout", { cart_id: cartId })).order_id, orderId);
       assert.match(await refused("add_item", { cart_id: cartId, sku: "late", quantity: 1 }), /already checked out/);
 
       const order = await client.handleStore<Order>("order").get(orderId);
@@ -178,15 +206,15 @@ describe("one MCP client across Rust, Python, TypeScript and Go cart replicas", 
     });
 
     test("bad ids and empty carts are refused alike by every replica", async () => {
-      // Four rounds of three calls: each kind of call reaches each replica.
-      for (let i = 0; i < 4; i++) {
+      // A round of three calls per replica: each kind of call reaches each replica.
+      for (let i = 0; i < NAMES.length; i++) {
         assert.match(await refused("get_cart", { cart_id: "../etc/passwd" }), /unknown cart_id: \.\.\/etc\/passwd/);
         assert.match(await refused("get_cart", { cart_id: "cart-AAAAAAAAAAAAAAAAAAAAAAAAAA" }), /unknown cart_id/);
         assert.match(await refused("add_item", { cart_id: "nope", sku: "x", quantity: 1 }), /unknown cart_id: nope/);
       }
-      // Four empty carts, then their checkouts, one on each replica.
+      // An empty cart per replica, then their checkouts, one on each replica.
       const empty: string[] = [];
-      for (let i = 0; i < 4; i++) empty.push(((await ok("create_cart")) as { cart_id: string }).cart_id);
+      for (let i = 0; i < NAMES.length; i++) empty.push(((await ok("create_cart")) as { cart_id: string }).cart_id);
       for (const cartId of empty) assert.match(await refused("checkout", { cart_id: cartId }), /is empty/);
     });
 
