@@ -1,11 +1,12 @@
-//! What the client benches share (`pyclient`, `tsclient`, `goclient`): a client
-//! library beside a Redis client, in one run. Each round starts a 3-node
-//! cluster and a Redis with `appendfsync always` afresh and runs a script in
-//! the client's language against both with the same flags (`--endpoints`,
-//! `--redis`, `--tasks`, `--seconds`); the script prints one JSON object
-//! per cell (`system`, `op`, `concurrency`, `ops`, `errors`, `seconds`,
-//! `throughput`, `p50_us`, `p99_us`, `first_error`, and optionally
-//! `client_cpu_us`: the script's own CPU per call). The report is every
+//! What the client benches share (`pyclient`, `tsclient`, `goclient`,
+//! `javaclient`): a client library beside a Redis client, in one run. Each
+//! round starts a 3-node cluster and a Redis with `appendfsync always`
+//! afresh and runs a script in the client's language against both with
+//! the same flags (`--endpoints`, `--redis`, `--tasks`, `--seconds`); the
+//! script prints one JSON object per cell (`system`, `op`, `concurrency`,
+//! `ops`, `errors`, `seconds`, `throughput`, `p50_us`, `p99_us`,
+//! `first_error`, and optionally `client_cpu_us`: the script's own CPU per
+//! call; other fields are kept in results.json). The report is every
 //! cell of every round, and each ratio of a client's op to the Redis
 //! client's, per round and the median, as results.json and results.md.
 
