@@ -20,11 +20,13 @@ pub fn base(system: &str) -> &str {
 
 /// Whether the system runs this repository's binaries (the node, or the
 /// cart_server example): those are the ones an A/B run doubles. The
-/// FastMCP and TypeScript servers over a cluster run B's node under this
-/// tree's Python or Node.js.
+/// FastMCP, TypeScript and Java servers over a cluster run B's node under
+/// this tree's Python, Node.js or Java cart jar.
 fn is_ours(system: &str) -> bool {
     let s = base(system);
-    s.starts_with("handlestore") || s.starts_with("cart-") || matches!(s, "fastmcp" | "fastmcp-handles" | "ts-cart")
+    s.starts_with("handlestore")
+        || s.starts_with("cart-")
+        || matches!(s, "fastmcp" | "fastmcp-handles" | "ts-cart" | "java-cart")
 }
 
 /// The systems in run order, each of ours followed by its B twin.
@@ -132,6 +134,7 @@ mod tests {
             server_cpu_us: None,
             client_cpu_us: None,
             server_peak_rss_mib: Vec::new(),
+            warmup_s: None,
             first_error: None,
         }
     }
@@ -145,6 +148,8 @@ mod tests {
             "cart-memory",
             "fastmcp",
             "fastmcp-memory",
+            "java-cart",
+            "java-cart-memory",
         ]
         .map(String::from)
         .to_vec();
@@ -159,7 +164,10 @@ mod tests {
                 "cart-memory@b",
                 "fastmcp",
                 "fastmcp@b",
-                "fastmcp-memory"
+                "fastmcp-memory",
+                "java-cart",
+                "java-cart@b",
+                "java-cart-memory"
             ]
         );
         assert_eq!(base("cart-memory@b"), "cart-memory");

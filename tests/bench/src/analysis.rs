@@ -107,6 +107,7 @@ pub fn medians(rows: &[Row]) -> Vec<Row> {
             server_cpu_us: m_opt(&|r| r.server_cpu_us),
             client_cpu_us: m_opt(&|r| r.client_cpu_us),
             server_peak_rss_mib: peaks(&same),
+            warmup_s: m_opt(&|r| r.warmup_s),
             first_error: same.iter().find_map(|r| r.first_error.clone()),
         });
     }
@@ -348,10 +349,10 @@ fn peer_targets(c: &Cells) -> Vec<Target> {
 }
 
 /// The MCP path: the cart flow at 64 clients over handlestore against the
-/// same server over Redis and in memory, in Rust, through FastMCP and in
-/// TypeScript: (name, the system over handlestore, the system it is
-/// compared with, the goal; none is reported).
-const CART_FLOWS: [(&str, &str, &str, Option<f64>); 8] = [
+/// same server over Redis and in memory, in Rust, through FastMCP, in
+/// TypeScript and in Java: (name, the system over handlestore, the system
+/// it is compared with, the goal; none is reported).
+const CART_FLOWS: [(&str, &str, &str, Option<f64>); 10] = [
     // The MCP path as its authors compare it: the same cart_server over
     // handlestore, over Redis (fsync before each reply, and as shipped),
     // and in its own memory.
@@ -406,6 +407,21 @@ const CART_FLOWS: [(&str, &str, &str, Option<f64>); 8] = [
         "TypeScript cart_flow x64 over handlestore / in memory (reported)",
         "ts-cart",
         "ts-cart-memory",
+        None,
+    ),
+    // The Java twin (`--systems java-cart,...`), each JVM warmed up before
+    // its cells: the same server over the cluster's handles, over Redis as
+    // its author would keep the carts there, and in its own memory.
+    (
+        "Java cart_flow x64 over handlestore / over Redis (appendfsync always)",
+        "java-cart",
+        "java-cart-redis-fsync",
+        Some(1.0),
+    ),
+    (
+        "Java cart_flow x64 over handlestore / in memory (reported)",
+        "java-cart",
+        "java-cart-memory",
         None,
     ),
 ];
@@ -467,6 +483,7 @@ mod tests {
             server_cpu_us: None,
             client_cpu_us: None,
             server_peak_rss_mib: Vec::new(),
+            warmup_s: None,
             first_error: None,
         }
     }
@@ -575,6 +592,26 @@ mod tests {
         assert_eq!(value(&t, "mint x64 throughput / etcd 3.4.23 put x64"), Some(2.4));
         // Rows of etcd 3.4 are not etcd's: the stated targets stay empty.
         assert_eq!(value(&t, "mint x64 throughput / etcd put x64"), None);
+    }
+
+    #[test]
+    fn java_cart_rows_give_the_java_ratios_and_no_others() {
+        let rows = [
+            row("java-cart", "cart_flow", 64, 30_000, 600.0),
+            row("java-cart-redis-fsync", "cart_flow", 64, 40_000, 400.0),
+            row("java-cart-memory", "cart_flow", 64, 10_000, 1500.0),
+        ];
+        let t = targets(&rows);
+        let redis = find(&t, "Java cart_flow x64 over handlestore / over Redis");
+        assert_eq!((redis.value, redis.met), (Some(1.5), Some(true)));
+        let memory = find(&t, "Java cart_flow x64 over handlestore / in memory");
+        assert_eq!((memory.value, memory.met), (Some(0.4), None));
+        let valued: Vec<&str> = t
+            .iter()
+            .filter(|t| t.value.is_some())
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(valued.len(), 2, "{valued:#?}");
     }
 
     fn in_round(round: usize, mut r: Row) -> Row {

@@ -47,6 +47,54 @@ pub fn total_cpu(pids: &[u32]) -> Option<Duration> {
     pids.iter().map(|&p| process_cpu(p)).sum()
 }
 
+/// The CPU time each JIT compiler thread of `pids` has spent so far, by
+/// (process, thread): the JVM's threads whose name begins "C1
+/// CompilerThread" or "C2 CompilerThread" (or "JVMCI CompilerThread"), as
+/// /proc/<pid>/task/<tid>/comm shows them (cut to 15 bytes). Empty for
+/// processes that are not JVMs.
+pub fn jit_threads_cpu(pids: &[u32]) -> std::collections::HashMap<(u32, u32), Duration> {
+    let mut out = std::collections::HashMap::new();
+    let Some(hz) = ticks_per_second() else {
+        return out;
+    };
+    for &pid in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else {
+                continue;
+            };
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if !is_jit_thread(comm.trim_end()) {
+                continue;
+            }
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            if let Some(cpu) = parse_stat(&stat, hz) {
+                out.insert((pid, tid), cpu);
+            }
+        }
+    }
+    out
+}
+
+/// Whether a thread's (cut) name is one of HotSpot's compiler threads.
+fn is_jit_thread(comm: &str) -> bool {
+    comm.contains(" CompilerThre")
+}
+
+/// The JIT's CPU between two readings of [`jit_threads_cpu`]: each thread's
+/// growth (a thread started since counts from zero).
+pub fn jit_cpu_since(
+    before: &std::collections::HashMap<(u32, u32), Duration>,
+    after: &std::collections::HashMap<(u32, u32), Duration>,
+) -> Duration {
+    after
+        .iter()
+        .map(|(k, a)| a.saturating_sub(before.get(k).copied().unwrap_or_default()))
+        .sum()
+}
+
 fn ticks_per_second() -> Option<u64> {
     // SAFETY: sysconf only reads a configuration value.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -104,6 +152,29 @@ mod tests {
                 x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
             }
         }
+    }
+
+    #[test]
+    fn compiler_threads_are_told_from_the_others() {
+        for jit in ["C1 CompilerThre", "C2 CompilerThre", "JVMCI CompilerThre"] {
+            assert!(is_jit_thread(jit), "{jit}");
+        }
+        for other in ["GC Thread#0", "http-nio-127.0.", "java", "tokio-runtime-w"] {
+            assert!(!is_jit_thread(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn the_jit_cpu_is_each_threads_growth() {
+        let ms = Duration::from_millis;
+        let before = [((1, 10), ms(500)), ((1, 11), ms(200))].into_iter().collect();
+        // Thread 11 went (its count with it), thread 12 began.
+        let after = [((1, 10), ms(700)), ((1, 12), ms(30))].into_iter().collect();
+        assert_eq!(jit_cpu_since(&before, &after), ms(230));
+        assert!(
+            jit_threads_cpu(&[std::process::id()]).is_empty(),
+            "no JIT in a Rust process"
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! over rounds and the targets' ratios; `plot.rs` draws the run. `ab.rs`
 //! runs two builds side by side and compares them. `client_rows.rs` is
 //! what the client benches (`pyclient`, `tsclient`, `goclient`) share,
-//! `typescript.rs` runs the TypeScript client's scripts under Node.js;
+//! `typescript.rs` runs the TypeScript client's scripts under Node.js,
+//! `java.rs` builds and runs the Java programs (the `javaclient` bench's,
+//! the Java cart server);
 //! `groups/` is the `groups` binary's three nodes of many Raft groups.
 
 pub mod ab;
@@ -19,6 +21,7 @@ pub mod client_rows;
 pub mod cpu;
 pub mod fs;
 pub mod groups;
+pub mod java;
 mod measure;
 pub mod mem;
 pub mod plot;
@@ -70,6 +73,12 @@ pub struct Row {
     /// medians).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_peak_rss_mib: Vec<f64>,
+    /// For a system whose servers are JVMs: how long its operation ran,
+    /// unmeasured, before its first cell of the round, until the JIT was
+    /// quiet (`BenchConfig::java_warmup`; the median over rounds in a row
+    /// of medians).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup_s: Option<f64>,
     /// The first error, if any, to say what went wrong.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
@@ -137,6 +146,10 @@ pub struct BenchConfig {
     /// The A/B mode: the release directory of another build, whose node
     /// and cart_server run every system of ours a second time (`ab.rs`).
     pub b_build: Option<std::path::PathBuf>,
+    /// The longest a system whose servers are JVMs ([`JAVA_SYSTEMS`]) runs
+    /// each operation, unmeasured, before its cells, waiting for the JIT
+    /// to be quiet; zero for no warm-up.
+    pub java_warmup: std::time::Duration,
 }
 
 impl BenchConfig {
@@ -178,6 +191,15 @@ pub const PYTHON_SYSTEMS: [&str; 4] = ["fastmcp", "fastmcp-handles", "fastmcp-re
 /// the cluster's handles, over Redis with `appendfsync always` (`--kv
 /// redis`) and in its own memory (`--kv memory`).
 pub const TS_SYSTEMS: [&str; 3] = ["ts-cart", "ts-cart-redis-fsync", "ts-cart-memory"];
+
+/// Systems run only when named, with Java 17 and Maven (or the jar named
+/// by `java::use_cart_jar`): the Java cart example
+/// (`io.github.handlestore.examples.cart.CartServer`, client/java/examples)
+/// over the cluster's handles, over Redis with `appendfsync always` (`--kv
+/// redis`) and in its own memory (`--kv memory`). Each operation runs
+/// unmeasured before its cells until the JVMs' JIT is quiet
+/// ([`BenchConfig::java_warmup`]).
+pub const JAVA_SYSTEMS: [&str; 3] = ["java-cart", "java-cart-redis-fsync", "java-cart-memory"];
 
 /// Runs every system's operations at every concurrency, `cfg.rounds` times.
 pub async fn run(cfg: &BenchConfig) -> Result<Vec<Row>> {
@@ -258,12 +280,41 @@ async fn run_system(
     let ops = setup::start(ab::base(system), &dir, &mut keep, &mut pids)
         .await
         .with_context(|| format!("starting {system}"))?;
+    let prefix = if cfg.rounds > 1 {
+        format!("r{round} ")
+    } else {
+        String::new()
+    };
+    // Above the bar on a terminal; plain lines in a log.
+    let say = |line: String| {
+        if bar.is_hidden() {
+            println!("{line}");
+        } else {
+            bar.println(line);
+        }
+    };
     for (name, op) in ops.into_iter().filter(|(name, _)| cfg.wants(name)) {
         let levels: Vec<usize> = if system == "fsync" {
             vec![1]
         } else {
             cfg.concurrency.clone()
         };
+        let mut warmup_s = None;
+        if setup::on_jvm(ab::base(system)) && !cfg.java_warmup.is_zero() {
+            let top = levels.iter().copied().max().unwrap_or(1);
+            bar.set_message(format!("round {round}: {system} {name} x{top} warm-up"));
+            let w = measure::warm_up(op.clone(), top, &pids, cfg.java_warmup).await;
+            let how = if w.quiet {
+                "until the JIT was quiet"
+            } else {
+                "stopped at the limit, the JIT not yet quiet"
+            };
+            say(format!(
+                "{prefix}{system:<12} {name:<19} x{top:<4} warm-up {:.0} s ({how}), {} ops unmeasured, errors {}",
+                w.seconds, w.ops, w.errors
+            ));
+            warmup_s = Some(w.seconds);
+        }
         for c in levels {
             let cell = Cell {
                 round,
@@ -273,19 +324,9 @@ async fn run_system(
                 length: cfg.length,
                 pids: &pids,
             };
-            let row = measure(cell, op.clone(), bar).await;
-            let prefix = if cfg.rounds > 1 {
-                format!("r{round} ")
-            } else {
-                String::new()
-            };
-            let line = format!("{prefix}{}", row.line());
-            // Above the bar on a terminal; plain lines in a log.
-            if bar.is_hidden() {
-                println!("{line}");
-            } else {
-                bar.println(line);
-            }
+            let mut row = measure(cell, op.clone(), bar).await;
+            row.warmup_s = warmup_s;
+            say(format!("{prefix}{}", row.line()));
             rows.push(row);
         }
     }

@@ -1,9 +1,11 @@
 //! Measuring one cell: its workers started together, each operation timed
 //! into a histogram, the CPU of the system's servers and of this process
 //! read before and after, and the progress bar moved as the cell runs.
+//! And, before the cells of a system whose servers are JVMs, its operation
+//! run unmeasured until their JIT is quiet.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -98,6 +100,7 @@ pub(super) async fn measure(cell: Cell<'_>, op: Op, bar: &ProgressBar) -> Row {
         server_cpu_us: cpu::per_op_us(server_before, server_after, ops),
         client_cpu_us: cpu::per_op_us(client_before, client_after, ops),
         server_peak_rss_mib,
+        warmup_s: None,
         first_error,
     }
 }
@@ -169,4 +172,86 @@ fn tick(
             bar.set_position(base + now.min(length.units()));
         }
     })
+}
+
+/// How often the warm-up reads the JIT's CPU.
+const WARM_SLICE: Duration = Duration::from_secs(2);
+
+/// The share of a slice the JIT may spend compiling and still count as
+/// quiet (as client/java/bench's `Warmup`).
+const QUIET: f64 = 0.05;
+
+/// The operations a warm-up runs at least before a quiet slice ends it:
+/// 2,000 cart flows are 6,000 tool calls on each of two replicas, past the
+/// 5,000 invocations after which HotSpot's tiered policy hands a method to
+/// C2, for code run once per call. At the few dozen flows a second of a
+/// busy machine the JIT compiles in bursts, with quiet slices between
+/// them long before that code is compiled.
+const MIN_WARM_OPS: u64 = 2000;
+
+/// What a warm-up did: for how long, how many operations ended (and how
+/// many of them failed), and whether the JIT was quiet at its end (false:
+/// its time limit came first, or no JIT thread was seen).
+pub(super) struct WarmUp {
+    pub seconds: f64,
+    pub ops: u64,
+    pub errors: u64,
+    pub quiet: bool,
+}
+
+/// Runs `op` with `concurrency` workers, unmeasured, until a slice of
+/// [`WARM_SLICE`] in which the JIT compiler threads of `pids` spent under
+/// [`QUIET`] of it compiling, once [`MIN_WARM_OPS`] operations have ended,
+/// or for `limit` at most. A fresh JVM compiles
+/// its hot code for 10-20 s of calls (client/java/bench found so): cells
+/// measured before that count the JIT's CPU as the server's, at the speed
+/// of code not yet compiled.
+pub(super) async fn warm_up(op: Op, concurrency: usize, pids: &[u32], limit: Duration) -> WarmUp {
+    let stop = Arc::new(AtomicBool::new(false));
+    let ended = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let tasks: Vec<_> = (0..concurrency)
+        .map(|w| {
+            let (mut op, stop, ended, failed) = (op.clone(), stop.clone(), ended.clone(), failed.clone());
+            tokio::spawn(async move {
+                if op.prepare().await.is_err() {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    if op.once(w, i).await.is_err() {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    ended.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    let mut jit = cpu::jit_threads_cpu(pids);
+    let mut quiet = false;
+    while start.elapsed() < limit {
+        let slice = WARM_SLICE.min(limit.saturating_sub(start.elapsed()));
+        tokio::time::sleep(slice).await;
+        let now = cpu::jit_threads_cpu(pids);
+        let compiling = cpu::jit_cpu_since(&jit, &now);
+        let enough = ended.load(Ordering::Relaxed) >= MIN_WARM_OPS;
+        if enough && !now.is_empty() && compiling.as_secs_f64() < QUIET * slice.as_secs_f64() {
+            quiet = true;
+            break;
+        }
+        jit = now;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        let _ = t.await;
+    }
+    WarmUp {
+        seconds: start.elapsed().as_secs_f64(),
+        ops: ended.load(Ordering::Relaxed),
+        errors: failed.load(Ordering::Relaxed),
+        quiet,
+    }
 }

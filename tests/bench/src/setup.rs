@@ -8,10 +8,11 @@ use anyhow::Result;
 use handlestore_client::{Client, ClusterHandleStore, Consistency, HandleStore, Ttl};
 use serde_json::{Value, json};
 
+use super::java::{self, JavaCartServer};
 use super::systems::{Etcd, EtcdRelease, Nats, NatsSync, Redis, RedisMode};
 use super::typescript::{Node, TsCartServer};
 use super::workload::Op;
-use super::{HISTORY_SYSTEMS, OVERLOAD_SYSTEMS, PYTHON_SYSTEMS, SYSTEMS, TS_SYSTEMS, VALUE_BYTES};
+use super::{HISTORY_SYSTEMS, JAVA_SYSTEMS, OVERLOAD_SYSTEMS, PYTHON_SYSTEMS, SYSTEMS, TS_SYSTEMS, VALUE_BYTES};
 use handlestore_tests::cluster::TestCluster;
 use handlestore_tests::mcp::CartServer;
 
@@ -39,12 +40,19 @@ pub(super) fn plan(system: &str) -> Vec<&'static str> {
         "cart-memory" | "cart-redis" | "cart-redis-fsync" => vec!["cart_flow"],
         "fastmcp" | "fastmcp-handles" | "fastmcp-redis-fsync" | "fastmcp-memory" => vec!["cart_flow"],
         "ts-cart" | "ts-cart-redis-fsync" | "ts-cart-memory" => vec!["cart_flow"],
+        "java-cart" | "java-cart-redis-fsync" | "java-cart-memory" => vec!["cart_flow"],
         "etcd" | "etcd-3.4" => vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"],
         "nats" | "nats-default" => vec!["put", "create_ttl", "get", "update"],
         "redis" | "redis-fsync" => vec!["set_ex", "get", "multi_set10"],
         "fsync" => vec!["fdatasync"],
         _ => vec![],
     }
+}
+
+/// Whether `system`'s servers are JVMs, whose operations are warmed up
+/// before they are measured.
+pub(super) fn on_jvm(system: &str) -> bool {
+    JAVA_SYSTEMS.contains(&system)
 }
 
 /// What keeps a system running until its rows are measured (dropping it
@@ -74,6 +82,9 @@ pub(super) async fn start(
         "ts-cart" => start_ts_cluster(dir, keep, pids).await,
         "ts-cart-redis-fsync" => start_ts_redis(dir, keep, pids).await,
         "ts-cart-memory" => start_ts_memory(dir, keep, pids).await,
+        "java-cart" => start_java_cluster(dir, keep, pids).await,
+        "java-cart-redis-fsync" => start_java_redis(dir, keep, pids).await,
+        "java-cart-memory" => start_java_memory(dir, keep, pids).await,
         "etcd" => start_etcd(dir, EtcdRelease::V3_5, keep, pids).await,
         "etcd-3.4" => start_etcd(dir, EtcdRelease::V3_4, keep, pids).await,
         "nats" => start_nats(dir, NatsSync::Always, keep, pids).await,
@@ -82,12 +93,13 @@ pub(super) async fn start(
         "redis-fsync" => start_redis(dir, RedisMode::FsyncAlways, keep, pids).await,
         "fsync" => start_fsync(dir, keep),
         other => anyhow::bail!(
-            "unknown system {other:?}; known: {}, {}, {}, {}, {}",
+            "unknown system {other:?}; known: {}, {}, {}, {}, {}, {}",
             SYSTEMS.join(", "),
             HISTORY_SYSTEMS.join(", "),
             OVERLOAD_SYSTEMS.join(", "),
             PYTHON_SYSTEMS.join(", "),
-            TS_SYSTEMS.join(", ")
+            TS_SYSTEMS.join(", "),
+            JAVA_SYSTEMS.join(", ")
         ),
     }
 }
@@ -313,8 +325,50 @@ async fn start_ts_memory(dir: &Path, keep: &mut Vec<Running>, pids: &mut Vec<u32
     Ok(vec![("cart_flow", cart_op(vec![server], keep, pids))])
 }
 
+/// The Java cart server (client/java/examples) as two stateless replicas
+/// over three nodes, carts as the cluster's handles (`--kv handlestore`, as
+/// shipped).
+async fn start_java_cluster(
+    dir: &Path,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    let jar = java::cart_jar().await?;
+    let cluster = TestCluster::builder(3).dir_in(dir).start().await?;
+    let endpoints = cluster.endpoints().join(",");
+    let mut carts = Vec::new();
+    for _ in 0..2 {
+        carts.push(JavaCartServer::start(&jar, &["--endpoints", &endpoints], dir).await?);
+    }
+    let cart_flow = cart_op(carts, keep, pids);
+    pids.extend((1..=3).filter_map(|id| cluster.node(id).pid()));
+    keep.push(Box::new(cluster));
+    Ok(vec![("cart_flow", cart_flow)])
+}
+
+/// The Java cart server with `--kv redis` as two replicas over one Redis
+/// with `appendfsync always`, as a careful author keeps carts there (a key
+/// per cart with its TTL, `WATCH`/`MULTI` adds through Lettuce, a `SET NX`
+/// checkout).
+async fn start_java_redis(dir: &Path, keep: &mut Vec<Running>, pids: &mut Vec<u32>) -> Result<Vec<(&'static str, Op)>> {
+    let jar = java::cart_jar().await?;
+    let replica = async |url: &str| JavaCartServer::start(&jar, &["--kv", "redis", "--redis", url], dir).await;
+    start_over_redis(dir, RedisMode::FsyncAlways, replica, keep, pids).await
+}
+
+/// The Java cart server with `--kv memory` alone, carts in a
+/// `ConcurrentHashMap`.
+async fn start_java_memory(
+    dir: &Path,
+    keep: &mut Vec<Running>,
+    pids: &mut Vec<u32>,
+) -> Result<Vec<(&'static str, Op)>> {
+    let server = JavaCartServer::start(&java::cart_jar().await?, &["--kv", "memory"], dir).await?;
+    Ok(vec![("cart_flow", cart_op(vec![server], keep, pids))])
+}
+
 /// An MCP cart server replica the cart flow drives: the Rust or FastMCP
-/// one, or the TypeScript one.
+/// one, the TypeScript one, or the Java one.
 trait Replica: Send + 'static {
     fn mcp_url(&self) -> String;
     fn pid(&self) -> Option<u32>;
@@ -337,6 +391,16 @@ impl Replica for TsCartServer {
 
     fn pid(&self) -> Option<u32> {
         Some(TsCartServer::pid(self))
+    }
+}
+
+impl Replica for JavaCartServer {
+    fn mcp_url(&self) -> String {
+        JavaCartServer::mcp_url(self)
+    }
+
+    fn pid(&self) -> Option<u32> {
+        Some(JavaCartServer::pid(self))
     }
 }
 

@@ -16,6 +16,7 @@ fn every_op(systems: &[&str], concurrency: &[usize], dir: &std::path::Path) -> B
         ops: Vec::new(),
         rounds: 1,
         b_build: None,
+        java_warmup: Duration::ZERO,
     }
 }
 
@@ -45,13 +46,14 @@ async fn harness_runs_every_system() {
         assert_eq!(r.server_peak_rss_mib.is_empty(), r.system == "fsync", "{r:?}");
         assert!(r.server_peak_rss_mib.iter().all(|m| *m >= 1.0), "{r:?}");
     }
-    // Every target but the FastMCP and TypeScript ones (their systems need
-    // Python or Node.js; the tests below run them).
+    // Every target but the FastMCP, TypeScript and Java ones (their
+    // systems need Python, Node.js or Java; the tests below run them).
     let targets = bench::targets(&rows);
     assert!(
-        targets
-            .iter()
-            .all(|t| t.value.is_some() || t.name.starts_with("FastMCP") || t.name.starts_with("TypeScript")),
+        targets.iter().all(|t| t.value.is_some()
+            || t.name.starts_with("FastMCP")
+            || t.name.starts_with("TypeScript")
+            || t.name.starts_with("Java")),
         "{targets:#?}"
     );
     let svg = dir.path().join("plot.svg");
@@ -75,6 +77,7 @@ async fn ops_filter_keeps_only_named_operations() {
         ops: vec!["get".into()],
         rounds: 1,
         b_build: None,
+        java_warmup: Duration::ZERO,
     };
     let unknown = BenchConfig {
         ops: vec!["get".into(), "gte".into()],
@@ -108,6 +111,7 @@ async fn handlestore_nodes_keep_their_data_under_the_data_dir() {
         ops: vec!["mint".into()],
         rounds: 1,
         b_build: None,
+        java_warmup: Duration::ZERO,
     };
     // The cluster's directory is removed when the run ends: look while it runs.
     let root = dir.path().join("handlestore");
@@ -144,6 +148,7 @@ async fn a_counted_cell_runs_exactly_that_many_operations() {
         ops: vec!["fdatasync".into(), "set_ex".into()],
         rounds: 1,
         b_build: None,
+        java_warmup: Duration::ZERO,
     };
     let rows = bench::run(&cfg).await.expect("bench run");
     let cells: Vec<(&str, usize)> = rows.iter().map(|r| (r.system.as_str(), r.concurrency)).collect();
@@ -172,6 +177,7 @@ async fn rounds_repeat_the_run_in_alternating_order() {
         ops: vec!["fdatasync".into(), "set_ex".into()],
         rounds: 3,
         b_build: None,
+        java_warmup: Duration::ZERO,
     };
     let rows = bench::run(&cfg).await.expect("bench run");
     let cells: Vec<(Option<usize>, &str, usize)> = rows
@@ -334,6 +340,33 @@ async fn typescript_systems_run_the_cart_flow() {
     assert!(ts.iter().all(|t| t.value.is_some()), "{ts:#?}");
 }
 
+/// The Java cart systems, where Java 17 and Maven exist: the jar is built
+/// once, each system starts its JVMs and runs the cart flow without errors
+/// after a short warm-up (every row says how long), and the Java targets
+/// have their values.
+#[tokio::test(flavor = "multi_thread")]
+async fn java_systems_run_the_cart_flow() {
+    if let Err(why) = bench::java::cart_jar().await {
+        println!("SKIPPED: the Java cart systems: {why:#}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = BenchConfig {
+        java_warmup: Duration::from_secs(1),
+        ..every_op(&bench::JAVA_SYSTEMS, &[1, 64], dir.path())
+    };
+    let rows = bench::run(&cfg).await.expect("bench run");
+    assert_eq!(rows.len(), bench::JAVA_SYSTEMS.len() * 2, "{rows:#?}");
+    for r in &rows {
+        assert!(r.ops > 0 && r.errors == 0, "{r:?}");
+        assert!(r.warmup_s.is_some_and(|s| s > 0.0), "{r:?}");
+    }
+    let targets = bench::targets(&rows);
+    let java: Vec<_> = targets.iter().filter(|t| t.name.starts_with("Java")).collect();
+    assert_eq!(java.len(), 2, "{targets:#?}");
+    assert!(java.iter().all(|t| t.value.is_some()), "{java:#?}");
+}
+
 /// `--ab`: each system of ours runs again on the other build, right after
 /// this build's (the order reversed in even rounds), and each of its cells
 /// gets its ratios; the B systems really run the other build's binaries.
@@ -366,6 +399,7 @@ async fn ab_runs_each_system_of_ours_on_both_builds() {
         ops: Vec::new(),
         rounds: 2,
         b_build: Some(b.clone()),
+        java_warmup: Duration::ZERO,
     };
     let rows = bench::run(&cfg).await.expect("bench run");
     let order: Vec<(&str, Option<usize>)> = rows.iter().map(|r| (r.system.as_str(), r.round)).collect();
@@ -390,6 +424,7 @@ async fn ab_runs_each_system_of_ours_on_both_builds() {
     // A directory without the other build is refused before anything runs.
     let missing = BenchConfig {
         b_build: Some(dir.path().join("nothing")),
+        java_warmup: Duration::ZERO,
         ..cfg
     };
     assert!(bench::run(&missing).await.is_err());

@@ -6,11 +6,23 @@
 //!     [--concurrency 1,16,64,256] \
 //!     [--ops mint,put,...] [--duration 10s | --count 100000] [--rounds 3] [--out target/bench]
 //!     [--ab path/to/other/target/release]
+//!     [--java-jar path/to/handlestore-examples-all.jar] [--java-warmup 120s]
 //!
 //! Installs Redis, etcd 3.4 and 3.5.30 and nats-server when missing
 //! (`deploy/install-bench-deps.sh`), starts each system
 //! on free loopback ports with its data on one disk, and writes
 //! results.json and results.svg to --out.
+//!
+//! Systems run only when named: etcd-3.4, the overload rows
+//! (handlestore-fleet*), the FastMCP cart servers (fastmcp*), the
+//! TypeScript ones (ts-cart*) and the Java ones (java-cart,
+//! java-cart-redis-fsync, java-cart-memory: the cart example of
+//! client/java/examples, built once per run with Maven unless --java-jar
+//! names its executable jar). Before a Java system's cells, each of its
+//! operations runs unmeasured at the run's highest concurrency until the
+//! JVMs' JIT compiler threads are quiet (under 5% of a 2 s slice, after at
+//! least 2,000 operations), for --java-warmup at most; each row says how
+//! long in `warmup_s`.
 
 use std::time::Duration;
 
@@ -27,8 +39,10 @@ struct Args {
     /// `--concurrency 1024,4096`) and handlestore-fleet-unlimited (the same
     /// with admission off); the FastMCP cart servers (fastmcp,
     /// fastmcp-handles, fastmcp-redis-fsync, fastmcp-memory: the tests'
-    /// Python) and the TypeScript ones (ts-cart, ts-cart-redis-fsync,
-    /// ts-cart-memory: Node.js and `npm ci` in client/ts).
+    /// Python), the TypeScript ones (ts-cart, ts-cart-redis-fsync,
+    /// ts-cart-memory: Node.js and `npm ci` in client/ts) and the Java ones
+    /// (java-cart, java-cart-redis-fsync, java-cart-memory: Java 17 and
+    /// Maven, or --java-jar).
     #[arg(long, value_delimiter = ',', default_values_t = bench::SYSTEMS.map(String::from))]
     systems: Vec<String>,
     /// Concurrent clients per measurement.
@@ -64,6 +78,21 @@ struct Args {
     /// same round.
     #[arg(long, value_name = "DIR")]
     ab: Option<std::path::PathBuf>,
+    /// The Java cart server's executable jar for the java-cart* systems
+    /// (default: build client/java/examples with the `mvn` on PATH, once
+    /// per run, and use its target/handlestore-examples-*-all.jar).
+    #[arg(long, value_name = "JAR")]
+    java_jar: Option<std::path::PathBuf>,
+    /// The longest each operation of a java-cart* system runs, unmeasured,
+    /// before its cells, waiting for the JVMs' JIT to be quiet (0s: no
+    /// warm-up, the cells measure a cold JVM).
+    // A fresh JVM needs 10-20 s of calls before C2 settles at the Java
+    // client's call rates (client/java/bench allows 30 s); a cart replica
+    // gets a few hundred calls a second, and with 30 s two of the three
+    // systems were still compiling in a smoke run, at several times the CPU
+    // per flow of the one that was quiet. Most warm-ups end before 120 s.
+    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
+    java_warmup: Duration,
 }
 
 #[tokio::main]
@@ -84,6 +113,9 @@ async fn main() -> anyhow::Result<()> {
             tmp.path().display()
         );
     }
+    if let Some(jar) = &args.java_jar {
+        bench::java::use_cart_jar(jar.clone());
+    }
     let length = match args.count {
         Some(n) => Length::Ops(n),
         None => Length::For(args.duration),
@@ -96,6 +128,7 @@ async fn main() -> anyhow::Result<()> {
         ops: args.ops.clone(),
         rounds: args.rounds as usize,
         b_build: args.ab.clone(),
+        java_warmup: args.java_warmup,
     };
     let started = unix_now();
     let rows = bench::run(&cfg).await?;
@@ -134,6 +167,13 @@ async fn main() -> anyhow::Result<()> {
     };
     report[key] = per_cell;
     report["rounds"] = serde_json::json!(args.rounds);
+    if args
+        .systems
+        .iter()
+        .any(|s| bench::JAVA_SYSTEMS.contains(&bench::ab::base(s)))
+    {
+        report["java_warmup_limit_s"] = serde_json::json!(args.java_warmup.as_secs_f64());
+    }
     if args.rounds > 1 {
         report["medians"] = serde_json::to_value(&medians)?;
     }

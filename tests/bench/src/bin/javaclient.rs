@@ -22,9 +22,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::Parser;
 use handlestore_bench::client_rows::{self, ClientBench};
+use handlestore_bench::java;
 
 #[derive(Parser, Debug)]
 #[command(about = "The Java client beside Lettuce")]
@@ -55,53 +56,11 @@ const BENCH: ClientBench = ClientBench {
     ratios: &RATIOS,
 };
 
-/// The Java release client/java is built for.
-const JAVA_MAJOR: u32 = 17;
-
-/// The `java` on PATH, if it is 17 or later, or what is wrong.
-fn check_java() -> Result<()> {
-    let out = Command::new("java")
-        .args(["-XshowSettings:properties", "-version"])
-        .output();
-    let settings = match out {
-        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stderr).into_owned(),
-        _ => bail!("Java is missing: the Java client's rows need `java` ({JAVA_MAJOR} or later) on PATH"),
-    };
-    let version = settings
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("java.specification.version = "))
-        .unwrap_or("unknown")
-        .to_string();
-    let major: u32 = version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
-    anyhow::ensure!(
-        major >= JAVA_MAJOR,
-        "Java {version} is too old: the Java client's rows need {JAVA_MAJOR} or later"
-    );
-    Ok(())
-}
-
 /// Builds client/java/bench (and the client it uses) with the `mvn` on
 /// PATH, or says what is missing; gives the jar.
 fn build() -> Result<PathBuf> {
-    let project = handlestore_tests::repo_root().join("client/java");
-    match Command::new("mvn").arg("-v").output() {
-        Ok(out) if out.status.success() => {}
-        _ => bail!("Maven is missing: building the Java client's rows needs `mvn` (3.8 or later) on PATH, or --jar"),
-    }
-    let out = Command::new("mvn")
-        .args(["-B", "-ntp", "-q", "-pl", "bench", "-am", "-DskipTests", "package"])
-        .current_dir(&project)
-        .output()
-        .with_context(|| format!("running mvn in {}", project.display()))?;
-    if !out.status.success() {
-        bail!(
-            "mvn -pl bench -am package in {} failed:\n{}{}",
-            project.display(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(project.join("bench/target/handlestore-bench.jar"))
+    java::mvn_package("bench", "--jar")?;
+    Ok(handlestore_tests::repo_root().join("client/java/bench/target/handlestore-bench.jar"))
 }
 
 /// `java -jar <jar>`: the jar names its class path (lib/ beside it).
@@ -114,7 +73,7 @@ fn java(jar: &Path) -> Command {
 #[tokio::main]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
-    check_java()?;
+    java::check_java("the Java client's rows")?;
     let jar = match cli.jar {
         Some(jar) => jar,
         None => build()?,
