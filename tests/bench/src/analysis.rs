@@ -302,8 +302,9 @@ fn write_read_targets(c: &Cells) -> Vec<Target> {
 
 /// handlestore against NATS JetStream KV (three replicas, each write
 /// synced before its ack as ours are: `nats`; as shipped: `nats-default`),
-/// and the etcd ratios again against etcd 3.4.23 (`etcd-3.4`), for the
-/// history table of how they moved with etcd's release.
+/// and the etcd ratios again against etcd 3.5.30 (`etcd-3.5`) and 3.4.23
+/// (`etcd-3.4`), for the history table of how they moved with etcd's
+/// release.
 fn peer_targets(c: &Cells) -> Vec<Target> {
     let (tp, p99) = (|s, o, n| c.tp(s, o, n), |s, o, n| c.p99(s, o, n));
     vec![
@@ -332,6 +333,18 @@ fn peer_targets(c: &Cells) -> Vec<Target> {
         reported(
             "mint x64 throughput / NATS KV put x64 as shipped (reported)",
             ratio(tp("handlestore", "mint", 64), tp("nats-default", "put", 64)),
+        ),
+        reported(
+            "mint x64 throughput / etcd 3.5.30 put x64 (reported)",
+            ratio(tp("handlestore", "mint", 64), tp("etcd-3.5", "put", 64)),
+        ),
+        reported(
+            "linearizable get x64 / etcd 3.5.30 range x64 (reported)",
+            ratio(tp("handlestore", "get", 64), tp("etcd-3.5", "range", 64)),
+        ),
+        reported(
+            "mint p99 x64 / etcd 3.5.30 put p99 x64 (reported)",
+            ratio(p99("handlestore", "mint", 64), p99("etcd-3.5", "put", 64)),
         ),
         reported(
             "mint x64 throughput / etcd 3.4.23 put x64 (reported)",
@@ -572,7 +585,7 @@ mod tests {
     }
 
     #[test]
-    fn nats_and_etcd_3_4_rows_give_their_targets_and_the_history() {
+    fn nats_and_older_etcd_rows_give_their_targets_and_the_history() {
         let rows = [
             row("handlestore", "mint", 64, 3000, 18000.0),
             row("handlestore", "get", 64, 900, 60000.0),
@@ -580,6 +593,7 @@ mod tests {
             row("nats", "get", 64, 1000, 80000.0),
             row("nats-default", "put", 64, 2000, 36000.0),
             row("etcd-3.4", "put", 64, 9000, 7500.0),
+            row("etcd-3.5", "put", 64, 9000, 9000.0),
         ];
         let t = targets(&rows);
         let nats_put = find(&t, "mint x64 throughput / NATS KV put x64 (sync_interval always)");
@@ -590,7 +604,8 @@ mod tests {
         let shipped = find(&t, "mint x64 throughput / NATS KV put x64 as shipped");
         assert_eq!((shipped.value, shipped.met), (Some(0.5), None));
         assert_eq!(value(&t, "mint x64 throughput / etcd 3.4.23 put x64"), Some(2.4));
-        // Rows of etcd 3.4 are not etcd's: the stated targets stay empty.
+        assert_eq!(value(&t, "mint x64 throughput / etcd 3.5.30 put x64"), Some(2.0));
+        // Rows of older etcds are not etcd's: the stated targets stay empty.
         assert_eq!(value(&t, "mint x64 throughput / etcd put x64"), None);
     }
 

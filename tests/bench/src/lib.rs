@@ -173,8 +173,9 @@ pub const SYSTEMS: [&str; 11] = [
 ];
 
 /// Systems run only when named, for the history of the ratios: etcd
+/// 3.5.30 (Debian's unstable suite), the bench's `etcd` until 3.7.3, and
 /// 3.4.23 (Debian 12's), which the ratios were first stated against.
-pub const HISTORY_SYSTEMS: [&str; 1] = ["etcd-3.4"];
+pub const HISTORY_SYSTEMS: [&str; 2] = ["etcd-3.5", "etcd-3.4"];
 
 /// Systems run only when named: the overload rows (`--concurrency
 /// 1024,4096`), handlestore as shipped and with admission off.

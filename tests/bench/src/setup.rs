@@ -41,7 +41,9 @@ pub(super) fn plan(system: &str) -> Vec<&'static str> {
         "fastmcp" | "fastmcp-handles" | "fastmcp-redis-fsync" | "fastmcp-memory" => vec!["cart_flow"],
         "ts-cart" | "ts-cart-redis-fsync" | "ts-cart-memory" => vec!["cart_flow"],
         "java-cart" | "java-cart-redis-fsync" | "java-cart-memory" => vec!["cart_flow"],
-        "etcd" | "etcd-3.4" => vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"],
+        "etcd" | "etcd-3.5" | "etcd-3.4" => {
+            vec!["put", "put_lease", "range", "range_serializable", "update", "txn_put10"]
+        }
         "nats" | "nats-default" => vec!["put", "create_ttl", "get", "update"],
         "redis" | "redis-fsync" => vec!["set_ex", "get", "multi_set10"],
         "fsync" => vec!["fdatasync"],
@@ -85,7 +87,8 @@ pub(super) async fn start(
         "java-cart" => start_java_cluster(dir, keep, pids).await,
         "java-cart-redis-fsync" => start_java_redis(dir, keep, pids).await,
         "java-cart-memory" => start_java_memory(dir, keep, pids).await,
-        "etcd" => start_etcd(dir, EtcdRelease::V3_5, keep, pids).await,
+        "etcd" => start_etcd(dir, EtcdRelease::V3_7, keep, pids).await,
+        "etcd-3.5" => start_etcd(dir, EtcdRelease::V3_5, keep, pids).await,
         "etcd-3.4" => start_etcd(dir, EtcdRelease::V3_4, keep, pids).await,
         "nats" => start_nats(dir, NatsSync::Always, keep, pids).await,
         "nats-default" => start_nats(dir, NatsSync::Shipped, keep, pids).await,

@@ -13,7 +13,10 @@ use super::{Member, Placement, disk, peer_bin, until_ok};
 /// Which etcd a cluster runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EtcdRelease {
-    /// 3.5.30, from Debian's unstable suite: the bench's `etcd`.
+    /// 3.7.3, built from the Go module proxy (deploy/etcd): the bench's
+    /// `etcd`, the release a careful operator installs today.
+    V3_7,
+    /// 3.5.30, from Debian's unstable suite: the bench's `etcd-3.5`.
     V3_5,
     /// The machine's own (Debian 12's 3.4.23): `etcd-3.4`, for the
     /// history of the ratios.
@@ -21,10 +24,21 @@ pub enum EtcdRelease {
 }
 
 impl EtcdRelease {
-    fn bin(self) -> PathBuf {
+    /// The binary it runs.
+    pub fn bin(self) -> PathBuf {
         match self {
-            EtcdRelease::V3_5 => peer_bin("etcd"),
+            EtcdRelease::V3_7 => peer_bin("etcd"),
+            EtcdRelease::V3_5 => peer_bin("etcd-3.5"),
             EtcdRelease::V3_4 => PathBuf::from("etcd"),
+        }
+    }
+
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            EtcdRelease::V3_7 => "etcd 3.7.3",
+            EtcdRelease::V3_5 => "etcd 3.5.30",
+            EtcdRelease::V3_4 => "etcd 3.4",
         }
     }
 
@@ -32,6 +46,7 @@ impl EtcdRelease {
     /// script's fallback where Debian's unstable suite is out of reach).
     fn check(self, bin: &Path) {
         let want = match self {
+            EtcdRelease::V3_7 => "etcd Version: 3.7.3",
             EtcdRelease::V3_5 => "etcd Version: 3.5.30",
             EtcdRelease::V3_4 => "etcd Version: 3.4.",
         };

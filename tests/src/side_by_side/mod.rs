@@ -1,7 +1,7 @@
-//! Faults side by side: the same writes on handlestore, etcd 3.5 and NATS
-//! JetStream KV (with `sync_interval: always`, and as shipped), the same
-//! fault to each, and what each kept (docs/chaos.md, "Beside etcd and
-//! NATS"). A power cut to every member at once ([`power_cut_run`]): the
+//! Faults side by side: the same writes on handlestore, etcd (3.7.3 and
+//! 3.5.30) and NATS JetStream KV (with `sync_interval: always`, and as
+//! shipped), the same fault to each, and what each kept (docs/chaos.md,
+//! "Beside etcd and NATS"). A power cut to every member at once ([`power_cut_run`]): the
 //! writes acknowledged before it, those a linearizable read no longer
 //! finds after it, whether the system came back. A member killed or cut
 //! off its peers ([`fault_run`]): the same, and whether each key's reads
@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
+use crate::peers::etcd::EtcdRelease;
 use crate::powercut::Names;
 
 pub use faults::{Fault, FaultOutcome, FaultRuns, fault_run, fault_table};
@@ -29,8 +30,9 @@ pub use writer::{Writer, Writers};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum System {
     Handlestore,
-    /// etcd 3.5.30, fsync on every commit.
-    Etcd,
+    /// etcd, fsync on every commit: 3.7.3 (the bench's `etcd`) and 3.5.30
+    /// (the anchor before it).
+    Etcd(EtcdRelease),
     /// NATS JetStream KV, three replicas, `sync_interval: always`.
     NatsAlways,
     /// The same, with the fsync interval as shipped (two minutes).
@@ -38,9 +40,10 @@ pub enum System {
 }
 
 impl System {
-    pub const ALL: [System; 4] = [
+    pub const ALL: [System; 5] = [
         System::Handlestore,
-        System::Etcd,
+        System::Etcd(EtcdRelease::V3_7),
+        System::Etcd(EtcdRelease::V3_5),
         System::NatsAlways,
         System::NatsShipped,
     ];
@@ -48,7 +51,7 @@ impl System {
     pub fn name(self) -> &'static str {
         match self {
             System::Handlestore => "handlestore",
-            System::Etcd => "etcd 3.5.30",
+            System::Etcd(release) => release.name(),
             System::NatsAlways => "NATS 2.15.1, sync_interval: always",
             System::NatsShipped => "NATS 2.15.1, as shipped",
         }

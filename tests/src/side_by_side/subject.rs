@@ -16,7 +16,7 @@ use super::System;
 use super::writer::Writer;
 use crate::TestCluster;
 use crate::netns::NetNs;
-use crate::peers::etcd::{self, Etcd, EtcdRelease};
+use crate::peers::etcd::{self, Etcd};
 use crate::peers::nats::{self, Nats, NatsSync};
 use crate::peers::{Member, Placement, disk, until_ok};
 use crate::powercut::Names;
@@ -79,7 +79,7 @@ impl Subject {
         (1..=3).try_for_each(|id| net.add_node(id).map(drop))?;
         let placement = Placement::Namespaces(&net);
         let peer = match system {
-            System::Etcd => Peer::Etcd(Etcd::start_on(dir, EtcdRelease::V3_5, placement).await?),
+            System::Etcd(release) => Peer::Etcd(Etcd::start_on(dir, release, placement).await?),
             _ => Peer::Nats(Nats::start_on(dir, nats_sync(system), placement).await?),
         };
         Ok(Subject::Peer {
@@ -98,9 +98,9 @@ impl Subject {
                 let cluster = builder.start().await?;
                 Subject::Handlestore(Box::new(cluster))
             }
-            System::Etcd => {
+            System::Etcd(release) => {
                 let disks = mount_disks(dir, &etcd::NAMES, names)?;
-                let peer = Peer::Etcd(Etcd::start(dir, EtcdRelease::V3_5).await?);
+                let peer = Peer::Etcd(Etcd::start(dir, release).await?);
                 Subject::Peer { peer, disks, net: None }
             }
             System::NatsAlways | System::NatsShipped => {

@@ -1,4 +1,4 @@
-//! Faults side by side. Power loss: handlestore, etcd 3.5.30, NATS JetStream KV
+//! Faults side by side. Power loss: handlestore, etcd 3.7.3 and 3.5.30, NATS JetStream KV
 //! with `sync_interval: always` and NATS as shipped, each three members
 //! on `powercut_fs` disks under the same writes, the power cut to all
 //! three at once, five runs each (`HANDLESTORE_SIDE_BY_SIDE_RUNS` for
@@ -29,7 +29,7 @@ fn env_count(name: &str, default: usize) -> usize {
 fn missing(system: System) -> Option<String> {
     let bin = match system {
         System::Handlestore => return None,
-        System::Etcd => peer_bin("etcd"),
+        System::Etcd(release) => release.bin(),
         System::NatsAlways | System::NatsShipped => peer_bin("nats-server"),
     };
     (!bin.exists()).then(|| format!("{} is missing (deploy/install-bench-deps.sh)", bin.display()))
@@ -119,7 +119,7 @@ fn no_namespaces() -> Option<String> {
     NetNs::links_available().err().filter(|why| why.contains("iptables"))
 }
 
-/// Kill and partition side by side: handlestore, etcd 3.5.30, NATS with
+/// Kill and partition side by side: handlestore, etcd 3.7.3 and 3.5.30, NATS with
 /// `sync_interval: always` and NATS as shipped, each member in a network
 /// namespace of its own; the leader killed, the leader cut off its peers
 /// but not its clients, a follower so cut off; a register workload

@@ -1,4 +1,4 @@
-//! The benchmark harness: handlestore beside etcd 3.5, NATS JetStream KV,
+//! The benchmark harness: handlestore beside etcd 3.7, NATS JetStream KV,
 //! Redis and one fdatasync, in one run on this machine.
 //!
 //! target/release/bench \
@@ -8,12 +8,12 @@
 //!     [--ab path/to/other/target/release]
 //!     [--java-jar path/to/handlestore-examples-all.jar] [--java-warmup 120s]
 //!
-//! Installs Redis, etcd 3.4 and 3.5.30 and nats-server when missing
+//! Installs Redis, etcd 3.4, 3.5.30 and 3.7.3 and nats-server when missing
 //! (`deploy/install-bench-deps.sh`), starts each system
 //! on free loopback ports with its data on one disk, and writes
 //! results.json and results.svg to --out.
 //!
-//! Systems run only when named: etcd-3.4, the overload rows
+//! Systems run only when named: etcd-3.5, etcd-3.4, the overload rows
 //! (handlestore-fleet*), the FastMCP cart servers (fastmcp*), the
 //! TypeScript ones (ts-cart*) and the Java ones (java-cart,
 //! java-cart-redis-fsync, java-cart-memory: the cart example of
@@ -33,8 +33,9 @@ use handlestore_bench::{self as bench, BenchConfig, Length};
 #[derive(Parser, Debug)]
 #[command(about = "Benchmark handlestore against etcd, NATS KV, Redis and one fdatasync")]
 struct Args {
-    /// Systems to run, in order. Also, only when named: etcd-3.4 (Debian
-    /// 12's etcd 3.4.23, for the history of the etcd ratios), the overload rows'
+    /// Systems to run, in order. Also, only when named: etcd-3.5 (etcd
+    /// 3.5.30, the anchor until 3.7.3) and etcd-3.4 (Debian 12's etcd
+    /// 3.4.23), for the history of the etcd ratios; the overload rows'
     /// handlestore-fleet (64 clients, each its own connections, for
     /// `--concurrency 1024,4096`) and handlestore-fleet-unlimited (the same
     /// with admission off); the FastMCP cart servers (fastmcp,
