@@ -44,3 +44,9 @@ fi
 client/ts/scripts/ci.sh
 client/go/scripts/ci.sh
 client/java/scripts/ci.sh
+# The Helm chart (deploy/helm/handlestore): Helm 4 built from its pinned
+# module, lint and render in every configuration, every object decoded
+# strictly into the Kubernetes API's Go types (skipped, saying why,
+# without Go). The real-cluster tier is opt-in: it says why it skips.
+deploy/helm/test/ci.sh chart
+deploy/helm/test/ci.sh kube

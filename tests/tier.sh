@@ -2,12 +2,17 @@
 # Runs one tier of tests (tests/README.md), built exactly as ./tests/run.sh
 # builds everything, so that switching between the two compiles nothing:
 #
-#   tests/tier.sh unit|api|cluster|security|mcp|docs|system|bench|python|ts|go|java [FILTER] [-- LIBTEST ARGS]
+#   tests/tier.sh unit|api|cluster|security|mcp|docs|system|bench|python|ts|go|java|chart|kube [FILTER] [-- LIBTEST ARGS]
 #   tests/tier.sh cluster transfer::          # one area of a tier
+#   tests/tier.sh chart TestHelmLint          # chart and kube: FILTER is go test's -run
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tier="${1:?usage: tests/tier.sh unit|api|cluster|security|mcp|docs|system|bench|python|ts|go|java [FILTER]}"
+tier="${1:?usage: tests/tier.sh unit|api|cluster|security|mcp|docs|system|bench|python|ts|go|java|chart|kube [FILTER]}"
 shift
+# The Helm chart (deploy/helm) needs Helm and Go, not the build.
+case "$tier" in
+  chart | kube) exec deploy/helm/test/ci.sh "$tier" "$@" ;;
+esac
 ./tests/ensure-test-deps.sh
 HANDLESTORE_TEST_PYTHON="$(./tests/ensure-python-env.sh)"
 export HANDLESTORE_TEST_PYTHON
@@ -33,7 +38,7 @@ case "$tier" in
     "client/$tier/scripts/ci.sh" "$@"
     ;;
   *)
-    echo "unknown tier: $tier (unit, api, cluster, security, mcp, docs, system, bench, python, ts, go, java)" >&2
+    echo "unknown tier: $tier (unit, api, cluster, security, mcp, docs, system, bench, python, ts, go, java, chart, kube)" >&2
     exit 2
     ;;
 esac

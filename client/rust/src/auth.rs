@@ -54,8 +54,20 @@ impl Client {
     /// Turns auth on; answers with root's new token if the user root was
     /// made now (None if it existed).
     pub async fn auth_enable(&self) -> Result<Option<String>> {
-        let r = rpc!(self, auth, auth_enable, pb::AuthEnableRequest {})?;
+        let r = rpc!(self, auth, auth_enable, pb::AuthEnableRequest::default())?;
         Ok(Some(r.root_token).filter(|t| !t.is_empty()))
+    }
+
+    /// Turns auth on with `token` (`hs1_...`, made elsewhere: a Kubernetes
+    /// Secret) as root's, if root has no token yet; if it has one, `token`
+    /// must be it. A malformed token is refused (`InvalidArgument`) and
+    /// nothing changes.
+    pub async fn auth_enable_with_root_token(&self, token: &str) -> Result<()> {
+        let msg = pb::AuthEnableRequest {
+            root_token: token.into(),
+        };
+        rpc!(self, auth, auth_enable, msg)?;
+        Ok(())
     }
 
     pub async fn auth_disable(&self) -> Result<()> {

@@ -57,7 +57,7 @@ describe("an auth-enabled cluster", { skip: skipReason }, () => {
 
   before(async () => {
     const open = fx.client({ namespace: SHOP });
-    rootToken = (await open.call(AuthService.authEnable, {})).rootToken;
+    rootToken = (await open.call(AuthService.authEnable, { rootToken: "" })).rootToken;
     root = as(rootToken);
   });
 
@@ -164,7 +164,7 @@ describe("an auth-enabled cluster that requires client certificates", { skip: sk
 
   before(async () => {
     // root's certificate: with auth off, anyone may enable it.
-    const token = (await fx.client({ namespace: SHOP }).call(AuthService.authEnable, {})).rootToken;
+    const token = (await fx.client({ namespace: SHOP }).call(AuthService.authEnable, { rootToken: "" })).rootToken;
     root = fx.client({ namespace: SHOP, token });
     await addUser(root, "alice", [WRITE], true);
   });

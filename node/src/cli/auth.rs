@@ -14,9 +14,11 @@ pub enum AuthCmd {
     /// Turn auth on; creates the user root (printing its token) if missing.
     Enable {
         /// Keep root's new token in FILE (readable by its owner only)
-        /// instead of printing it. Run again once auth is on, it checks
-        /// that FILE holds root's token and changes nothing: a one-shot
-        /// setup step can run on every start.
+        /// instead of printing it; or, if FILE holds a token already (made
+        /// elsewhere: a Kubernetes Secret), make that one root's. Run
+        /// again once auth is on, it checks that FILE holds root's token
+        /// and changes nothing: a one-shot setup step can run on every
+        /// start.
         #[arg(long, value_name = "FILE")]
         root_token_file: Option<std::path::PathBuf>,
     },
@@ -173,19 +175,31 @@ pub async fn run_auth(conn: &Conn, cmd: AuthCmd) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Turns auth on if it is off, keeping root's new token in `file`; if it
-/// is on already, `file` must hold root's token. Answers with the token.
+/// Turns auth on if it is off, with root's token in `file`: the token
+/// `file` holds, if it holds one (the cluster adopts it: a Secret made by
+/// the Helm chart, which no node can write), else a new one the cluster
+/// makes, written there. If auth is on already, `file` must hold root's
+/// token. Answers with the token.
 pub async fn enable_keeping(conn: &Conn, file: &Path) -> Result<String, String> {
     let anonymous = with_token(conn, None)?;
     let status = anonymous.auth_status().await.map_err(|e| e.to_string())?;
-    if !status.enabled
-        && let Some(made) = anonymous
+    let held = held_token(file)?;
+    if !status.enabled {
+        if let Some(token) = held {
+            anonymous
+                .auth_enable_with_root_token(&token)
+                .await
+                .map_err(|e| format!("enabling auth with the token in {} as root's: {e}", file.display()))?;
+            return Ok(token);
+        }
+        if let Some(made) = anonymous
             .auth_enable()
             .await
             .map_err(|e| format!("enabling auth: {e}"))?
-    {
-        keep(file, &made).map_err(|e| format!("keeping root's token in {}: {e}", file.display()))?;
-        return Ok(made);
+        {
+            keep(file, &made).map_err(|e| format!("keeping root's token in {}: {e}", file.display()))?;
+            return Ok(made);
+        }
     }
     let not_root = || format!("auth is enabled, but {} does not hold root's token", file.display());
     let kept = handlestore_client::auth::read_token_file(file).map_err(|_| not_root())?;
@@ -193,6 +207,26 @@ pub async fn enable_keeping(conn: &Conn, file: &Path) -> Result<String, String> 
         Ok(s) if s.user == "root" => Ok(kept),
         Ok(_) | Err(handlestore_client::Error::Unauthenticated(_)) => Err(not_root()),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The token `file` holds (its first line, trimmed, as
+/// `--token-file` reads it); None if there is no such file or it holds
+/// only blanks. Anything else is sent as it is, for the node to refuse
+/// if it is not a token.
+fn held_token(file: &Path) -> Result<Option<String>, String> {
+    let bytes = match std::fs::read(file) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("reading {}: {e}", file.display())),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    match text.lines().next().map(str::trim) {
+        Some(token) if !token.is_empty() => Ok(Some(token.to_string())),
+        _ => Err(format!("{}: its first line holds no token", file.display())),
     }
 }
 

@@ -5,4 +5,5 @@
 
 mod auth;
 mod logs;
+mod root_token;
 mod tls;

@@ -82,6 +82,27 @@ fn with_token(mut u: ipb::AuthUser, t: Option<&NewToken>) -> ipb::AuthUser {
     u
 }
 
+/// The token `AuthEnable` was asked to make root's, checked: None when
+/// none was given; a malformed one is refused before anything changes.
+fn given_root_token(text: &str) -> Result<Option<NewToken>, Status> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    token::adopt(text).map(Some).ok_or_else(|| {
+        invalid("root_token is not a handlestore token (hs1_<id>_<secret>: 10 and 32 bytes in unpadded base32)")
+    })
+}
+
+/// Root has a token already: the one given must be it, or auth would be
+/// turned on with a token its caller does not hold.
+fn holds_roots_token(root: &ipb::AuthUser, given: &NewToken) -> Result<(), Status> {
+    if given.is(&root.token_id, &root.token_digest) {
+        Ok(())
+    } else {
+        Err(Reason::Precondition.status("root has a token already, and it is not the one given: auth stays as it was"))
+    }
+}
+
 /// A grant as the caller gave it, checked.
 fn permission(p: Option<pb::Permission>, limits: &crate::config::Limits) -> Result<pb::Permission, Status> {
     let p = p.ok_or_else(|| invalid("no permission given"))?;
@@ -171,7 +192,9 @@ impl pb::auth_server::Auth for AuthService {
         request: Request<pb::AuthEnableRequest>,
     ) -> Result<Response<pb::AuthEnableResponse>, Status> {
         let creds = Credentials::of(&request);
-        let fresh = token::generate();
+        let given = given_root_token(&request.get_ref().root_token)?;
+        let adopting = given.is_some();
+        let fresh = given.unwrap_or_else(token::generate);
         let mut made = false;
         // First root (with a token if it has none), then auth on.
         self.change(&creds, |view| {
@@ -185,14 +208,17 @@ impl pb::auth_server::Auth for AuthService {
             made = root.token_id.is_empty();
             if made {
                 root = with_token(root, Some(&fresh));
+            } else if adopting {
+                holds_roots_token(&root, &fresh)?;
             }
             Ok(Change::PutUser(root))
         })
         .await?;
         let revision = self.change(&creds, |_| Ok(Change::SetEnabled(true))).await?;
-        tracing::info!(revision, "auth enabled");
+        tracing::info!(revision, root_token_adopted = made && adopting, "auth enabled");
         Ok(Response::new(pb::AuthEnableResponse {
-            root_token: if made { fresh.token } else { String::new() },
+            // A token the caller gave is not sent back.
+            root_token: if made && !adopting { fresh.token } else { String::new() },
             revision,
         }))
     }

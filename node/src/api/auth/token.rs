@@ -38,6 +38,27 @@ pub fn generate() -> NewToken {
     }
 }
 
+/// A token its caller made (a Kubernetes Secret, which no node can write),
+/// to be kept as one made here is: its id and digest only (`token` is
+/// left empty, never echoed). None if it is not one of ours.
+pub fn adopt(token: &str) -> Option<NewToken> {
+    let p = parse(token)?;
+    let digest = digest(&p.secret);
+    Some(NewToken {
+        token: String::new(),
+        id: p.id,
+        digest,
+    })
+}
+
+impl NewToken {
+    /// Whether this is the token stored as `id` and `stored_digest`
+    /// (digests compared in constant time).
+    pub fn is(&self, id: &str, stored_digest: &[u8]) -> bool {
+        self.id == id && bool::from(self.digest.ct_eq(stored_digest))
+    }
+}
+
 /// A presented token, split into its public id and its secret.
 pub struct Presented {
     pub id: String,
@@ -81,6 +102,23 @@ mod tests {
         assert!(!p.matches(&other.digest));
         assert!(!p.matches(&[]), "a missing digest matches nothing");
         assert!(!format!("{t:?}").contains(&t.token[10..]), "Debug hides the token");
+    }
+
+    #[test]
+    fn an_adopted_token_is_kept_as_one_made_here() {
+        let made = generate();
+        let adopted = adopt(&made.token).expect("a token of ours is adopted");
+        assert_eq!((adopted.id.as_str(), &adopted.digest), (made.id.as_str(), &made.digest));
+        assert!(adopted.token.is_empty(), "the text is not kept");
+        assert!(adopted.is(&made.id, &made.digest));
+        assert!(!adopted.is(&made.id, &generate().digest));
+        assert!(!adopted.is(&generate().id, &made.digest));
+        // As the Helm chart makes one: base32 of 10 and 32 random bytes.
+        let helm = "hs1_MZXW6YTBOI4DCMJR_AEBAGBAFAYDQQCIKBMGA2DQPCAIREEYUCULBOGAZDINRYHI6D4QA";
+        assert!(adopt(helm).is_some(), "{helm}");
+        for bad in ["", "hs1_", &made.token[..made.token.len() - 1], "hs1_AAAA_BBBB"] {
+            assert!(adopt(bad).is_none(), "{bad:?} adopted");
+        }
     }
 
     #[test]

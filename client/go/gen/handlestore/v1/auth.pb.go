@@ -372,7 +372,14 @@ func (x *AuthStatusResponse) GetRoles() []string {
 }
 
 type AuthEnableRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A token the caller made (`hs1_<id>_<secret>`, as the cluster makes
+	// them: a Kubernetes Secret, which no node can write), to become root's
+	// when root has no token yet; the cluster keeps only its id and digest,
+	// as for its own. Root holding a token already, it must be that one.
+	// Malformed: INVALID_ARGUMENT, and nothing changes. Empty: the cluster
+	// makes root's token.
+	RootToken     string `protobuf:"bytes,1,opt,name=root_token,json=rootToken,proto3" json:"root_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -405,6 +412,13 @@ func (x *AuthEnableRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use AuthEnableRequest.ProtoReflect.Descriptor instead.
 func (*AuthEnableRequest) Descriptor() ([]byte, []int) {
 	return file_handlestore_v1_auth_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *AuthEnableRequest) GetRootToken() string {
+	if x != nil {
+		return x.RootToken
+	}
+	return ""
 }
 
 type AuthEnableResponse struct {
@@ -1408,8 +1422,10 @@ const file_handlestore_v1_auth_proto_rawDesc = "" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\x04R\brevision\x12\x12\n" +
 	"\x04user\x18\x03 \x01(\tR\x04user\x12\x14\n" +
-	"\x05roles\x18\x04 \x03(\tR\x05roles\"\x13\n" +
-	"\x11AuthEnableRequest\"O\n" +
+	"\x05roles\x18\x04 \x03(\tR\x05roles\"2\n" +
+	"\x11AuthEnableRequest\x12\x1d\n" +
+	"\n" +
+	"root_token\x18\x01 \x01(\tR\trootToken\"O\n" +
 	"\x12AuthEnableResponse\x12\x1d\n" +
 	"\n" +
 	"root_token\x18\x01 \x01(\tR\trootToken\x12\x1a\n" +

@@ -58,7 +58,8 @@ type AuthClient interface {
 	// Whether auth is on, its revision, and who the caller is.
 	AuthStatus(ctx context.Context, in *AuthStatusRequest, opts ...grpc.CallOption) (*AuthStatusResponse, error)
 	// Turns auth on. Creates the user `root` (role `root`) with a new token if
-	// there is none, and answers with that token.
+	// there is none, and answers with that token; or, given `root_token`,
+	// makes that token root's.
 	AuthEnable(ctx context.Context, in *AuthEnableRequest, opts ...grpc.CallOption) (*AuthEnableResponse, error)
 	AuthDisable(ctx context.Context, in *AuthDisableRequest, opts ...grpc.CallOption) (*AuthChangeResponse, error)
 	// A new user, with a new token unless `no_token` (a user that only
@@ -272,7 +273,8 @@ type AuthServer interface {
 	// Whether auth is on, its revision, and who the caller is.
 	AuthStatus(context.Context, *AuthStatusRequest) (*AuthStatusResponse, error)
 	// Turns auth on. Creates the user `root` (role `root`) with a new token if
-	// there is none, and answers with that token.
+	// there is none, and answers with that token; or, given `root_token`,
+	// makes that token root's.
 	AuthEnable(context.Context, *AuthEnableRequest) (*AuthEnableResponse, error)
 	AuthDisable(context.Context, *AuthDisableRequest) (*AuthChangeResponse, error)
 	// A new user, with a new token unless `no_token` (a user that only

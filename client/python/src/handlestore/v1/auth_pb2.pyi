@@ -66,8 +66,10 @@ class AuthStatusResponse(_message.Message):
     def __init__(self, enabled: _Optional[bool] = ..., revision: _Optional[int] = ..., user: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class AuthEnableRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("root_token",)
+    ROOT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    root_token: str
+    def __init__(self, root_token: _Optional[str] = ...) -> None: ...
 
 class AuthEnableResponse(_message.Message):
     __slots__ = ("root_token", "revision")

@@ -155,7 +155,8 @@ class AuthServicer:
 
     def AuthEnable(self, request, context):
         """Turns auth on. Creates the user `root` (role `root`) with a new token if
-        there is none, and answers with that token.
+        there is none, and answers with that token; or, given `root_token`,
+        makes that token root's.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -78,6 +78,15 @@ export interface AuthStatusResponse {
 }
 
 export interface AuthEnableRequest {
+  /**
+   * A token the caller made (`hs1_<id>_<secret>`, as the cluster makes
+   * them: a Kubernetes Secret, which no node can write), to become root's
+   * when root has no token yet; the cluster keeps only its id and digest,
+   * as for its own. Root holding a token already, it must be that one.
+   * Malformed: INVALID_ARGUMENT, and nothing changes. Empty: the cluster
+   * makes root's token.
+   */
+  rootToken: string;
 }
 
 export interface AuthEnableResponse {
@@ -561,11 +570,14 @@ export const AuthStatusResponse: MessageFns<AuthStatusResponse> = {
 };
 
 function createBaseAuthEnableRequest(): AuthEnableRequest {
-  return {};
+  return { rootToken: "" };
 }
 
 export const AuthEnableRequest: MessageFns<AuthEnableRequest> = {
-  encode(_: AuthEnableRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: AuthEnableRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rootToken !== "") {
+      writer.uint32(10).string(message.rootToken);
+    }
     return writer;
   },
 
@@ -582,6 +594,14 @@ export const AuthEnableRequest: MessageFns<AuthEnableRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.rootToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -597,8 +617,9 @@ export const AuthEnableRequest: MessageFns<AuthEnableRequest> = {
   create(base?: DeepPartial<AuthEnableRequest>): AuthEnableRequest {
     return AuthEnableRequest.fromPartial(base ?? {});
   },
-  fromPartial(_: DeepPartial<AuthEnableRequest>): AuthEnableRequest {
+  fromPartial(object: DeepPartial<AuthEnableRequest>): AuthEnableRequest {
     const message = createBaseAuthEnableRequest();
+    message.rootToken = object.rootToken ?? "";
     return message;
   },
 };
@@ -1902,7 +1923,8 @@ export const AuthService = {
   },
   /**
    * Turns auth on. Creates the user `root` (role `root`) with a new token if
-   * there is none, and answers with that token.
+   * there is none, and answers with that token; or, given `root_token`,
+   * makes that token root's.
    */
   authEnable: {
     path: "/handlestore.v1.Auth/AuthEnable" as const,
@@ -2063,7 +2085,8 @@ export interface AuthServer extends UntypedServiceImplementation {
   authStatus: handleUnaryCall<AuthStatusRequest, AuthStatusResponse>;
   /**
    * Turns auth on. Creates the user `root` (role `root`) with a new token if
-   * there is none, and answers with that token.
+   * there is none, and answers with that token; or, given `root_token`,
+   * makes that token root's.
    */
   authEnable: handleUnaryCall<AuthEnableRequest, AuthEnableResponse>;
   authDisable: handleUnaryCall<AuthDisableRequest, AuthChangeResponse>;
@@ -2114,7 +2137,8 @@ export interface AuthClient extends Client {
   ): ClientUnaryCall;
   /**
    * Turns auth on. Creates the user `root` (role `root`) with a new token if
-   * there is none, and answers with that token.
+   * there is none, and answers with that token; or, given `root_token`,
+   * makes that token root's.
    */
   authEnable(
     request: AuthEnableRequest,
