@@ -13,25 +13,33 @@ import (
 	pb "github.com/handlestore/handlestore/client/go/gen/handlestore/v1"
 )
 
-// grpc-go reads the node's ErrorDetail as a google.rpc.Status; most parse,
-// as a Status of code 0, and grpc-go then answers INTERNAL "mismatch". The
-// client keeps the node's code, message and reason all the same.
+// A node's detail arrives through grpc-go's own parsing of the
+// google.rpc.Status. A node of the previous release sent the bare
+// ErrorDetail, which grpc-go reads as a google.rpc.Status (most parse, as
+// one of code 0) and then answers INTERNAL "mismatch": the client keeps the
+// node's code, message and reason all the same.
 func TestAnErrorCarriesTheNodesReasonCodeAndMessage(t *testing.T) {
-	nodes := startFakes(t, 1)
-	nodes[0].exists = func(ctx context.Context, _ *pb.ExistsRequest) (*pb.ExistsResponse, error) {
-		return nil, refuse(ctx, codes.FailedPrecondition, `entry "k" is at "7"`, &pb.ErrorDetail{Reason: "revision_mismatch", CurrentRevision: 7})
+	forms := map[string]func(context.Context, codes.Code, string, *pb.ErrorDetail) error{
+		"google.rpc.Status": refuse,
+		"previous release":  refuseAsBefore,
 	}
-	c := fakeClient(t, nodes, Config{})
-	_, err := c.StateTool(StateToolOptions{}).Exists(context.Background(), "k")
-	var e *Error
-	if !errors.As(err, &e) {
-		t.Fatalf("%v is not an *Error", err)
-	}
-	if e.Reason != ReasonRevisionMismatch || e.Code != codes.FailedPrecondition || e.Message != `entry "k" is at "7"` || e.CurrentRevision != 7 {
-		t.Fatalf("got %+v", e)
-	}
-	if !errors.Is(err, ErrRevisionMismatch) || !errors.Is(err, ErrFailedPrecondition) || errors.Is(err, ErrPrecondition) {
-		t.Fatalf("%v matches the wrong error values", err)
+	for name, refusal := range forms {
+		nodes := startFakes(t, 1)
+		nodes[0].exists = func(ctx context.Context, _ *pb.ExistsRequest) (*pb.ExistsResponse, error) {
+			return nil, refusal(ctx, codes.FailedPrecondition, `entry "k" is at "7"`, &pb.ErrorDetail{Reason: "revision_mismatch", CurrentRevision: 7})
+		}
+		c := fakeClient(t, nodes, Config{})
+		_, err := c.StateTool(StateToolOptions{}).Exists(context.Background(), "k")
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Fatalf("%s: %v is not an *Error", name, err)
+		}
+		if e.Reason != ReasonRevisionMismatch || e.Code != codes.FailedPrecondition || e.Message != `entry "k" is at "7"` || e.CurrentRevision != 7 {
+			t.Fatalf("%s: got %+v", name, e)
+		}
+		if !errors.Is(err, ErrRevisionMismatch) || !errors.Is(err, ErrFailedPrecondition) || errors.Is(err, ErrPrecondition) {
+			t.Fatalf("%s: %v matches the wrong error values", name, err)
+		}
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 )
 
 // fakeNode answers as a node does, refusals included: the ErrorDetail
-// goes prost-encoded in grpc-status-details-bin, the leader in
+// goes in the google.rpc.Status of grpc-status-details-bin, the leader in
 // x-handlestore-leader. Fast tests of what the client does with answers.
 type fakeNode struct {
 	pb.UnimplementedStateServer
@@ -47,8 +47,22 @@ func (f *fakeNode) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.Submi
 	return f.submit(ctx, req)
 }
 
-// refuse is a node's refusal: the status, its detail in the trailer.
+// refuse is a node's refusal: the status with its detail, as grpc-go's
+// server sends details (a node sends the same bytes).
 func refuse(ctx context.Context, code codes.Code, msg string, d *pb.ErrorDetail) error {
+	if d.GetLeaderAddr() != "" {
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(LeaderHeader, d.GetLeaderAddr()))
+	}
+	st, err := status.New(code, msg).WithDetails(d)
+	if err != nil {
+		panic(err)
+	}
+	return st.Err()
+}
+
+// refuseAsBefore is the refusal of a node of the previous release: the
+// bare ErrorDetail in the details trailer.
+func refuseAsBefore(ctx context.Context, code codes.Code, msg string, d *pb.ErrorDetail) error {
 	raw, _ := proto.Marshal(d)
 	md := metadata.Pairs(detailsKey, string(raw))
 	if d.GetLeaderAddr() != "" {

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -12,13 +13,16 @@ import (
 	pb "github.com/handlestore/handlestore/client/go/gen/handlestore/v1"
 )
 
-// detailsKey is the trailer a node puts its ErrorDetail in: prost-encoded
-// ErrorDetail bytes, not the google.rpc.Status grpc-go expects there.
+// detailsKey is the trailer a status's details travel in. A node puts a
+// google.rpc.Status there whose details hold its ErrorDetail, which grpc-go
+// parses itself (status.FromError(err).Details(); the generated code
+// registers the type). A node of the previous release put the bare
+// ErrorDetail there: read from the trailer, for one release.
 const detailsKey = "grpc-status-details-bin"
 
 // mismatchPrefix starts the status grpc-go makes up when the details
-// trailer parses as a google.rpc.Status of another code (an ErrorDetail
-// often does: its fields look like a Status with code 0). The node's code
+// trailer parses as a google.rpc.Status of another code: a bare ErrorDetail
+// often does (its fields look like a Status with code 0). The node's code
 // and message are kept inside its message.
 const mismatchPrefix = "grpc-status-details-bin mismatch: grpc-status="
 
@@ -32,24 +36,58 @@ type rpcStatus struct {
 	trailer metadata.MD
 }
 
-// decodeDetail reads an ErrorDetail; empty when there is none or raw is not
-// one.
-func decodeDetail(raw []byte) *pb.ErrorDetail {
+// detailIn is the first ErrorDetail among a status's details, or nil.
+func detailIn(st *status.Status) *pb.ErrorDetail {
+	for _, d := range st.Details() {
+		if e, ok := d.(*pb.ErrorDetail); ok {
+			return e
+		}
+	}
+	return nil
+}
+
+// bareDetail reads the previous release's form, the bare ErrorDetail; nil
+// unless raw is one that names a reason (as a node's always does: a
+// google.rpc.Status parsed this way never does, its field 1 being a varint).
+func bareDetail(raw []byte) *pb.ErrorDetail {
 	d := &pb.ErrorDetail{}
-	if len(raw) > 0 && proto.Unmarshal(raw, d) != nil {
-		return &pb.ErrorDetail{}
+	if proto.Unmarshal(raw, d) != nil || d.GetReason() == "" {
+		return nil
 	}
 	return d
 }
 
-// statusOf is the status of a failed call, from its error and trailer.
+// decodeDetail reads the ErrorDetail of a write's failure: a
+// google.rpc.Status, as in a call's trailer, or the bare ErrorDetail of the
+// previous release; empty when there is none.
+func decodeDetail(raw []byte) *pb.ErrorDetail {
+	st := &spb.Status{}
+	if proto.Unmarshal(raw, st) == nil {
+		if d := detailIn(status.FromProto(st)); d != nil {
+			return d
+		}
+	}
+	if d := bareDetail(raw); d != nil {
+		return d
+	}
+	return &pb.ErrorDetail{}
+}
+
+// statusOf is the status of a failed call, from its error and trailer: the
+// ErrorDetail from grpc-go's own parsing, else the previous release's bare
+// one from the trailer, with the node's code and message taken back out of
+// grpc-go's "mismatch" status.
 func statusOf(err error, trailer metadata.MD) rpcStatus {
 	st, _ := status.FromError(err)
 	s := rpcStatus{code: st.Code(), message: st.Message(), trailer: trailer}
+	if s.detail = detailIn(st); s.detail != nil {
+		return s
+	}
+	s.detail = &pb.ErrorDetail{}
 	if raw := trailer.Get(detailsKey); len(raw) == 1 {
-		s.detail = decodeDetail([]byte(raw[0]))
-	} else {
-		s.detail = &pb.ErrorDetail{}
+		if d := bareDetail([]byte(raw[0])); d != nil {
+			s.detail = d
+		}
 	}
 	if s.code == codes.Internal && strings.HasPrefix(s.message, mismatchPrefix) {
 		s.code, s.message = unmangle(s.message, s.detail)

@@ -22,6 +22,7 @@ pub mod methods {
     include!(concat!(env!("OUT_DIR"), "/methods.rs"));
 }
 pub mod reason;
+pub mod status_details;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod watch_out;

@@ -2,12 +2,13 @@
 //! `ErrorDetail.reason` is a [`Reason`], and the reason fixes the status's
 //! code. The table itself is `proto/reasons.txt` (read by `build.rs`); the
 //! statuses are made here and nowhere else, so no call site can pair a
-//! reason with the wrong code.
+//! reason with the wrong code. How the detail travels in the status is
+//! [`crate::status_details`].
 
-use prost::Message;
 use tonic::Status;
 
 use crate::meta::LEADER_HEADER;
+use crate::status_details;
 use crate::v1 as pb;
 
 include!(concat!(env!("OUT_DIR"), "/reasons.rs"));
@@ -42,14 +43,18 @@ impl Reason {
     }
 
     /// The status for this reason, with more detail (a leader, a revision);
-    /// the detail's reason is set to this one. A leader's address in the
-    /// detail is also sent as the `x-handlestore-leader` metadata.
+    /// the detail's reason is set to this one, and it travels in the
+    /// status's details as a `google.rpc.Status` does
+    /// ([`status_details::encode`]). A leader's address in the detail is
+    /// also sent as the `x-handlestore-leader` metadata.
     pub fn status_with(self, message: impl Into<String>, mut detail: pb::ErrorDetail) -> Status {
         detail.reason = self.name().into();
         let leader = (!detail.leader_addr.is_empty())
             .then(|| detail.leader_addr.parse().ok())
             .flatten();
-        let mut status = Status::with_details(self.code(), message, detail.encode_to_vec().into());
+        let message = message.into();
+        let details = status_details::encode(self.code(), &message, &detail);
+        let mut status = Status::with_details(self.code(), message, details.into());
         if let Some(addr) = leader {
             status.metadata_mut().insert(LEADER_HEADER, addr);
         }
@@ -63,10 +68,11 @@ impl std::fmt::Display for Reason {
     }
 }
 
-/// What a node said about an error, decoded from the status details (empty
-/// when it said nothing, or the status came from something else).
+/// What a node said about an error, decoded from the status details in
+/// either form [`status_details::decode`] reads (empty when it said nothing,
+/// or the status came from something else).
 pub fn detail(status: &Status) -> pb::ErrorDetail {
-    pb::ErrorDetail::decode(status.details()).unwrap_or_default()
+    status_details::decode(status.details()).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
 """The client's exceptions follow the error table: each reason a node sends
 becomes the exception of its class, keeps the reason, and is retried only
 where the table says so. No cluster needed: the statuses are made here as a
-node makes them (an ErrorDetail in the status details trailer)."""
+node makes them (a google.rpc.Status holding the ErrorDetail, in the status
+details trailer)."""
 
 import grpc
 import pytest
+from google.rpc import status_pb2
 
 from handlestore import errors, reasons
 from handlestore.retry import retryable_error
@@ -13,10 +15,11 @@ from handlestore.watch import _cut_off
 
 
 def status(reason: str, message: str = "what the node said", **detail: int) -> grpc.aio.AioRpcError:
-    row = reasons.TABLE[reason]
-    body = common_pb2.ErrorDetail(reason=reason, **detail).SerializeToString()
-    trailers = grpc.aio.Metadata(("grpc-status-details-bin", body))
-    return grpc.aio.AioRpcError(grpc.StatusCode[row.code], grpc.aio.Metadata(), trailers, message)
+    code = grpc.StatusCode[reasons.TABLE[reason].code]
+    rich = status_pb2.Status(code=code.value[0], message=message)
+    rich.details.add().Pack(common_pb2.ErrorDetail(reason=reason, **detail))
+    trailers = grpc.aio.Metadata(("grpc-status-details-bin", rich.SerializeToString()))
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), trailers, message)
 
 
 @pytest.mark.parametrize("reason", sorted(reasons.TABLE))

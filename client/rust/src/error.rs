@@ -180,4 +180,35 @@ mod tests {
             assert_eq!(e.reason(), Some(want), "{e:?}");
         }
     }
+
+    /// The shared error-details vectors (proto/vectors/error_details.json):
+    /// a call's status and a write's failure inside a Submit keep the
+    /// node's detail in both forms (google.rpc.Status, and the bare
+    /// ErrorDetail of the previous release), and find none in the rest.
+    #[test]
+    fn the_error_details_vectors() {
+        let all: serde_json::Value =
+            serde_json::from_str(include_str!("../../../proto/vectors/error_details.json")).expect("vectors");
+        for case in all["cases"].as_array().expect("cases") {
+            let name = case["name"].as_str().expect("name");
+            let details = data_encoding::HEXLOWER
+                .decode(case["details"].as_str().expect("details").as_bytes())
+                .expect("hex");
+            let failure = pb::WriteFailure {
+                code: i32::try_from(case["code"].as_i64().expect("code")).expect("code"),
+                message: case["message"].as_str().expect("message").into(),
+                details,
+            };
+            let call = status(&failure);
+            let want = &case["expect"];
+            let d = detail(&call);
+            let n = |k: &str| want[k].as_u64().unwrap_or(0);
+            assert_eq!(d.reason, want["reason"].as_str().unwrap_or(""), "{name}");
+            assert_eq!(d.leader_id, n("leader_id"), "{name}");
+            assert_eq!(d.leader_addr, want["leader_addr"].as_str().unwrap_or(""), "{name}");
+            assert_eq!(d.current_revision, n("current_revision"), "{name}");
+            assert_eq!(d.compact_revision, n("compact_revision"), "{name}");
+            assert_eq!(Error::from(call).reason(), Reason::from_name(&d.reason), "{name}");
+        }
+    }
 }

@@ -5,14 +5,17 @@
  *   ts-proto (messages and grpc-js service definitions) driven by buf's
  *   own compiler (the @bufbuild/buf npm package: no system protoc needed);
  *   the options are in buf.gen.yaml;
+ * - src/gen/google/rpc/status.ts and src/gen/google/protobuf/any.ts, the
+ *   same way, from client/ts/proto/google/rpc/status.proto (vendored: a
+ *   node's error details are a google.rpc.Status);
  * - src/reasons.ts from the error table, proto/reasons.txt.
  *
  *     npm run gen          # write them
  *     npm run gen:check    # fail if the committed files differ (drift)
  *
  * Why ts-proto + @grpc/grpc-js rather than connect-es + protobuf-es: a node
- * puts a prost-encoded `ErrorDetail` in `grpc-status-details-bin`, not a
- * `google.rpc.Status`. connect-es (2.x, protocol-grpc/trailer-status)
+ * of 0.1.0 puts a bare `ErrorDetail` in `grpc-status-details-bin`, not a
+ * `google.rpc.Status` (this release's nodes send one). connect-es (2.x, protocol-grpc/trailer-status)
  * prefers that trailer to grpc-status and decodes it as a
  * `google.rpc.Status`; that fails, and the call rejects with a DATA_LOSS
  * ConnectError instead of the node's code and message, so reasons and

@@ -1,11 +1,16 @@
 /**
  * A gRPC status, as a node answers it, mapped onto the client's errors in
- * one place. A node puts a prost-encoded ErrorDetail (reason, leader,
- * revisions) in the `grpc-status-details-bin` trailer of every error, and in
- * the `details` of a write's failure inside a Writes.Submit answer.
+ * one place. A node puts its ErrorDetail (reason, leader, revisions) in the
+ * `grpc-status-details-bin` trailer of every error, and in the `details` of
+ * a write's failure inside a Writes.Submit answer, as gRPC's richer error
+ * model has it: a `google.rpc.Status` (the call's code and message) whose
+ * details hold the ErrorDetail as an `Any`. A node of the previous release
+ * sent the bare ErrorDetail there: still read, for one release, when the
+ * first form is not there (proto/vectors/error_details.json holds both).
  */
 import { status as Code, type Metadata, type ServiceError } from "@grpc/grpc-js";
 import { HandlestoreError, UnimplementedError } from "./errorBase.js";
+import { Status as RpcStatus } from "./gen/google/rpc/status.js";
 import { ErrorDetail } from "./gen/handlestore/v1/common.js";
 import type { WriteFailure } from "./gen/handlestore/v1/writes.js";
 import { CODE_ERRORS, isReason, REASON_ERRORS, REASONS, UnavailableError } from "./reasons.js";
@@ -22,13 +27,38 @@ export interface Status {
   readonly metadata?: Metadata | undefined;
 }
 
-/** The ErrorDetail in `raw` (empty if there is none, or it is not one). */
+/** The type an `Any` holding an ErrorDetail names (after its URL's last "/", as every runtime's unpack reads it). */
+const DETAIL_TYPE = "handlestore.v1.ErrorDetail";
+
+/** The ErrorDetail in `raw`, in either form (empty if there is none). */
 export function decodeDetail(raw: Uint8Array | undefined): ErrorDetail {
   if (!raw || raw.length === 0) return ErrorDetail.create();
+  return inStatus(raw) ?? bare(raw) ?? ErrorDetail.create();
+}
+
+/** The first ErrorDetail among the details of the google.rpc.Status `raw`. */
+function inStatus(raw: Uint8Array): ErrorDetail | undefined {
   try {
-    return ErrorDetail.decode(raw);
+    const any = RpcStatus.decode(raw).details.find(
+      (a) => a.typeUrl.slice(a.typeUrl.lastIndexOf("/") + 1) === DETAIL_TYPE,
+    );
+    return any && ErrorDetail.decode(any.value);
   } catch {
-    return ErrorDetail.create();
+    return undefined;
+  }
+}
+
+/**
+ * The previous release's form, a bare ErrorDetail: it always names its
+ * reason (a google.rpc.Status decoded as one never does, its field 1 being
+ * a varint where the reason is a string; ts-proto skips such a field).
+ */
+function bare(raw: Uint8Array): ErrorDetail | undefined {
+  try {
+    const d = ErrorDetail.decode(raw);
+    return d.reason ? d : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -2,12 +2,14 @@
  * Errors follow the error table: each reason a node sends becomes the error
  * of its class, keeps the reason and the node's message, and is retried only
  * where the table says so. No cluster: the statuses are made here as a node
- * makes them (an ErrorDetail in the grpc-status-details-bin trailer).
+ * makes them (a google.rpc.Status holding the ErrorDetail, in the
+ * grpc-status-details-bin trailer).
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { status as Code, Metadata, type ServiceError } from "@grpc/grpc-js";
 import { errorOf, statusOf } from "../src/errors.js";
+import { Status as RpcStatus } from "../src/gen/google/rpc/status.js";
 import { ErrorDetail } from "../src/gen/handlestore/v1/common.js";
 import {
   AlreadyExistsError,
@@ -34,8 +36,14 @@ import { leaderOf, resumable, retryable } from "../src/retry.js";
 
 function serviceError(code: Code, message: string, detail?: Partial<ErrorDetail>, extra: [string, string][] = []) {
   const metadata = new Metadata();
-  if (detail)
-    metadata.set("grpc-status-details-bin", Buffer.from(ErrorDetail.encode(ErrorDetail.create(detail)).finish()));
+  if (detail) {
+    const any = {
+      typeUrl: "type.googleapis.com/handlestore.v1.ErrorDetail",
+      value: Buffer.from(ErrorDetail.encode(ErrorDetail.create(detail)).finish()),
+    };
+    const status = RpcStatus.encode({ code, message, details: [any] }).finish();
+    metadata.set("grpc-status-details-bin", Buffer.from(status));
+  }
   for (const [k, v] of extra) metadata.set(k, v);
   return Object.assign(new Error(`${code} ${Code[code]}: ${message}`), {
     code,

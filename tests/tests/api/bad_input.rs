@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tonic::Code;
 
 fn detail(s: &tonic::Status) -> pb::ErrorDetail {
-    prost::Message::decode(s.details()).expect("every error carries an ErrorDetail")
+    handlestore_proto::status_details::decode(s.details()).expect("every error carries an ErrorDetail")
 }
 
 fn put(store: &str, id: &str, value: Vec<u8>) -> pb::PutRequest {

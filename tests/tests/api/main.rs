@@ -5,6 +5,7 @@
 mod bad_input;
 mod cli_json;
 mod contract;
+mod error_details;
 mod fuzz;
 mod handle_admin;
 mod overload;

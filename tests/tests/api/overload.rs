@@ -167,7 +167,7 @@ async fn a_call_whose_request_never_arrives_gives_its_place_back() {
         .expect("a reason of the table");
     let raw = detail.to_str().expect("ASCII").trim_end_matches('=');
     let detail = data_encoding::BASE64_NOPAD.decode(raw.as_bytes()).expect("base64");
-    let detail = <pb::ErrorDetail as prost::Message>::decode(detail.as_slice()).expect("an ErrorDetail");
+    let detail = handlestore_proto::status_details::decode(&detail).expect("an ErrorDetail");
     assert_eq!(detail.reason, Reason::SlowRequest.name());
     assert!(refusal(&cluster).await.is_none(), "the places are free again");
     drop(held);

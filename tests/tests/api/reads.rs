@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use handlestore_client::{Client, HandleStore, StateTool, StateValue, StoreOptions, Ttl};
+use handlestore_proto::status_details;
 use handlestore_proto::v1 as pb;
 use handlestore_tests::TestCluster;
 use pb::read::Op;
@@ -47,7 +48,7 @@ fn code(r: &pb::ReadResult) -> Code {
 fn reason(r: &pb::ReadResult) -> String {
     match &r.result {
         Some(Res::Failure(f)) => {
-            let d: pb::ErrorDetail = prost::Message::decode(f.details.as_slice()).expect("an ErrorDetail");
+            let d = status_details::decode(&f.details).expect("an ErrorDetail");
             d.reason
         }
         _ => String::new(),

@@ -413,7 +413,7 @@ async fn a_watcher_that_falls_behind_the_history_is_cut_off_with_a_reason() {
     .expect("the end in time");
     writer.await.expect("writer");
     assert_eq!(ended.code(), Code::ResourceExhausted, "{ended:?}");
-    let detail = <pb::ErrorDetail as prost::Message>::decode(ended.details()).expect("detail");
+    let detail = handlestore_proto::status_details::decode(ended.details()).expect("detail");
     assert_eq!(detail.reason, "slow_watcher");
     assert!(detail.compact_revision > 1, "{detail:?}");
 }
@@ -522,7 +522,7 @@ async fn idle_watchers_cannot_grow_a_nodes_memory_past_its_budget() {
     for s in idle {
         let ended = end_of(s).await;
         assert_eq!(ended.code(), Code::ResourceExhausted, "{ended:?}");
-        let detail = <pb::ErrorDetail as prost::Message>::decode(ended.details()).expect("detail");
+        let detail = handlestore_proto::status_details::decode(ended.details()).expect("detail");
         assert_eq!(detail.reason, "slow_watcher", "{ended:?}");
     }
 }

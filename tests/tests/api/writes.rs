@@ -37,7 +37,7 @@ fn failure(r: &pb::WriteResult) -> (Code, pb::ErrorDetail) {
     match &r.result {
         Some(Res::Failure(f)) => (
             Code::from_i32(f.code),
-            prost::Message::decode(f.details.as_slice()).expect("a failure carries an ErrorDetail"),
+            handlestore_proto::status_details::decode(&f.details).expect("a failure carries an ErrorDetail"),
         ),
         other => panic!("expected a failure, got {other:?}"),
     }

@@ -18,7 +18,6 @@ use handlestore_tests::chaos::expiry;
 use handlestore_tests::chaos::history::History;
 use handlestore_tests::faketime::{self, TAKES_EFFECT};
 use pb::handles_client::HandlesClient;
-use prost::Message;
 use serde_json::{Value, json};
 
 const HOUR_MS: i64 = 3_600_000;
@@ -144,9 +143,7 @@ async fn get(
 
 /// A refusal that names the clock.
 fn is_clock_refusal(s: &tonic::Status) -> bool {
-    let reason = pb::ErrorDetail::decode(s.details())
-        .map(|d| d.reason)
-        .unwrap_or_default();
+    let reason = handlestore_proto::reason::detail(s).reason;
     s.code() == tonic::Code::Unavailable && reason == "clock_offset" && s.message().contains("clock")
 }
 

@@ -6,17 +6,26 @@ answer carries a machine-readable `ErrorDetail` (reason, leader, current
 revision); it is decoded here, in one place. The reasons, their codes and
 which ones the client retries are the error table (`handlestore.reasons`,
 generated from the node's).
+
+The `ErrorDetail` travels as gRPC's richer error model has it: inside the
+`google.rpc.Status` of the `grpc-status-details-bin` trailer (read by
+grpcio-status' `rpc_status.from_call`), as an `Any`; a write's failure
+inside a Submit answer carries the same bytes. A node of the previous
+release sent the bare `ErrorDetail` there instead: still read, for one
+release, when the first form is not there (proto/vectors/error_details.json
+holds both).
 """
 
 from __future__ import annotations
 
 import grpc
+from google.rpc import status_pb2
+from grpc_status import rpc_status
 
 from handlestore import reasons
 from handlestore.v1 import common_pb2
 
-# The trailer tonic puts a status's details in (here: a prost-encoded
-# ErrorDetail, not a google.rpc.Status).
+# The trailer a status's details travel in.
 _DETAILS_KEY = "grpc-status-details-bin"
 
 
@@ -109,14 +118,51 @@ class Closed(HandlestoreError):
 
 def detail_of(err: grpc.aio.AioRpcError) -> common_pb2.ErrorDetail:
     """The node's ErrorDetail of a failed call (empty if it sent none)."""
+    try:
+        status = rpc_status.from_call(err)
+    except Exception:  # not this call's google.rpc.Status: the old form, or not a node's
+        status = None
+    found = _in_status(status) if status is not None else None
+    if found is None:
+        for key, value in err.trailing_metadata() or ():
+            if key == _DETAILS_KEY and isinstance(value, bytes):
+                found = _bare(value)
+    return found if found is not None else common_pb2.ErrorDetail()
+
+
+def detail_in(details: bytes) -> common_pb2.ErrorDetail:
+    """The ErrorDetail in a write's (or read's) failure details, in either
+    form (empty if there is none)."""
+    status = status_pb2.Status()
+    try:
+        status.ParseFromString(details)
+        found = _in_status(status)
+    except Exception:  # not a google.rpc.Status
+        found = None
+    if found is None:
+        found = _bare(details)
+    return found if found is not None else common_pb2.ErrorDetail()
+
+
+def _in_status(status: status_pb2.Status) -> common_pb2.ErrorDetail | None:
+    """The first ErrorDetail among a google.rpc.Status' details."""
+    for any_detail in status.details:
+        detail = common_pb2.ErrorDetail()
+        if any_detail.Unpack(detail):
+            return detail
+    return None
+
+
+def _bare(raw: bytes) -> common_pb2.ErrorDetail | None:
+    """The previous release's form, a bare ErrorDetail: it always names its
+    reason (a google.rpc.Status parsed as one never does: its field 1 is a
+    varint, where the reason is a string)."""
     detail = common_pb2.ErrorDetail()
-    for key, value in err.trailing_metadata() or ():
-        if key == _DETAILS_KEY and isinstance(value, bytes):
-            try:
-                detail.ParseFromString(value)
-            except Exception:  # a status from something else than a node
-                return common_pb2.ErrorDetail()
-    return detail
+    try:
+        detail.ParseFromString(raw)
+    except Exception:  # not an ErrorDetail either
+        return None
+    return detail if detail.reason else None
 
 
 _BY_CODE = {

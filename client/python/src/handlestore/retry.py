@@ -31,11 +31,7 @@ class Failure:
     def __init__(self, failure: writes_pb2.WriteFailure) -> None:
         self.code = _CODES.get(failure.code, grpc.StatusCode.UNKNOWN)
         self.message = failure.message
-        self.detail = common_pb2.ErrorDetail()
-        try:
-            self.detail.ParseFromString(failure.details)
-        except Exception:  # details that are not an ErrorDetail
-            self.detail = common_pb2.ErrorDetail()
+        self.detail = errors.detail_in(failure.details)
 
     def error(self) -> errors.HandlestoreError:
         return errors.from_status(self.code, self.message, self.detail)

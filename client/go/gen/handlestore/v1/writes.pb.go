@@ -425,7 +425,8 @@ type WriteFailure struct {
 	// A gRPC status code (google.rpc.Code).
 	Code    int32  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
 	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	// A prost-encoded ErrorDetail, as in an error status's details.
+	// The status's details, as in an error status's grpc-status-details-bin:
+	// a google.rpc.Status holding the ErrorDetail as an Any.
 	Details       []byte `protobuf:"bytes,3,opt,name=details,proto3" json:"details,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -44,8 +44,11 @@ export interface ReadOptions {
 }
 
 /**
- * Attached (prost-encoded) as the details of every error status the node
- * returns, so that programs can act on errors without parsing messages.
+ * Carried by every error status the node returns, so that programs can act
+ * on errors without parsing messages: in the status's details
+ * (grpc-status-details-bin), as an Any inside a google.rpc.Status, the form
+ * every gRPC library reads (proto/src/status_details.rs; nodes of 0.1.0
+ * sent it bare).
  */
 export interface ErrorDetail {
   /**

@@ -67,7 +67,10 @@ export interface WriteFailure {
   /** A gRPC status code (google.rpc.Code). */
   code: number;
   message: string;
-  /** A prost-encoded ErrorDetail, as in an error status's details. */
+  /**
+   * The status's details, as in an error status's grpc-status-details-bin:
+   * a google.rpc.Status holding the ErrorDetail as an Any.
+   */
   details: Buffer;
 }
 

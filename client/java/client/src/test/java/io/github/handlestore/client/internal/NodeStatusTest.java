@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.google.protobuf.Any;
 import com.google.protobuf.ByteString;
 import io.github.handlestore.client.errors.HandlestoreException;
 import io.github.handlestore.client.errors.NotLeaderException;
@@ -18,14 +19,24 @@ import javax.net.ssl.SSLHandshakeException;
 import org.junit.jupiter.api.Test;
 
 /**
- * A node's status as the node encodes it (proto/src/reason.rs: the ErrorDetail prost-encoded in
- * grpc-status-details-bin, the leader also in x-handlestore-leader) becomes the table's exception,
- * and the retry rules read it.
+ * A node's status as the node encodes it (proto/src/status_details.rs: the ErrorDetail in the
+ * google.rpc.Status of grpc-status-details-bin, the leader also in x-handlestore-leader) becomes
+ * the table's exception, and the retry rules read it.
  */
 class NodeStatusTest {
-  static Metadata trailers(ErrorDetail d) {
+  /** A node's details: the status as a google.rpc.Status holding the ErrorDetail. */
+  static byte[] details(Status status, ErrorDetail d) {
+    return com.google.rpc.Status.newBuilder()
+        .setCode(status.getCode().value())
+        .setMessage(status.getDescription() == null ? "" : status.getDescription())
+        .addDetails(Any.pack(d))
+        .build()
+        .toByteArray();
+  }
+
+  static Metadata trailers(Status status, ErrorDetail d) {
     Metadata md = new Metadata();
-    md.put(NodeStatus.DETAILS_KEY, d.toByteArray());
+    md.put(NodeStatus.DETAILS_KEY, details(status, d));
     if (!d.getLeaderAddr().isEmpty()) {
       md.put(RetryRules.LEADER_HEADER, d.getLeaderAddr());
     }
@@ -40,7 +51,8 @@ class NodeStatusTest {
             .setLeaderId(2)
             .setLeaderAddr("10.0.0.2:7001")
             .build();
-    NodeStatus s = NodeStatus.of(Status.UNAVAILABLE.withDescription("not the leader"), trailers(d));
+    Status status = Status.UNAVAILABLE.withDescription("not the leader");
+    NodeStatus s = NodeStatus.of(status, trailers(status, d));
     HandlestoreException e = s.toException();
     assertInstanceOf(NotLeaderException.class, e);
     assertEquals("10.0.0.2:7001", e.leaderAddress());
@@ -58,7 +70,8 @@ class NodeStatusTest {
         WriteFailure.newBuilder()
             .setCode(Status.Code.FAILED_PRECONDITION.value())
             .setMessage("lost")
-            .setDetails(ByteString.copyFrom(d.toByteArray()))
+            .setDetails(
+                ByteString.copyFrom(details(Status.FAILED_PRECONDITION.withDescription("lost"), d)))
             .build();
     NodeStatus s = NodeStatus.ofFailure(f);
     RevisionMismatchException e =

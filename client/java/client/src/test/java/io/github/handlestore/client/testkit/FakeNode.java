@@ -1,5 +1,6 @@
 package io.github.handlestore.client.testkit;
 
+import com.google.protobuf.Any;
 import io.github.handlestore.proto.v1.ErrorDetail;
 import io.github.handlestore.proto.v1.GetRequest;
 import io.github.handlestore.proto.v1.GetResponse;
@@ -15,6 +16,7 @@ import io.grpc.InsecureServerCredentials;
 import io.grpc.Metadata;
 import io.grpc.Server;
 import io.grpc.Status;
+import io.grpc.protobuf.StatusProto;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -25,13 +27,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A stand-in node on a loopback port, for what a real cluster cannot be made to do on cue: refuse
- * every call with a chosen reason (and name a leader, as a node does: the ErrorDetail prost-encoded
- * in grpc-status-details-bin and the leader in x-handlestore-leader), or answer every write. It
- * counts the calls it gets and keeps the write ids it saw.
+ * every call with a chosen reason (and name a leader, as a node does: the ErrorDetail in the
+ * google.rpc.Status of grpc-status-details-bin and the leader in x-handlestore-leader), or answer
+ * every write. It counts the calls it gets and keeps the write ids it saw.
  */
 public final class FakeNode implements AutoCloseable {
-  private static final Metadata.Key<byte[]> DETAILS =
-      Metadata.Key.of("grpc-status-details-bin", Metadata.BINARY_BYTE_MARSHALLER);
   private static final Metadata.Key<String> LEADER =
       Metadata.Key.of("x-handlestore-leader", Metadata.ASCII_STRING_MARSHALLER);
 
@@ -97,11 +97,16 @@ public final class FakeNode implements AutoCloseable {
       return false;
     }
     Metadata trailers = new Metadata();
-    trailers.put(DETAILS, detail.toByteArray());
     if (!detail.getLeaderAddr().isEmpty()) {
       trailers.put(LEADER, detail.getLeaderAddr());
     }
-    out.onError(s.asRuntimeException(trailers));
+    com.google.rpc.Status rich =
+        com.google.rpc.Status.newBuilder()
+            .setCode(s.getCode().value())
+            .setMessage(s.getDescription() == null ? "" : s.getDescription())
+            .addDetails(Any.pack(detail))
+            .build();
+    out.onError(StatusProto.toStatusRuntimeException(rich, trailers));
     return true;
   }
 

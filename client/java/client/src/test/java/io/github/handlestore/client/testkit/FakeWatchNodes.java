@@ -1,14 +1,15 @@
 package io.github.handlestore.client.testkit;
 
+import com.google.protobuf.Any;
 import io.github.handlestore.proto.v1.ErrorDetail;
 import io.github.handlestore.proto.v1.WatchGrpc;
 import io.github.handlestore.proto.v1.WatchRequest;
 import io.github.handlestore.proto.v1.WatchResponse;
 import io.grpc.Grpc;
 import io.grpc.InsecureServerCredentials;
-import io.grpc.Metadata;
 import io.grpc.Server;
 import io.grpc.Status;
+import io.grpc.protobuf.StatusProto;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -24,8 +25,6 @@ import java.util.concurrent.TimeUnit;
  * silence). They keep the requests they got, in order, with the node that got each.
  */
 public final class FakeWatchNodes implements AutoCloseable {
-  private static final Metadata.Key<byte[]> DETAILS =
-      Metadata.Key.of("grpc-status-details-bin", Metadata.BINARY_BYTE_MARSHALLER);
 
   /**
    * One watch call's script.
@@ -102,10 +101,13 @@ public final class FakeWatchNodes implements AutoCloseable {
         out.onCompleted();
         return;
       }
-      Metadata trailers = new Metadata();
-      trailers.put(DETAILS, ErrorDetail.newBuilder().setReason(s.reason()).build().toByteArray());
-      out.onError(
-          Status.fromCode(s.end()).withDescription("scripted").asRuntimeException(trailers));
+      com.google.rpc.Status rich =
+          com.google.rpc.Status.newBuilder()
+              .setCode(s.end().value())
+              .setMessage("scripted")
+              .addDetails(Any.pack(ErrorDetail.newBuilder().setReason(s.reason()).build()))
+              .build();
+      out.onError(StatusProto.toStatusRuntimeException(rich));
     }
   }
 
