@@ -26,12 +26,12 @@ async fn harness_runs_every_system() {
     let systems = [&bench::SYSTEMS[..], &bench::HISTORY_SYSTEMS[..]].concat();
     let cfg = every_op(&systems, &[1, 64], dir.path());
     let rows = bench::run(&cfg).await.expect("bench run");
-    // fsync once; handlestore 6 ops, secured handlestore 2, each etcd 6,
-    // each NATS 4, each Redis 3, carts in memory and over each Redis 1; at
-    // 2 levels.
+    // fsync once; handlestore 6 ops, secured handlestore 2, each of the
+    // three etcds 6, each NATS 4, each Redis 3, carts in memory and over
+    // each Redis 1; at 2 levels.
     assert_eq!(
         rows.len(),
-        1 + (6 + 2 + 6 + 6 + 4 + 4 + 3 + 3 + 1 + 1 + 1) * 2,
+        1 + (6 + 2 + 6 + 6 + 6 + 4 + 4 + 3 + 3 + 1 + 1 + 1) * 2,
         "{rows:#?}"
     );
     for r in &rows {
