@@ -67,6 +67,14 @@ pub const BREAKERS: &[&str] = &[READ_LEASE_UNBOUNDED];
 /// leader), what the chaos suite's stale-read checker must catch.
 pub const READ_LEASE_UNBOUNDED: &str = "read-lease-unbounded";
 
+/// Points in the cluster's life, off the write path: a crash at each is a
+/// test of its own.
+pub const LIFE: &[&str] = &[JOIN_BEFORE_PROMOTE];
+
+/// A node joining by itself (`--join`, raft/life/join.rs) has been added
+/// as a learner and caught up, and has not yet asked to be made a voter.
+pub const JOIN_BEFORE_PROMOTE: &str = "join-before-promote";
+
 /// Configures the points [`ENV`] names; call once, at start.
 #[cfg(feature = "failpoints")]
 pub fn init() -> anyhow::Result<()> {
@@ -77,8 +85,8 @@ pub fn init() -> anyhow::Result<()> {
         let (name, actions) = item
             .split_once('=')
             .ok_or_else(|| anyhow::anyhow!("{ENV}: `{item}` is not point=actions"))?;
-        if !POINTS.contains(&name) && !BREAKERS.contains(&name) {
-            let all = [POINTS, BREAKERS].concat().join(", ");
+        if ![POINTS, BREAKERS, LIFE].iter().any(|points| points.contains(&name)) {
+            let all = [POINTS, BREAKERS, LIFE].concat().join(", ");
             anyhow::bail!("{ENV}: no failpoint `{name}` (there are: {all})");
         }
         // Ours are fail-rs's `return`, given a meaning at the point.

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::TestCluster;
 use handlestore_client::{ClusterHandleStore, Consistency, HandleStore, Ttl};
@@ -19,15 +19,39 @@ pub struct Minters {
     acked: Arc<Mutex<HashMap<String, Value>>>,
     stop: Arc<AtomicBool>,
     writers: Vec<tokio::task::JoinHandle<u64>>,
+    pace: Arc<Mutex<Pace>>,
+}
+
+/// When writes were acknowledged: how long the clients, together, went
+/// without an acknowledgement at most.
+struct Pace {
+    last: Instant,
+    longest: Duration,
+}
+
+impl Pace {
+    fn acked(&mut self, now: Instant) {
+        self.longest = self.longest.max(now - self.last);
+        self.last = now;
+    }
+
+    /// The longest gap, counting the one still open.
+    fn longest(&self, now: Instant) -> Duration {
+        self.longest.max(now - self.last)
+    }
 }
 
 impl Minters {
     pub fn start(store: &Arc<ClusterHandleStore<Value>>, clients: usize) -> Self {
         let acked: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
+        let pace = Arc::new(Mutex::new(Pace {
+            last: Instant::now(),
+            longest: Duration::ZERO,
+        }));
         let writers = (0..clients)
             .map(|w| {
-                let (store, acked, stop) = (store.clone(), acked.clone(), stop.clone());
+                let (store, acked, stop, pace) = (store.clone(), acked.clone(), stop.clone(), pace.clone());
                 tokio::spawn(async move {
                     let (mut n, mut failed) = (0u64, 0u64);
                     while !stop.load(Ordering::Relaxed) {
@@ -35,6 +59,7 @@ impl Minters {
                         match store.mint(value.clone(), Ttl::Default).await {
                             Ok(id) => {
                                 acked.lock().expect("lock").insert(id, value);
+                                pace.lock().expect("lock").acked(Instant::now());
                             }
                             Err(_) => failed += 1,
                         }
@@ -44,7 +69,18 @@ impl Minters {
                 })
             })
             .collect();
-        Self { acked, stop, writers }
+        Self {
+            acked,
+            stop,
+            writers,
+            pace,
+        }
+    }
+
+    /// The longest the clients went, together, without a write
+    /// acknowledged, since they started (the gap still open counted).
+    pub fn longest_gap(&self) -> Duration {
+        self.pace.lock().expect("lock").longest(Instant::now())
     }
 
     /// Stops every client at once, dropping the writes in flight (their

@@ -108,6 +108,14 @@ pub struct TestNode {
     pub metrics_addr: Option<String>,
     /// The binary it runs, if not this build's (an earlier release).
     bin: Option<PathBuf>,
+    /// The name its peers know it by (`hs-1.hs-peers`, published by the
+    /// cluster's DNS server), in a cluster with names; its IP otherwise.
+    pub name: Option<String>,
+    /// Started with `--join` ([`TestCluster::spawn_joining`]): not one of
+    /// `--initial-cluster`'s founders.
+    joined: bool,
+    /// Flags of its own, at every start.
+    own_args: Vec<String>,
 }
 
 impl TestNode {
@@ -136,7 +144,19 @@ impl TestNode {
             env: Vec::new(),
             metrics_addr: None,
             bin: None,
+            name: None,
+            joined: false,
+            own_args: Vec::new(),
         })
+    }
+
+    /// `addr` (one of its addresses) as its peers know it: under its
+    /// name, in a cluster with names.
+    pub fn known_as(&self, addr: &str) -> String {
+        match (&self.name, addr.rsplit_once(':')) {
+            (Some(name), Some((_, port))) if !addr.is_empty() => format!("{name}:{port}"),
+            _ => addr.to_string(),
+        }
     }
 
     pub fn endpoint(&self) -> String {
@@ -185,6 +205,8 @@ pub struct TestClusterBuilder {
     powercut_disks: bool,
     powercut_names: crate::powercut::Names,
     powercut_size: crate::powercut::Size,
+    names: bool,
+    publish_names: bool,
 }
 
 /// Runs on the nodes (addresses, data directories) and the cluster's
@@ -324,6 +346,24 @@ impl TestClusterBuilder {
         self
     }
 
+    /// Members known by DNS names, as a StatefulSet's pods are
+    /// (`--initial-cluster 1=hs-1.hs-peers:7401,...`): each node in its
+    /// own network namespace (as [`netns`](Self::netns)) whose resolver is
+    /// a pod's, asking the cluster's own DNS server ([`TestCluster::dns`]).
+    pub fn names(mut self, on: bool) -> Self {
+        self.names = on;
+        self.netns |= on;
+        self
+    }
+
+    /// With names: whether each name is published before its node starts
+    /// (yes unless told); if not, the test publishes them
+    /// ([`TestCluster::publish`]).
+    pub fn publish_names(mut self, on: bool) -> Self {
+        self.publish_names = on;
+        self
+    }
+
     pub async fn start(self) -> Result<TestCluster> {
         let mut tempdir = tempfile::Builder::new();
         tempdir.prefix("handlestore-test-");
@@ -377,7 +417,11 @@ impl TestClusterBuilder {
             token: None,
             disks: std::collections::BTreeMap::new(),
             shared: None,
+            dns: None,
         };
+        if self.names {
+            cluster.name_members(self.publish_names)?;
+        }
         if self.powercut_disks {
             cluster.mount_disks(self.powercut_names, self.powercut_size)?;
         }
@@ -454,6 +498,8 @@ pub struct TestCluster {
     /// The cluster's directory made a shared mount, where the disks meet
     /// network namespaces (see [`SharedDir`]).
     shared: Option<SharedDir>,
+    /// The DNS server its members' names are published on, with names.
+    dns: Option<crate::dns::TestDns>,
 }
 
 /// A directory bind-mounted on itself and made a shared mount, so that
@@ -503,6 +549,8 @@ impl TestCluster {
             powercut_disks: false,
             powercut_names: crate::powercut::Names::Posix,
             powercut_size: crate::powercut::Size::Backing,
+            names: false,
+            publish_names: true,
         }
     }
 
@@ -523,12 +571,15 @@ impl TestCluster {
         &mut self.nodes[(id - 1) as usize]
     }
 
+    /// `--initial-cluster`: every node but those that joined by
+    /// themselves (`--join`), which came later.
     pub fn initial_cluster(&self) -> String {
         self.nodes
             .iter()
+            .filter(|n| !n.joined)
             .map(|n| match n.peer_addr.as_str() {
-                "" => format!("{}={}", n.id, n.addr),
-                peer => format!("{}={}/{peer}", n.id, n.addr),
+                "" => format!("{}={}", n.id, n.known_as(&n.addr)),
+                peer => format!("{}={}/{}", n.id, n.known_as(&n.addr), n.known_as(peer)),
             })
             .collect::<Vec<_>>()
             .join(",")
@@ -575,6 +626,7 @@ impl TestCluster {
             .args(["--initial-cluster", &initial])
             .args(fast_defaults(&extra))
             .args(&extra)
+            .args(&node.own_args)
             .env("RUST_LOG", log_filter(&node.env))
             .stdout(Stdio::from(log.try_clone()?))
             .stderr(Stdio::from(log))
@@ -602,8 +654,89 @@ impl TestCluster {
         res.map(|_| id)
     }
 
+    /// Adds and starts a node as a StatefulSet's later ordinal starts:
+    /// `--initial-cluster-state existing --join` with the founders'
+    /// endpoints, advertising its own addresses (under its name, which is
+    /// published first, in a cluster with names); `env` for its process.
+    /// It joins by itself.
+    pub fn spawn_joining(&mut self, env: &[(&str, &str)]) -> Result<u64> {
+        let id = self.nodes.len() as u64 + 1;
+        let mut node = TestNode::new(&mut self.net, self.dir.path(), id, self.peer_ports)?;
+        if self.tls.is_some() {
+            node.scheme = "https";
+        }
+        if self.dns.is_some() {
+            node.name = Some(format!("hs-{id}.hs-peers"));
+        }
+        let join: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|n| !n.joined)
+            .map(|n| format!("{}://{}", n.scheme, n.known_as(&n.addr)))
+            .collect();
+        node.own_args = ["--initial-cluster-state", "existing", "--join", &join.join(",")]
+            .into_iter()
+            .map(String::from)
+            .chain(["--advertise".to_string(), node.known_as(&node.addr)])
+            .collect();
+        if !node.peer_addr.is_empty() {
+            node.own_args
+                .extend(["--peer-advertise".to_string(), node.known_as(&node.peer_addr)]);
+        }
+        node.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        node.joined = true;
+        self.nodes.push(node);
+        if self.dns.is_some() {
+            self.resolve_like_a_pod(id)?;
+            self.publish(id);
+        }
+        self.spawn(id)?;
+        Ok(id)
+    }
+
     pub fn endpoints(&self) -> Vec<String> {
         self.nodes.iter().map(TestNode::endpoint).collect()
+    }
+
+    /// Runs `handlestore ARGS` (the operator CLI) from node `id`'s network
+    /// namespace, as a Kubernetes Job runs it from a pod of its own:
+    /// resolving members' names as the nodes do, with
+    /// `HANDLESTORE_ENDPOINTS` every node by name.
+    pub fn cli_in(&self, id: u64, args: &[&str]) -> std::process::Output {
+        let net = self.net.as_ref().expect("a cluster in network namespaces");
+        let endpoints: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("{}://{}", n.scheme, n.known_as(&n.addr)))
+            .collect();
+        Command::new("ip")
+            .args(["netns", "exec", &net.ns(id)])
+            .arg(handlestore_bin())
+            .args(args)
+            .env("HANDLESTORE_ENDPOINTS", endpoints.join(","))
+            .output()
+            .expect("running the CLI")
+    }
+
+    /// Waits until node `id` answers `/readyz` with 200 (plain HTTP), as a
+    /// readiness probe would see it.
+    pub async fn wait_ready(&self, id: u64, timeout: Duration) -> Result<()> {
+        let url = format!("http://{}/readyz", self.node(id).addr);
+        let deadline = Instant::now() + timeout;
+        loop {
+            let answer = reqwest::get(&url).await;
+            if answer.as_ref().is_ok_and(|r| r.status().is_success()) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let why = match answer {
+                    Ok(r) => format!("{} {}", r.status(), r.text().await.unwrap_or_default()),
+                    Err(e) => e.to_string(),
+                };
+                bail!("node {id} was not ready within {timeout:?}: {why}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Runs `handlestore ARGS` (the operator CLI) against every node, as an
@@ -825,6 +958,85 @@ impl TestCluster {
         self.net.is_some()
     }
 
+    /// Gives every member its name, a pod's resolver, and, if `publish`,
+    /// its record (see [`TestClusterBuilder::names`]).
+    fn name_members(&mut self, publish: bool) -> Result<()> {
+        let net = self.net.as_ref().context("names need network namespaces")?;
+        self.dns = Some(crate::dns::TestDns::start(net.host_ip().parse()?)?);
+        for node in &mut self.nodes {
+            node.name = Some(format!("hs-{}.hs-peers", node.id));
+        }
+        for id in 1..=self.nodes.len() as u64 {
+            self.resolve_like_a_pod(id)?;
+            if publish {
+                self.publish(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Node `id`'s resolv.conf and hosts, as the kubelet writes a pod's:
+    /// the cluster's DNS server and search list; its own name and address.
+    fn resolve_like_a_pod(&self, id: u64) -> Result<()> {
+        let (net, node) = (self.net.as_ref().context("no network")?, self.node(id));
+        let ip = net.ip(id);
+        let short = format!("hs-{id}");
+        let hosts = format!(
+            "127.0.0.1 localhost\n::1 localhost\n{ip} {}.{} {short}\n",
+            node.name.as_deref().unwrap_or(&short),
+            crate::dns::DOMAIN
+        );
+        net.etc(id, "resolv.conf", &self.dns().resolv_conf())?;
+        net.etc(id, "hosts", &hosts)
+    }
+
+    /// The DNS server of a cluster with names.
+    pub fn dns(&self) -> &crate::dns::TestDns {
+        self.dns
+            .as_ref()
+            .expect("a cluster with names (TestClusterBuilder::names)")
+    }
+
+    /// Publishes node `id`'s name at its address now.
+    pub fn publish(&self, id: u64) {
+        let node = self.node(id);
+        let ip = node
+            .addr
+            .rsplit_once(':')
+            .and_then(|(host, _)| host.parse().ok())
+            .expect("an IPv4 address");
+        self.dns().publish(node.name.as_deref().expect("a named node"), ip);
+    }
+
+    /// Takes node `id`'s name out of the DNS: it resolves no more.
+    pub fn unpublish(&self, id: u64) {
+        self.dns()
+            .unpublish(self.node(id).name.as_deref().expect("a named node"));
+    }
+
+    /// Gives node `id` (stopped) a new network namespace and address, as a
+    /// pod re-created on another machine: the old address goes. Its data
+    /// stays; its name is not published at the new address yet.
+    pub fn readdress(&mut self, id: u64) -> Result<()> {
+        if self.node(id).is_running() {
+            bail!("node {id} is running");
+        }
+        let ip = self
+            .net
+            .as_mut()
+            .context("readdress needs network namespaces")?
+            .readdress(id)?;
+        let node = self.node_mut(id);
+        node.addr = format!("{ip}:7401");
+        if !node.peer_addr.is_empty() {
+            node.peer_addr = format!("{ip}:7402");
+        }
+        if self.dns.is_some() {
+            self.resolve_like_a_pod(id)?;
+        }
+        Ok(())
+    }
+
     /// Moves node `id`'s wall clock to real time plus `offset_ms` (the
     /// cluster must run under [`TestClusterBuilder::faketime`]); it takes
     /// effect within [`crate::faketime::TAKES_EFFECT`].
@@ -992,7 +1204,7 @@ impl TestCluster {
                 .collect();
             if let [leader] = leaders.iter().copied().collect::<Vec<_>>()[..]
                 && views.len() == 1
-                && views.contains(&(leader, self.node(leader).addr.clone()))
+                && views.contains(&(leader, self.node(leader).known_as(&self.node(leader).addr)))
             {
                 return Ok(leader);
             }

@@ -7,6 +7,7 @@ pub mod chaos;
 pub mod cluster;
 pub mod compose;
 pub mod creds;
+pub mod dns;
 pub mod faketime;
 pub mod linkem;
 pub mod mcp;

@@ -8,7 +8,7 @@
 //! with `tc`. Needs root (CAP_NET_ADMIN), iproute2 and, for degraded links,
 //! iptables.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -44,7 +44,9 @@ fn ip(args: &[&str]) -> Result<()> {
 pub struct NetNs {
     tag: String,
     subnet: (u8, u8),
-    nodes: Vec<u64>,
+    /// Its nodes, and how many times each was given a new namespace and
+    /// address ([`readdress`](Self::readdress)).
+    nodes: BTreeMap<u64, u8>,
     /// The degraded links, by node.
     links: Mutex<HashMap<u64, LinkEmulator>>,
 }
@@ -76,11 +78,17 @@ impl NetNs {
         let s = Self {
             tag,
             subnet,
-            nodes: Vec::new(),
+            nodes: BTreeMap::new(),
             links: Mutex::new(HashMap::new()),
         };
         let br = s.bridge();
         ip(&["link", "add", &br, "type", "bridge"])?;
+        // A bridge takes the lowest MAC of its ports unless given one: a
+        // node added or taken away (`readdress`) would change the host's
+        // MAC under the others' ARP caches, and their packets to the host
+        // (the test's DNS server) would vanish for seconds.
+        let mac = format!("02:68:73:{:02x}:{:02x}:01", r & 0xff, (r >> 8) & 0xff);
+        ip(&["link", "set", &br, "address", &mac])?;
         ip(&["addr", "add", &format!("{}/24", s.host_ip()), "dev", &br])?;
         ip(&["link", "set", &br, "up"])?;
         // Traffic between nodes crosses the bridge, and so the host's
@@ -94,13 +102,21 @@ impl NetNs {
         format!("hs{}b", self.tag)
     }
 
+    /// Its namespace's and veth's suffix after a move: "" before any.
+    fn moved(&self, id: u64) -> String {
+        match self.nodes.get(&id) {
+            Some(k) if *k > 0 => format!("r{k}"),
+            _ => String::new(),
+        }
+    }
+
     fn veth(&self, id: u64) -> String {
-        format!("hs{}v{id}", self.tag)
+        format!("hs{}v{id}{}", self.tag, self.moved(id))
     }
 
     /// The namespace node `id` runs in.
     pub fn ns(&self, id: u64) -> String {
-        format!("hs{}n{id}", self.tag)
+        format!("hs{}n{id}{}", self.tag, self.moved(id))
     }
 
     /// The host's address on the bridge, reachable from every namespace.
@@ -108,16 +124,45 @@ impl NetNs {
         format!("10.{}.{}.1", self.subnet.0, self.subnet.1)
     }
 
-    /// Node `id`'s address on the bridge.
+    /// Node `id`'s address on the bridge (another after each move).
     pub fn ip(&self, id: u64) -> String {
-        format!("10.{}.{}.{}", self.subnet.0, self.subnet.1, 10 + id)
+        let moves = u64::from(self.nodes.get(&id).copied().unwrap_or(0));
+        format!("10.{}.{}.{}", self.subnet.0, self.subnet.1, 10 + id + 50 * moves)
+    }
+
+    /// Writes `file` of node `id`'s own /etc (`hosts`, `resolv.conf`):
+    /// `ip netns exec` bind-mounts /etc/netns/<namespace>/<file> over
+    /// /etc/<file> for the processes it starts from then on.
+    pub fn etc(&self, id: u64, file: &str, content: &str) -> Result<()> {
+        let dir = std::path::Path::new("/etc/netns").join(self.ns(id));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(dir.join(file), content).with_context(|| format!("writing {file} in {}", dir.display()))
+    }
+
+    /// Gives node `id` (stopped) a new namespace and address, as a pod
+    /// re-created elsewhere: its old namespace, link and address go.
+    /// Returns the new address.
+    pub fn readdress(&mut self, id: u64) -> Result<String> {
+        let moves = self.nodes.get(&id).copied().unwrap_or(0) + 1;
+        self.remove_node(id);
+        self.nodes.insert(id, moves);
+        self.add_node(id)
+    }
+
+    fn remove_node(&mut self, id: u64) {
+        let _ = ip(&["link", "del", &self.veth(id)]);
+        let _ = ip(&["netns", "del", &self.ns(id)]);
+        let _ = std::fs::remove_dir_all(std::path::Path::new("/etc/netns").join(self.ns(id)));
+        // /etc/netns itself too, once no namespace has files there.
+        let _ = std::fs::remove_dir("/etc/netns");
+        self.nodes.remove(&id);
     }
 
     /// Creates node `id`'s namespace and links it to the bridge.
     pub fn add_node(&mut self, id: u64) -> Result<String> {
         let (ns, veth) = (self.ns(id), self.veth(id));
         ip(&["netns", "add", &ns])?;
-        self.nodes.push(id);
+        self.nodes.entry(id).or_insert(0);
         ip(&[
             "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &ns,
         ])?;
@@ -164,7 +209,7 @@ impl NetNs {
     fn peer_rules(&self, id: u64, op: &str) -> Result<()> {
         let bin = iptables_bin().context("iptables is not installed")?;
         let ns = self.ns(id);
-        for other in self.nodes.iter().filter(|o| **o != id) {
+        for other in self.nodes.keys().filter(|o| **o != id) {
             let addr = self.ip(*other);
             for (chain, side) in [("INPUT", "-s"), ("OUTPUT", "-d")] {
                 ip(&["netns", "exec", &ns, bin, op, chain, side, &addr, "-j", "DROP"])?;
@@ -177,9 +222,8 @@ impl NetNs {
 impl Drop for NetNs {
     fn drop(&mut self) {
         self.links.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        for id in &self.nodes {
-            let _ = ip(&["link", "del", &self.veth(*id)]);
-            let _ = ip(&["netns", "del", &self.ns(*id)]);
+        for id in self.nodes.keys().copied().collect::<Vec<_>>() {
+            self.remove_node(id);
         }
         iptables_forward(&self.bridge(), "-D");
         let _ = ip(&["link", "del", &self.bridge()]);

@@ -1,5 +1,5 @@
-//! `handlestore member`: list, add (as learner), promote, remove, and
-//! hand leadership to another voter.
+//! `handlestore member`: list, add (as learner), promote, remove, hand
+//! leadership to another voter, and shrink to N members (`shrink`).
 
 use std::collections::BTreeSet;
 
@@ -7,6 +7,7 @@ use handlestore_client::NodeChannel as Channel;
 use handlestore_proto::v1 as pb;
 use pb::admin_client::AdminClient;
 
+use super::leader::leader;
 use super::{CliError, Conn};
 
 #[derive(clap::Subcommand, Debug)]
@@ -34,32 +35,13 @@ pub enum MemberCmd {
     /// Hand leadership to another voter (before maintenance on the
     /// leader): ID, or the voter with the most of the log.
     TransferLeader { id: Option<u64> },
-}
-
-/// The status of the first node that answers, and a channel to the leader.
-async fn leader(conn: &Conn) -> Result<(pb::StatusResponse, Channel), CliError> {
-    // A node that knows no leader passes the question to the next.
-    let (s, ch) = conn
-        .first_answer(|ch| async move {
-            let s = AdminClient::new(ch.clone())
-                .status(pb::StatusRequest {})
-                .await?
-                .into_inner();
-            if s.state != "leader" && (s.leader_id == 0 || s.leader_addr.is_empty()) {
-                return Err(tonic::Status::unavailable("no leader elected"));
-            }
-            Ok((s, ch))
-        })
-        .await
-        .map_err(|e| CliError::new(e.code, format!("cannot reach the leader: {}", e.message)))?;
-    if s.state == "leader" {
-        return Ok((s, ch));
-    }
-    let leader = conn.client_for([s.leader_addr.clone()])?;
-    let ch = leader
-        .channel(0)
-        .ok_or_else(|| CliError::new(2, "no channel to the leader"))?;
-    Ok((s, ch))
+    /// Remove every member whose id is above N, highest first, one at a
+    /// time (a StatefulSet scaled in to N replicas); nothing when none is.
+    Shrink {
+        /// How many members stay: ids 1..=N.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        to: u64,
+    },
 }
 
 fn print_members(members: &[pb::Member]) {
@@ -87,6 +69,7 @@ pub async fn run(conn: &Conn, cmd: MemberCmd) -> Result<(), CliError> {
             }
             return Ok(());
         }
+        MemberCmd::Shrink { to } => return super::shrink::run(conn, to).await,
         MemberCmd::TransferLeader { id } => {
             let from = if status.leader_id != 0 {
                 status.leader_id

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::CliError;
+use super::join::AdminCluster;
 use crate::config::{ClusterState, NodeConfig, Tuning, parse_initial_cluster};
 use crate::tls::TlsFiles;
 
@@ -45,6 +46,24 @@ pub struct NodeArgs {
     /// (never found one).
     #[arg(long, value_enum, default_value = "new")]
     pub initial_cluster_state: ClusterState,
+    /// Join a running cluster through these client endpoints
+    /// (comma-separated; a Service's name will do): this node asks to be
+    /// added as a learner at its --advertise/--peer-advertise addresses,
+    /// catches up, and makes itself a voter. Implies
+    /// `--initial-cluster-state existing`.
+    #[arg(long, value_delimiter = ',')]
+    pub join: Vec<String>,
+    /// The CA of the cluster's client certificates (PEM), for --join.
+    #[arg(long, env = "HANDLESTORE_CACERT")]
+    pub join_cacert: Option<PathBuf>,
+    /// A file holding a root token, for --join on a cluster with auth
+    /// (read at each call; it wins over --join-token).
+    #[arg(long, env = "HANDLESTORE_TOKEN_FILE")]
+    pub join_token_file: Option<PathBuf>,
+    /// A root token, for --join on a cluster with auth (prefer
+    /// --join-token-file).
+    #[arg(long, env = "HANDLESTORE_TOKEN", hide_env_values = true)]
+    pub join_token: Option<String>,
     /// Every tunable: timeouts, Raft, snapshots, history, memory, threads
     /// (`config::Tuning`).
     #[command(flatten)]
@@ -147,6 +166,20 @@ impl NodeArgs {
         Ok(())
     }
 
+    /// The cluster `--join` names, if it names one.
+    fn joining(&self) -> Result<Option<AdminCluster>, CliError> {
+        if self.join.is_empty() {
+            return Ok(None);
+        }
+        let endpoints = self.join.iter().map(|e| e.trim().to_string()).collect();
+        let (ca, token, file) = (
+            self.join_cacert.clone(),
+            self.join_token.clone(),
+            self.join_token_file.clone(),
+        );
+        AdminCluster::new(endpoints, ca, token, file).map(Some)
+    }
+
     pub fn into_config(self) -> Result<NodeConfig, CliError> {
         if self.id == 0 {
             return Err(CliError::new(2, "--id must be a positive integer"));
@@ -157,7 +190,12 @@ impl NodeArgs {
                 parse_initial_cluster(ic).map_err(|e| CliError::new(2, format!("--initial-cluster: {e}")))?;
         }
         self.addresses(&mut cfg)?;
-        cfg.cluster_state = self.initial_cluster_state;
+        cfg.cluster_state = if self.join.is_empty() {
+            self.initial_cluster_state
+        } else {
+            check_join_addresses(&cfg)?;
+            ClusterState::Existing
+        };
         self.tuning.validate().map_err(|e| CliError::new(2, e))?;
         cfg.tuning = self.tuning;
         cfg.tls = self.tls_cert.zip(self.tls_key).map(|(cert, key)| TlsFiles {
@@ -177,9 +215,35 @@ impl NodeArgs {
     }
 }
 
+/// A node that asks to be added must be reachable where it says it is: an
+/// unspecified address (`--listen 0.0.0.0:7401` taken for the advertised
+/// one) reaches no one.
+fn check_join_addresses(cfg: &NodeConfig) -> Result<(), CliError> {
+    for (flag, addr) in [
+        ("--advertise", &cfg.advertise),
+        ("--peer-advertise", &cfg.peer_advertise),
+    ] {
+        let host = addr.rsplit_once(':').map_or(addr.as_str(), |(h, _)| h);
+        let ip = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>();
+        if ip.is_ok_and(|ip| ip.is_unspecified()) {
+            return Err(CliError::new(
+                2,
+                format!("--join: this node would ask to be added at {addr}, where no peer reaches it: give {flag}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub async fn run(args: NodeArgs) -> Result<(), CliError> {
+    let join = args
+        .joining()?
+        .map(|c| Box::new(c) as Box<dyn crate::raft::life::join::Cluster>);
     let cfg = args.into_config()?;
-    crate::server::node::run(cfg, super::shutdown_signal()).await?;
+    crate::server::node::run(cfg, super::shutdown_signal(), join).await?;
     Ok(())
 }
 
@@ -201,6 +265,36 @@ mod tests {
         let cfg = args.into_config().expect("valid");
         assert_eq!(cfg.tuning, Tuning::default());
         assert_eq!(cfg.listen.to_string(), crate::config::defaults::LISTEN);
+    }
+
+    fn node_args(args: &[&str]) -> NodeArgs {
+        let cli = Cli::try_parse_from([&["handlestore", "node", "--data", "d"][..], args].concat()).expect("parses");
+        let Command::Node(args) = cli.command else {
+            panic!("not the node command")
+        };
+        *args
+    }
+
+    #[test]
+    fn join_implies_waiting_to_be_added_at_an_address_peers_can_reach() {
+        let join = [
+            "--id",
+            "4",
+            "--listen",
+            "0.0.0.0:7401",
+            "--insecure",
+            "--join",
+            "http://hs:7401",
+        ];
+        let e = node_args(&join).into_config().expect_err("0.0.0.0 advertised");
+        assert!(e.message.contains("give --advertise"), "{}", e.message);
+        let cfg = node_args(&[&join[..], &["--advertise", "hs-3.hs-peers:7401"][..]].concat())
+            .into_config()
+            .expect("valid");
+        assert_eq!(cfg.cluster_state, ClusterState::Existing, "never founds");
+        assert_eq!(cfg.advertise, "hs-3.hs-peers:7401");
+        let founder = node_args(&["--id", "1"]).into_config().expect("valid");
+        assert_eq!(founder.cluster_state, ClusterState::New);
     }
 
     #[test]

@@ -20,9 +20,10 @@ use crate::api::{
     watch::WatchService,
     writes::WritesService,
 };
-use crate::config::NodeConfig;
+use crate::config::{ClusterState, NodeConfig};
 use crate::observe::metrics::{self, Metrics};
 use crate::raft::life::boot::{self, RaftNode};
+use crate::raft::life::join;
 use crate::raft::log::log_store::LogStore;
 use crate::raft::net::network::MAX_PEER_MESSAGE;
 use crate::raft::service::RaftService;
@@ -124,16 +125,25 @@ fn open_storage(cfg: &NodeConfig) -> anyhow::Result<Storage> {
 /// not hold a node up).
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Runs a node until `shutdown` resolves, then stops it cleanly.
-pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-    if !cfg.initial_cluster.is_empty() && !cfg.initial_cluster.contains_key(&cfg.id) {
+/// Runs a node until `shutdown` resolves, then stops it cleanly; with
+/// `join`, it also joins the cluster that way once its ports serve
+/// (`raft::life::join`).
+pub async fn run(
+    cfg: NodeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    join: Option<Box<dyn join::Cluster>>,
+) -> anyhow::Result<()> {
+    let listed = cfg.initial_cluster.contains_key(&cfg.id);
+    // `--initial-cluster` names the founders; a node that never founds
+    // (`existing`) may be another (a StatefulSet's later ordinal).
+    if !cfg.initial_cluster.is_empty() && !listed && cfg.cluster_state == ClusterState::New {
         anyhow::bail!("node id {} is not in --initial-cluster", cfg.id);
     }
     crate::failpoints::init()?;
-    let gate = Arc::new(PeerGate::new(
-        cfg.peer_allowed_names.clone(),
-        cfg.initial_cluster.keys().copied(),
-    ));
+    // A node waiting to be added, and not a founder, takes any node name
+    // on its peer port until it learns the membership (`tls::gate`).
+    let founders = cfg.initial_cluster.keys().copied().filter(|_| listed);
+    let gate = Arc::new(PeerGate::new(cfg.peer_allowed_names.clone(), founders));
     if let Some(files) = &cfg.peer_tls {
         gate.check_own(cfg.id, files)?;
     }
@@ -185,6 +195,9 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
         }
         watched.close_watchers();
     }));
+    if let Some(cluster) = join {
+        spawn_join(&cfg, &node, cluster, shutdown.clone());
+    }
     if let Some(listener) = metrics_port {
         let stopping = shutdown.clone();
         tokio::spawn(async move {
@@ -226,6 +239,23 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()> + Send + 's
     served?;
     tracing::info!(id = cfg.id, "stopped");
     Ok(())
+}
+
+/// Joins the cluster through `cluster` in the background, until the node
+/// begins to stop.
+fn spawn_join(
+    cfg: &NodeConfig,
+    node: &RaftNode,
+    cluster: Box<dyn join::Cluster>,
+    stopping: impl Future<Output = ()> + Send + 'static,
+) {
+    let joining = join::run(node.raft.clone(), cfg.id, cfg.member(), cluster);
+    tokio::spawn(async move {
+        tokio::select! {
+            () = joining => {}
+            () = stopping => {}
+        }
+    });
 }
 
 /// The listener of `--metrics-listen`, bound before the node starts (so a

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use handlestore_proto::conn::{ClientConn, Conn};
-use hyper_util::rt::TokioIo;
 use rustls::client::danger::HandshakeSignatureValid;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
@@ -40,16 +39,14 @@ pub fn wire_config(tls: &PeerClientTls) -> Arc<ClientConfig> {
     Arc::new(config)
 }
 
-/// Dials a peer's `host:port` through mutual TLS, for a gRPC channel.
-pub async fn dial(uri: http::Uri, tls: Arc<PeerClientTls>) -> std::io::Result<TokioIo<ClientConn>> {
-    let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
-    let host = uri.host().ok_or_else(|| invalid(format!("no host in {uri}")))?;
+/// Mutual TLS over a connection to the peer at `host`, for a gRPC
+/// channel (the connection is opened by whoever resolves the peer's name).
+pub async fn handshake(host: &str, tcp: tokio::net::TcpStream, tls: &PeerClientTls) -> std::io::Result<ClientConn> {
     let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
-    let port = uri.port_u16().ok_or_else(|| invalid(format!("no port in {uri}")))?;
-    let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
-    let name = ServerName::try_from(host.clone()).map_err(|e| invalid(format!("{host}: {e}")))?;
+    let name = ServerName::try_from(host.clone())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{host}: {e}")))?;
     let stream = TlsConnector::from(tls.current()).connect(name, Conn::new(tcp)).await?;
-    Ok(TokioIo::new(ClientConn::Tls(Box::new(stream))))
+    Ok(ClientConn::Tls(Box::new(stream)))
 }
 
 /// A client-certificate verifier that, on top of the CA's check, lets in

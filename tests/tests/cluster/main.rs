@@ -3,7 +3,8 @@
 //! a Raft log damaged on disk),
 //! founding, clocks, stored formats, snapshots, the peer port, full and
 //! slow disks, metrics, leader transfer, reads on the leader's lease,
-//! backup and restore.
+//! backup and restore, members known by DNS names, scaling and rolling
+//! restarts as a StatefulSet does them.
 //! `tests/tier.sh cluster`; tests/README.md
 //! lists the tiers.
 
@@ -17,8 +18,10 @@ mod founding;
 mod lease;
 mod log_damage;
 mod metrics;
+mod names;
 mod peer_port;
 mod processes;
+mod scale;
 mod slowsync;
 mod snapshot;
 mod transfer;

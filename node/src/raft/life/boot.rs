@@ -22,6 +22,7 @@ use crate::raft::log::log_store::LogStore;
 use crate::raft::log::room::Room;
 use crate::raft::log::state_machine::StateMachine;
 use crate::raft::net::identity::Identity;
+use crate::raft::net::names::Names;
 use crate::raft::net::network::{Network, Peers};
 use crate::raft::net::protocol::PeerProtocols;
 use crate::raft::net::reach::Reach;
@@ -94,7 +95,9 @@ pub async fn start(
         }
         None => None,
     };
-    let raft_peers = Arc::new(Peers::new(peer_tls.clone()));
+    // One view of where peers' names resolve, for every connection.
+    let names = Names::default();
+    let raft_peers = Arc::new(Peers::new(peer_tls.clone(), names.clone()));
     let ident = Identity::new(state.clone());
     let reserve = Reserve::new(cfg.tuning.min_free_disk_mb, cfg.tuning.write_buffer_mb);
     let disk = Disk::new(cfg.data.clone(), reserve, durability.clone());
@@ -136,7 +139,7 @@ pub async fn start(
     }
     // Client traffic to the leader (forwarded writes, read indexes) goes on
     // channels of its own, apart from replication's.
-    let forward_peers = Arc::new(Peers::new(peer_tls));
+    let forward_peers = Arc::new(Peers::new(peer_tls, names));
     let (stand, stand_clock) = (standing.clone(), clock.clone());
     abstain::spawn(raft.clone(), state.db().clone(), abstention.clone(), move || {
         disk_guard::may_campaign(&stand, &stand_clock)

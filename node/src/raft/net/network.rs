@@ -26,6 +26,8 @@ use openraft::raft::{
 
 use crate::config::Member;
 use crate::tls::peer::PeerClientTls;
+use handlestore_proto::conn::{ClientConn, Conn};
+use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tonic::transport::{Channel, Endpoint};
 
@@ -36,6 +38,7 @@ use crate::raft::net::append_budget;
 use crate::raft::net::commit_notice::{self, CommitNotices};
 use crate::raft::net::identity::Identity;
 use crate::raft::net::intake::{self, Intake};
+use crate::raft::net::names::Names;
 use crate::raft::net::peer_wire::{CallError, ConnectSlot, Connected, Refusal, Taken, WireConn, WirePool};
 use crate::raft::net::reach::Reach;
 use crate::raft::{NodeId, TypeConfig, Vote};
@@ -48,19 +51,28 @@ pub const MAX_PEER_MESSAGE: usize = 1 << 30;
 /// A cache of gRPC channels by peer address ("host:port"). Keep separate
 /// pools for Raft traffic and forwarded client traffic, so a burst of one
 /// does not queue behind the other on one HTTP/2 connection. With peer TLS
-/// every channel is mutual TLS (`crate::tls::peer`).
+/// every channel is mutual TLS (`crate::tls::peer`). Every connection
+/// resolves the address then (`names`), and a channel opened before its
+/// name resolved elsewhere is replaced.
 #[derive(Default)]
 pub struct Peers {
-    channels: Mutex<HashMap<String, Channel>>,
+    channels: Mutex<HashMap<String, (Channel, u64)>>,
     tls: Option<Arc<PeerClientTls>>,
+    names: Names,
 }
 
 impl Peers {
-    pub fn new(tls: Option<Arc<PeerClientTls>>) -> Self {
+    pub fn new(tls: Option<Arc<PeerClientTls>>, names: Names) -> Self {
         Self {
             channels: Mutex::default(),
             tls,
+            names,
         }
+    }
+
+    /// Where peers' names resolve, for every connection of this node.
+    pub fn names(&self) -> &Names {
+        &self.names
     }
 
     /// The TLS configuration of a Raft wire connection (mutual TLS, the
@@ -70,26 +82,33 @@ impl Peers {
     }
 
     pub fn channel(&self, addr: &str) -> Result<Channel, tonic::transport::Error> {
+        let generation = self.names.current(addr);
         let mut map = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(ch) = map.get(addr) {
+        if let Some((ch, opened_at)) = map.get(addr)
+            && *opened_at == generation
+        {
             return Ok(ch.clone());
         }
+        let ch = self.open(addr)?;
+        map.insert(addr.to_string(), (ch.clone(), generation));
+        Ok(ch)
+    }
+
+    /// A channel to `addr` that connects when first used, and again after
+    /// its connection is lost, resolving the name each time.
+    fn open(&self, addr: &str) -> Result<Channel, tonic::transport::Error> {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
         let endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))?
             .connect_timeout(Duration::from_secs(1))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(5))
             .keep_alive_timeout(Duration::from_secs(5));
-        let ch = match &self.tls {
-            Some(tls) => {
-                let tls = tls.clone();
-                endpoint
-                    .connect_with_connector_lazy(tower::service_fn(move |uri| crate::tls::peer::dial(uri, tls.clone())))
-            }
-            None => endpoint.connect_lazy(),
-        };
-        map.insert(addr.to_string(), ch.clone());
-        Ok(ch)
+        let (names, tls) = (self.names.clone(), self.tls.clone());
+        Ok(
+            endpoint.connect_with_connector_lazy(tower::service_fn(move |uri: http::Uri| {
+                dial(names.clone(), tls.clone(), uri)
+            })),
+        )
     }
 
     pub fn raft_client(&self, addr: &str) -> Result<RaftClient<Channel>, tonic::transport::Error> {
@@ -97,6 +116,21 @@ impl Peers {
             .max_decoding_message_size(MAX_PEER_MESSAGE)
             .max_encoding_message_size(MAX_PEER_MESSAGE))
     }
+}
+
+/// Connects a channel to the peer at `uri`'s "host:port": resolved now,
+/// inside mutual TLS with peer TLS.
+async fn dial(names: Names, tls: Option<Arc<PeerClientTls>>, uri: http::Uri) -> io::Result<TokioIo<ClientConn>> {
+    let addr = uri
+        .authority()
+        .map(|a| a.as_str())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("no host:port in {uri}")))?;
+    let (tcp, _) = names.connect(addr).await?;
+    let conn = match tls {
+        Some(tls) => crate::tls::peer::handshake(uri.host().unwrap_or_default(), tcp, &tls).await?,
+        None => ClientConn::Plain(Conn::new(tcp)),
+    };
+    Ok(TokioIo::new(conn))
 }
 
 #[derive(Clone)]
@@ -207,7 +241,7 @@ impl PeerConnection {
         ttl: Duration,
     ) -> Option<Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, Member, RaftError<NodeId>>>> {
         let (pool, addr) = (&self.wire, &self.addr);
-        let (mut conn, mut reused) = match pool.take(addr) {
+        let (mut conn, mut reused) = match pool.take(addr, self.peers.names().current(addr)) {
             Taken::Grpc => return None,
             Taken::Idle(conn) => (conn, true),
             Taken::Connect(slot) => match self.connect(slot).await {
@@ -255,7 +289,7 @@ impl PeerConnection {
         &self,
         slot: ConnectSlot<'_>,
     ) -> Result<WireConn, Option<RPCError<NodeId, Member, RaftError<NodeId>>>> {
-        match WireConn::connect(&self.addr, MAX_PEER_MESSAGE, self.peers.wire_tls()).await {
+        match WireConn::connect(self.peers.names(), &self.addr, MAX_PEER_MESSAGE, self.peers.wire_tls()).await {
             Ok(conn) => {
                 slot.finish(Connected::Yes);
                 Ok(conn)

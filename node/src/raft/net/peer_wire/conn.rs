@@ -12,6 +12,7 @@ use tokio::net::TcpStream;
 
 use super::codec::{frame, read_all_or_eof, read_frame};
 use super::*;
+use crate::raft::net::names::Names;
 
 type ReadSide = BufReader<Box<dyn AsyncRead + Send + Unpin>>;
 type WriteSide = Box<dyn AsyncWrite + Send + Unpin>;
@@ -21,19 +22,22 @@ pub struct WireConn {
     r: ReadSide,
     w: WriteSide,
     max_message: usize,
+    /// The generation of the answer its peer's name resolved to.
+    generation: u64,
 }
 
 impl WireConn {
-    /// Connects to `addr` ("host:port", the peer's port) and checks that it
-    /// speaks the Raft wire. With `tls` (a client configuration offering
+    /// Connects to `addr` ("host:port", the peer's port, resolved now by
+    /// `names`) and checks that it speaks the Raft wire. With `tls` (a client configuration offering
     /// only [`ALPN`]), inside TLS; a peer whose TLS does not offer the wire
     /// is [`CallError::Unsupported`].
     pub async fn connect(
+        names: &Names,
         addr: &str,
         max_message: usize,
         tls: Option<Arc<rustls::ClientConfig>>,
     ) -> Result<Self, CallError> {
-        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+        let (stream, generation) = match tokio::time::timeout(CONNECT_TIMEOUT, names.connect(addr)).await {
             Ok(connected) => connected?,
             Err(_) => {
                 return Err(CallError::Io(io::Error::new(
@@ -42,7 +46,6 @@ impl WireConn {
                 )));
             }
         };
-        stream.set_nodelay(true)?;
         let (mut r, mut w) = match tls {
             None => {
                 let (r, w) = stream.into_split();
@@ -73,7 +76,12 @@ impl WireConn {
         w.flush().await?;
         let mut echo = [0u8; MAGIC.len()];
         match tokio::time::timeout(HANDSHAKE_TIMEOUT, read_all_or_eof(&mut r, &mut echo)).await {
-            Ok(Ok(true)) if echo == MAGIC => Ok(Self { r, w, max_message }),
+            Ok(Ok(true)) if echo == MAGIC => Ok(Self {
+                r,
+                w,
+                max_message,
+                generation,
+            }),
             // Other bytes: a node of an earlier build, whose HTTP/1.1 server
             // answers "HTTP/1.1 400 Bad Request" at once ('/' cannot be in
             // a method name), or an HTTP/2-only server's SETTINGS frame.
@@ -90,6 +98,12 @@ impl WireConn {
             ))),
             Ok(Err(e)) => Err(CallError::Io(e)),
         }
+    }
+
+    /// The generation of the answer its peer's name resolved to (see
+    /// `names`): the pool keeps it only while that is the name's current.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Sends one AppendEntries and waits for its answer.

@@ -34,6 +34,9 @@ struct Pooled {
     grpc_until: Option<std::time::Instant>,
     /// The last connection found the peer not speaking the wire.
     unsupported: bool,
+    /// The generation of the peer's name its idle connections were opened
+    /// at (see `names`).
+    generation: u64,
 }
 
 /// What [`WirePool::take`] found for a peer.
@@ -105,9 +108,15 @@ impl WirePool {
     }
 
     /// An idle connection to `addr`, else the right to open one, else gRPC.
-    pub fn take(&self, addr: &str) -> Taken<'_> {
+    /// Idle connections opened before the peer's name resolved elsewhere
+    /// (an older `generation`) are closed.
+    pub fn take(&self, addr: &str, generation: u64) -> Taken<'_> {
         let mut peers = self.lock();
         let p = peers.entry(addr.to_string()).or_default();
+        if p.generation != generation {
+            p.idle.clear();
+            p.generation = generation;
+        }
         if let Some(conn) = p.idle.pop() {
             return Taken::Idle(conn);
         }
@@ -135,11 +144,12 @@ impl WirePool {
         })
     }
 
-    /// Gives back a connection whose last call was answered.
+    /// Gives back a connection whose last call was answered (kept unless
+    /// the peer's name resolved elsewhere since it opened).
     pub fn give_back(&self, addr: &str, conn: WireConn) {
         let mut peers = self.lock();
         let p = peers.entry(addr.to_string()).or_default();
-        if p.idle.len() < MAX_IDLE {
+        if p.idle.len() < MAX_IDLE && conn.generation() == p.generation {
             p.idle.push(conn);
         }
     }

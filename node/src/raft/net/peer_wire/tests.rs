@@ -8,6 +8,7 @@ use tokio::net::TcpListener;
 use super::codec::read_frame;
 use super::*;
 use crate::raft::log::durability::Held;
+use crate::raft::net::names::Names;
 
 const MAX: usize = 1 << 20;
 
@@ -58,7 +59,9 @@ fn echo_term(req: ipb::AppendEntriesRequest) -> Result<ipb::AppendEntriesRespons
 #[tokio::test]
 async fn requests_and_answers_cross_one_connection_in_turn() {
     let (addr, mut seen) = server(echo_term).await;
-    let mut conn = WireConn::connect(&addr, MAX, None).await.expect("connect");
+    let mut conn = WireConn::connect(&Names::default(), &addr, MAX, None)
+        .await
+        .expect("connect");
     for term in 1..=50 {
         let resp = conn.call(&request(term)).await.expect("answer");
         let Some(ipb::append_entries_response::Result::HigherVote(vote)) = resp.result else {
@@ -74,15 +77,20 @@ async fn requests_and_answers_cross_one_connection_in_turn() {
 async fn the_pool_lends_one_connection_at_a_time_and_lets_one_caller_connect() {
     let (addr, mut seen) = server(echo_term).await;
     let pool = WirePool::default();
-    let Taken::Connect(slot) = pool.take(&addr) else {
+    let Taken::Connect(slot) = pool.take(&addr, 0) else {
         panic!("nothing open yet: connect");
     };
-    assert!(matches!(pool.take(&addr), Taken::Grpc), "one caller connects at a time");
-    let conn = WireConn::connect(&addr, MAX, None).await.expect("connect");
+    assert!(
+        matches!(pool.take(&addr, 0), Taken::Grpc),
+        "one caller connects at a time"
+    );
+    let conn = WireConn::connect(&Names::default(), &addr, MAX, None)
+        .await
+        .expect("connect");
     assert!(!slot.finish(Connected::Yes));
     pool.give_back(&addr, conn);
     for term in 1..=3 {
-        let Taken::Idle(mut conn) = pool.take(&addr) else {
+        let Taken::Idle(mut conn) = pool.take(&addr, 0) else {
             panic!("the connection given back");
         };
         conn.call(&request(term)).await.expect("answer");
@@ -97,24 +105,52 @@ async fn the_pool_lends_one_connection_at_a_time_and_lets_one_caller_connect() {
         panic!("connect");
     };
     assert!(!slot.finish(Connected::Failed));
-    assert!(matches!(pool.take("down:7401"), Taken::Grpc));
-    let Taken::Connect(slot) = pool.take("gone:7401") else {
+    assert!(matches!(pool.take("down:7401", 0), Taken::Grpc));
+    let Taken::Connect(slot) = pool.take("gone:7401", 0) else {
         panic!("connect");
     };
     drop(slot);
-    assert!(matches!(pool.take("gone:7401"), Taken::Connect(_)));
+    assert!(matches!(pool.take("gone:7401", 0), Taken::Connect(_)));
     // A peer of an earlier build is news once.
-    let Taken::Connect(slot) = pool.take("old:7401") else {
+    let Taken::Connect(slot) = pool.take("old:7401", 0) else {
         panic!("connect");
     };
     assert!(slot.finish(Connected::Unsupported));
-    assert!(matches!(pool.take("old:7401"), Taken::Grpc));
+    assert!(matches!(pool.take("old:7401", 0), Taken::Grpc));
+}
+
+#[tokio::test]
+async fn the_pool_closes_idle_connections_once_the_peer_name_resolves_elsewhere() {
+    let (addr, _seen) = server(echo_term).await;
+    let pool = WirePool::default();
+    let Taken::Connect(slot) = pool.take(&addr, 0) else {
+        panic!("nothing open yet: connect");
+    };
+    let conn = WireConn::connect(&Names::default(), &addr, MAX, None)
+        .await
+        .expect("connect");
+    slot.finish(Connected::Yes);
+    pool.give_back(&addr, conn);
+    assert!(
+        matches!(pool.take(&addr, 1), Taken::Connect(_)),
+        "the idle connection was to where the name resolved before"
+    );
+    let old = WireConn::connect(&Names::default(), &addr, MAX, None)
+        .await
+        .expect("connect");
+    pool.give_back(&addr, old);
+    assert!(
+        matches!(pool.take(&addr, 1), Taken::Connect(_)),
+        "one opened at the old generation is not kept"
+    );
 }
 
 #[tokio::test]
 async fn a_refusal_is_answered_and_closes_the_connection() {
     let (addr, _seen) = server(echo_term).await;
-    let mut conn = WireConn::connect(&addr, MAX, None).await.expect("connect");
+    let mut conn = WireConn::connect(&Names::default(), &addr, MAX, None)
+        .await
+        .expect("connect");
     match conn.call(&request(99)).await {
         Err(CallError::Refused(Refusal::Unavailable(m))) => assert_eq!(m, "shutting down"),
         other => panic!("{other:?}"),
@@ -136,7 +172,9 @@ async fn an_answer_leaves_when_the_job_holding_it_runs_on_another_thread() {
         };
         serve_tcp(s, MAX, hold, |req| async move { echo_term(req) }).await;
     });
-    let conn = WireConn::connect(&addr, MAX, None).await.expect("connect");
+    let conn = WireConn::connect(&Names::default(), &addr, MAX, None)
+        .await
+        .expect("connect");
     calls_answered_by_held_jobs(conn, &mut held_rx, 3).await;
 }
 
@@ -212,7 +250,9 @@ async fn malformed_and_oversized_frames_are_refused_as_invalid() {
     assert_eq!(raw(&addr, &[0, 0, 0, 0]).await.0, KIND_INVALID);
     assert_eq!(raw(&addr, &[0, 0, 0, 1, 7]).await.0, KIND_INVALID);
     // The server still takes new connections.
-    let mut conn = WireConn::connect(&addr, MAX, None).await.expect("connect");
+    let mut conn = WireConn::connect(&Names::default(), &addr, MAX, None)
+        .await
+        .expect("connect");
     assert!(conn.call(&request(3)).await.is_ok());
 }
 
@@ -241,7 +281,7 @@ async fn a_peer_that_answers_the_magic_with_other_bytes_is_unsupported() {
     ] {
         let addr = greeter(greeting, false).await;
         assert!(matches!(
-            WireConn::connect(&addr, MAX, None).await,
+            WireConn::connect(&Names::default(), &addr, MAX, None).await,
             Err(CallError::Unsupported)
         ));
     }
@@ -254,7 +294,7 @@ async fn a_silent_closed_or_absent_peer_is_unreachable_not_unsupported() {
     for (greeting, close) in [(&b""[..], false), (&b"HSR"[..], true)] {
         let addr = greeter(greeting, close).await;
         assert!(matches!(
-            WireConn::connect(&addr, MAX, None).await,
+            WireConn::connect(&Names::default(), &addr, MAX, None).await,
             Err(CallError::Io(_))
         ));
     }
@@ -262,7 +302,7 @@ async fn a_silent_closed_or_absent_peer_is_unreachable_not_unsupported() {
     let addr = l.local_addr().expect("addr").to_string();
     drop(l);
     assert!(matches!(
-        WireConn::connect(&addr, MAX, None).await,
+        WireConn::connect(&Names::default(), &addr, MAX, None).await,
         Err(CallError::Io(_))
     ));
 }
@@ -341,7 +381,7 @@ mod over_tls {
             None
         };
         let (addr, mut seen) = server(files.clone(), true, hold).await;
-        let conn = WireConn::connect(&addr, MAX, Some(client(&files)))
+        let conn = WireConn::connect(&Names::default(), &addr, MAX, Some(client(&files)))
             .await
             .expect("connect");
         assert_eq!(seen.recv().await, Some(Some(ALPN.to_vec())), "the wire, by ALPN");
@@ -361,7 +401,7 @@ mod over_tls {
         let files = files(dir.path());
         let (addr, _seen) = server(files.clone(), false, Some).await;
         assert!(matches!(
-            WireConn::connect(&addr, MAX, Some(client(&files))).await,
+            WireConn::connect(&Names::default(), &addr, MAX, Some(client(&files))).await,
             Err(CallError::Unsupported)
         ));
         // No client certificate: the peer port's mutual TLS refuses it.
@@ -369,7 +409,7 @@ mod over_tls {
         let ca = files.ca.as_deref().expect("ca");
         let mut anonymous = tls::client_config(ca, None, ALPN).expect("config");
         anonymous.alpn_protocols = vec![ALPN.to_vec()];
-        let refused = WireConn::connect(&addr, MAX, Some(Arc::new(anonymous))).await;
+        let refused = WireConn::connect(&Names::default(), &addr, MAX, Some(Arc::new(anonymous))).await;
         assert!(matches!(refused, Err(CallError::Io(_))), "{:?}", refused.err());
         assert_eq!(seen.recv().await, Some(None), "the handshake failed");
     }
