@@ -6,8 +6,8 @@
 //! search list and `ndots:5`), which `ip netns exec` bind-mounts over
 //! /etc/resolv.conf from /etc/netns/<namespace>/ (`netns::NetNs::etc`), so
 //! the node's own resolver (glibc's getaddrinfo) does what it does in a
-//! pod. It serves UDP on the test's bridge, and counts the lookups it is
-//! asked, by asker and name.
+//! pod. It serves UDP on the test's bridge (messages read and written by
+//! hickory-proto), and counts the lookups it is asked, by asker and name.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
@@ -16,13 +16,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use hickory_proto::op::{Message, MessageType, ResponseCode};
+use hickory_proto::rr::rdata::A;
+use hickory_proto::rr::{RData, Record, RecordType};
 
 /// The namespace's search domain: a published name `hs-1.hs-peers` is the
 /// record `hs-1.hs-peers.default.svc.cluster.local`.
 pub const DOMAIN: &str = "default.svc.cluster.local";
-
-const TYPE_A: u16 = 1;
-const NXDOMAIN: u16 = 3;
 
 /// One question the server was asked.
 #[derive(Debug, Clone)]
@@ -31,7 +31,7 @@ struct Asked {
     from: IpAddr,
     id: u16,
     name: String,
-    qtype: u16,
+    qtype: RecordType,
 }
 
 #[derive(Default)]
@@ -100,7 +100,7 @@ impl TestDns {
             .zone()
             .asked
             .iter()
-            .filter(|a| a.from == from && a.name == name && a.qtype == TYPE_A && a.at >= since)
+            .filter(|a| a.from == from && a.name == name && a.qtype == RecordType::A && a.at >= since)
             .map(|a| a.id)
             .collect();
         ids.sort_unstable();
@@ -124,81 +124,59 @@ fn serve(socket: &UdpSocket, zone: &Mutex<Zone>, stop: &AtomicBool) {
         let Ok((n, from)) = socket.recv_from(&mut buf) else {
             continue;
         };
-        let Some(q) = Question::parse(&buf[..n]) else {
+        let Some((query, name)) = question(&buf[..n]) else {
             continue;
         };
-        let answer = {
+        let qtype = query.queries()[0].query_type();
+        let record = {
             let mut zone = zone.lock().unwrap_or_else(|p| p.into_inner());
             zone.asked.push(Asked {
                 at: Instant::now(),
                 from: from.ip(),
-                id: q.id,
-                name: q.name.clone(),
-                qtype: q.qtype,
+                id: query.id(),
+                name: name.clone(),
+                qtype,
             });
-            zone.records.get(&q.name).copied()
+            zone.records.get(&name).copied()
         };
-        let _ = socket.send_to(&q.reply(answer), from);
+        if let Ok(reply) = reply(&query, record).to_vec() {
+            let _ = socket.send_to(&reply, from);
+        }
     }
 }
 
-/// A query's header and first question, as received.
-struct Question<'a> {
-    id: u16,
-    flags: u16,
-    /// The question section's bytes (name, type, class).
-    raw: &'a [u8],
-    name: String,
-    qtype: u16,
+/// A query with one question, and the name it asks for (lower case, no
+/// final dot); `None` for anything else.
+fn question(bytes: &[u8]) -> Option<(Message, String)> {
+    let msg = Message::from_vec(bytes).ok()?;
+    if msg.message_type() != MessageType::Query || msg.queries().len() != 1 {
+        return None;
+    }
+    let name = msg.queries()[0].name().to_lowercase().to_ascii();
+    let name = name.trim_end_matches('.').to_string();
+    Some((msg, name))
 }
 
-impl<'a> Question<'a> {
-    fn parse(msg: &'a [u8]) -> Option<Self> {
-        let be = |i: usize| Some(u16::from_be_bytes([*msg.get(i)?, *msg.get(i + 1)?]));
-        let (id, flags, qdcount) = (be(0)?, be(2)?, be(4)?);
-        if qdcount != 1 || flags & 0x8000 != 0 {
-            return None;
-        }
-        let mut labels = Vec::new();
-        let mut i = 12;
-        loop {
-            let len = *msg.get(i)? as usize;
-            i += 1;
-            if len == 0 {
-                break;
-            }
-            labels.push(String::from_utf8_lossy(msg.get(i..i + len)?).to_ascii_lowercase());
-            i += len;
-        }
-        let qtype = be(i)?;
-        Some(Self {
-            id,
-            flags,
-            raw: msg.get(12..i + 4)?,
-            name: labels.join("."),
-            qtype,
+/// The answer: the record for an A question of a published name, nothing
+/// (NOERROR) for its other types, NXDOMAIN for any other name. A TTL of
+/// 5 s (glibc keeps nothing).
+fn reply(query: &Message, record: Option<Ipv4Addr>) -> Message {
+    let q = &query.queries()[0];
+    let mut out = Message::new();
+    out.set_id(query.id())
+        .set_message_type(MessageType::Response)
+        .set_op_code(query.op_code())
+        .set_authoritative(true)
+        .set_recursion_desired(query.recursion_desired())
+        .set_recursion_available(true)
+        .set_response_code(if record.is_some() {
+            ResponseCode::NoError
+        } else {
+            ResponseCode::NXDomain
         })
+        .add_query(q.clone());
+    if let Some(ip) = record.filter(|_| q.query_type() == RecordType::A) {
+        out.add_answer(Record::from_rdata(q.name().clone(), 5, RData::A(A(ip))));
     }
-
-    /// The answer: the record for an A question of a published name,
-    /// nothing (NOERROR) for its other types, NXDOMAIN for any other name.
-    fn reply(&self, record: Option<Ipv4Addr>) -> Vec<u8> {
-        let rd = self.flags & 0x0100;
-        let rcode = if record.is_some() { 0 } else { NXDOMAIN };
-        let a = record.filter(|_| self.qtype == TYPE_A);
-        let mut out = Vec::with_capacity(64);
-        out.extend_from_slice(&self.id.to_be_bytes());
-        out.extend_from_slice(&(0x8000 | 0x0400 | rd | 0x0080 | rcode).to_be_bytes());
-        for count in [1u16, u16::from(a.is_some()), 0, 0] {
-            out.extend_from_slice(&count.to_be_bytes());
-        }
-        out.extend_from_slice(self.raw);
-        if let Some(ip) = a {
-            // The question's name (a pointer to offset 12), A, IN, a TTL of
-            // 5 s (glibc keeps nothing), four bytes.
-            out.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 5, 0, 4]);
-            out.extend_from_slice(&ip.octets());
-        }
-        out
-    }
+    out
 }
