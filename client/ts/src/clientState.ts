@@ -7,10 +7,10 @@
  * to the client key and the field), so only holders of the ring read it.
  */
 import type { Client } from "./cluster.js";
+import { InvalidArgumentError } from "./gen/reasons.js";
 import { isName } from "./ids.js";
-import { InvalidArgumentError } from "./reasons.js";
 import { RequestStateCodec } from "./requestState.js";
-import { StateTool } from "./state.js";
+import type { StateTool } from "./state.js";
 
 export const ROOT = "mcp-clients";
 const SESSION_ID = "session-id";
@@ -46,7 +46,7 @@ export class ClientStateStore {
   /** A store in the client's namespace, encrypting with its key ring (which must exist: `handlestore keyring create`). */
   static async fromCluster(client: Client, clientKey: string): Promise<ClientStateStore> {
     const codec = await RequestStateCodec.fromCluster(client, "encrypted");
-    return new ClientStateStore(new StateTool(client), codec, clientKey);
+    return new ClientStateStore(client.stateTool(), codec, clientKey);
   }
 
   private key(field: string): string {

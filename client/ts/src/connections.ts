@@ -4,7 +4,7 @@
  * believed to lead; and one attempt of a call on one node.
  */
 import * as grpc from "@grpc/grpc-js";
-import { InvalidArgumentError } from "./reasons.js";
+import { InvalidArgumentError } from "./gen/reasons.js";
 
 /** The largest gRPC message sent or accepted (values are limited by the node). */
 export const MAX_MESSAGE = 64 << 20;

@@ -3,7 +3,7 @@
  * `DeadlineExceededError` (the error table's class of that code, which a
  * node's `slow_request` also is), so one `instanceof` catches both.
  */
-import { DeadlineExceededError } from "./reasons.js";
+import { DeadlineExceededError } from "./gen/reasons.js";
 
 /** The call's overall deadline passed while retrying. A write's outcome is unknown. */
 export class DeadlineError extends DeadlineExceededError {

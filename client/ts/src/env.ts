@@ -5,9 +5,9 @@
  * HANDLESTORE_KEY), HANDLESTORE_TOKEN or HANDLESTORE_TOKEN_FILE.
  */
 import { readFileSync } from "node:fs";
-import type { ClientOptions } from "./cluster.js";
 import type { TlsOptions } from "./connections.js";
-import { InvalidArgumentError } from "./reasons.js";
+import { InvalidArgumentError } from "./gen/reasons.js";
+import type { ClientOptions } from "./options.js";
 
 /** A token kept in a file (a container secret): its first line, trimmed. */
 export function readTokenFile(path: string): string {

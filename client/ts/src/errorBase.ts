@@ -1,12 +1,12 @@
 /**
  * The base of every error the client throws, and the errors the client
  * finds itself (no node said them). The classes of the node's reasons are
- * generated from the error table into reasons.ts; errors.ts maps a gRPC
+ * generated from the error table into gen/reasons.ts; errors.ts maps a gRPC
  * status onto them.
  */
 import type { status as Code } from "@grpc/grpc-js";
 import type { ErrorDetail } from "./gen/handlestore/v1/common.js";
-import type { Reason } from "./reasons.js";
+import type { Reason } from "./gen/reasonTable.js";
 
 export interface ErrorInit {
   /** The reason of the error table (the node's, or the class's own). */

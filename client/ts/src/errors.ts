@@ -13,7 +13,7 @@ import { HandlestoreError, UnimplementedError } from "./errorBase.js";
 import { Status as RpcStatus } from "./gen/google/rpc/status.js";
 import { ErrorDetail } from "./gen/handlestore/v1/common.js";
 import type { WriteFailure } from "./gen/handlestore/v1/writes.js";
-import { CODE_ERRORS, isReason, REASON_ERRORS, REASONS, UnavailableError } from "./reasons.js";
+import { CODE_ERRORS, isReason, REASON_ERRORS, REASONS, UnavailableError } from "./gen/reasons.js";
 
 /** The trailer tonic puts a status's details in. */
 export const DETAILS_KEY = "grpc-status-details-bin";

@@ -5,13 +5,14 @@
  * put, get, delete, len, and update as a compare-and-set loop; TTLs as
  * ttl.ts says (> 0 that TTL, 0 the store's default, < 0 never).
  */
-import type { CallOptions, Client } from "./cluster.js";
 import { Consistency, readOptions } from "./consistency.js";
 import { jsonText, jsonValue } from "./encoding.js";
 import { ClosedError } from "./errorBase.js";
 import { type GetResponse, HandlesService, type Ttl as WireTtl } from "./gen/handlestore/v1/handles.js";
+import { InvalidArgumentError, NotFoundError, RevisionMismatchError } from "./gen/reasons.js";
 import { checkHandleId, newHandleId } from "./ids.js";
-import { InvalidArgumentError, NotFoundError, RevisionMismatchError } from "./reasons.js";
+import type { CallOptions } from "./options.js";
+import type { Transport } from "./transport.js";
 import { defaultTtlMillis, ttlMillis } from "./ttl.js";
 
 export interface HandleStoreOptions {
@@ -62,21 +63,28 @@ function revision(r: number | undefined): bigint | undefined {
   return r === undefined ? undefined : BigInt(r);
 }
 
-/** A replicated store of JSON values named `store` in the client's namespace. */
+/** A replicated store of JSON values named `store` in the client's namespace: `client.handleStore(store)`. */
 export class HandleStore<T> {
   readonly prefix: string;
   readonly consistency: Consistency;
+  private readonly client: Transport;
   private readonly defaultMs: bigint;
   private closed = false;
 
-  constructor(
-    readonly client: Client,
+  private constructor(
+    client: Transport,
     readonly store: string,
-    options: HandleStoreOptions = {},
+    options: HandleStoreOptions,
   ) {
+    this.client = client;
     this.prefix = options.prefix ?? "";
     this.consistency = options.consistency ?? Consistency.linearizable;
     this.defaultMs = defaultTtlMillis(options.defaultTtl);
+  }
+
+  /** @internal The store `store` on a client's transport (what `Client.handleStore` makes). */
+  static on<T>(client: Transport, store: string, options: HandleStoreOptions = {}): HandleStore<T> {
+    return new HandleStore<T>(client, store, options);
   }
 
   private ttl(ttl: number | undefined, keep = false): WireTtl {

@@ -11,7 +11,7 @@
  * ```
  */
 export { ClientStateStore } from "./clientState.js";
-export { type CallOptions, Client, type ClientOptions } from "./cluster.js";
+export { Client } from "./cluster.js";
 export type { StreamMethod, TlsOptions, UnaryMethod } from "./connections.js";
 export { Consistency } from "./consistency.js";
 export { DeadlineError } from "./deadline.js";
@@ -24,6 +24,7 @@ export {
   UnimplementedError,
 } from "./errorBase.js";
 export type { Status } from "./errors.js";
+export * from "./gen/reasons.js";
 export {
   type DeleteOptions,
   HandleStore,
@@ -36,9 +37,9 @@ export {
 } from "./handles.js";
 export { checkHandleId, checkKey, checkPrefix, isName, newHandleId } from "./ids.js";
 export type { RingKey } from "./keyring.js";
+export type { CallOptions, ClientOptions } from "./options.js";
 /** The generated wire types, for tools that talk to the services directly. */
 export * as proto from "./proto.js";
-export * from "./reasons.js";
 export { type Mode, RequestStateCodec, type SealOptions } from "./requestState.js";
 export { REDEEMED_STORE, redeemedId, SingleUse } from "./singleUse.js";
 export {

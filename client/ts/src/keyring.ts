@@ -3,10 +3,11 @@
  * retire. Secrets are drawn by the leader from its CSPRNG inside a
  * replicated command, so every node holds the same ring.
  */
-import type { CallOptions, Client } from "./cluster.js";
 import { Consistency, readOptions } from "./consistency.js";
 import { AdminService, type KeyringResponse } from "./gen/handlestore/v1/admin.js";
 import type { WriteId } from "./gen/handlestore/v1/common.js";
+import type { CallOptions } from "./options.js";
+import type { Transport } from "./transport.js";
 
 /** One key of the ring. */
 export interface RingKey {
@@ -28,7 +29,7 @@ function keys(resp: KeyringResponse): RingKey[] {
 }
 
 /** A key-ring change with a write id of its own, held until it is answered. */
-async function change<T>(client: Client, send: (writeId: WriteId) => Promise<T>): Promise<T> {
+async function change<T>(client: Transport, send: (writeId: WriteId) => Promise<T>): Promise<T> {
   const ticket = client.writeTicket();
   try {
     return await send(ticket.id);
@@ -37,9 +38,9 @@ async function change<T>(client: Client, send: (writeId: WriteId) => Promise<T>)
   }
 }
 
-/** The key ring of the client's namespace, oldest first; secrets only when asked for. */
+/** @internal The key ring of the client's namespace, oldest first; secrets only when asked for. */
 export async function keyring(
-  client: Client,
+  client: Transport,
   options: CallOptions & { includeSecrets?: boolean | undefined } = {},
 ): Promise<RingKey[]> {
   const request = {
@@ -51,12 +52,12 @@ export async function keyring(
 }
 
 /**
- * Creates the ring with its first key (`create`; AlreadyExistsError if there
+ * @internal Creates the ring with its first key (`create`; AlreadyExistsError if there
  * is one), or rotates it: a new primary, the old one kept for opening.
  * The new key's id.
  */
 export function keyringRotate(
-  client: Client,
+  client: Transport,
   options: CallOptions & { create?: boolean | undefined } = {},
 ): Promise<string> {
   return change(client, async (writeId) => {
@@ -65,8 +66,8 @@ export function keyringRotate(
   });
 }
 
-/** Retires a non-primary key: what it sealed no longer opens. */
-export function keyringRetire(client: Client, keyId: string, options: CallOptions = {}): Promise<void> {
+/** @internal Retires a non-primary key: what it sealed no longer opens. */
+export function keyringRetire(client: Transport, keyId: string, options: CallOptions = {}): Promise<void> {
   return change(client, async (writeId) => {
     await client.call(AdminService.keyringRetire, { namespace: client.namespace, keyId, writeId }, options);
   });

@@ -8,23 +8,20 @@
  * next call; a node without the Reads service gets each read on its own
  * method.
  */
-import type { Client } from "./cluster.js";
 import { Coalescer, type Wait } from "./coalesce.js";
 import { UnimplementedError } from "./errorBase.js";
 import { errorOf, statusOfFailure } from "./errors.js";
-import { type GetResponse, HandlesService } from "./gen/handlestore/v1/handles.js";
+import { HandlesService } from "./gen/handlestore/v1/handles.js";
 import { type Read, type ReadResult, ReadsService } from "./gen/handlestore/v1/reads.js";
-import { type RetrieveResponse, StateService } from "./gen/handlestore/v1/state.js";
-import { InvalidArgumentError, NotFoundError } from "./reasons.js";
+import { StateService } from "./gen/handlestore/v1/state.js";
+import { InvalidArgumentError, NotFoundError } from "./gen/reasons.js";
+import type { ReadAnswer, Transport } from "./transport.js";
 import { retryableFailure } from "./writes.js";
 
 /** The most reads in one call (the node accepts 1000). */
 export const MAX_BATCH_READS = 256;
 /** Bound on the reads' bytes in one call (a key is at most 1 KiB). */
 export const MAX_BATCH_READ_BYTES = 256 << 10;
-
-/** A read's answer: its method's response, or undefined if the handle or key is absent or expired. */
-export type ReadAnswer = GetResponse | RetrieveResponse | undefined;
 
 async function absentIsUndefined<T>(p: Promise<T>): Promise<T | undefined> {
   try {
@@ -36,7 +33,7 @@ async function absentIsUndefined<T>(p: Promise<T>): Promise<T | undefined> {
 }
 
 /** A read on its own method. */
-function one(client: Client, read: Read, wait?: Wait): Promise<ReadAnswer> {
+function one(client: Transport, read: Read, wait?: Wait): Promise<ReadAnswer> {
   switch (read.op?.$case) {
     case "get":
       return absentIsUndefined(client.call(HandlesService.get, read.op.value, wait));
@@ -70,7 +67,7 @@ function batchFull(r: ReadAnswer | Error): boolean {
 }
 
 /** One call of the Reads service, with failover and retries. */
-async function submitOnce(client: Client, reads: Read[]): Promise<(ReadAnswer | Error)[]> {
+async function submitOnce(client: Transport, reads: Read[]): Promise<(ReadAnswer | Error)[]> {
   try {
     const resp = await client.call(ReadsService.submit, { reads }, { check: retryableFailure });
     return resp.results.map(answer);
@@ -81,7 +78,7 @@ async function submitOnce(client: Client, reads: Read[]): Promise<(ReadAnswer | 
 }
 
 /** One read alone on its own method; several in calls of Reads.Submit until each is answered. */
-async function submit(client: Client, reads: Read[], wait?: Wait): Promise<(ReadAnswer | Error)[]> {
+async function submit(client: Transport, reads: Read[], wait?: Wait): Promise<(ReadAnswer | Error)[]> {
   const [first] = reads;
   if (reads.length === 1 && first) return [await one(client, first, wait)];
   const answers: (ReadAnswer | Error)[] = new Array(reads.length).fill(undefined);
@@ -104,8 +101,8 @@ async function submit(client: Client, reads: Read[], wait?: Wait): Promise<(Read
   return answers;
 }
 
-/** A client's queue of point reads and the calls carrying them. */
-export function readCoalescer(client: Client, maxCalls: number): Coalescer<Read, ReadAnswer> {
+/** @internal A client's queue of point reads and the calls carrying them. */
+export function readCoalescer(client: Transport, maxCalls: number): Coalescer<Read, ReadAnswer> {
   return new Coalescer<Read, ReadAnswer>((items, wait) => submit(client, items, wait), "read", {
     maxCalls,
     maxItems: MAX_BATCH_READS,

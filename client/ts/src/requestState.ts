@@ -27,8 +27,8 @@ import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, ti
 import type { Client } from "./cluster.js";
 import { b64, b64Decode, canonicalJson } from "./encoding.js";
 import { CodecError, HandlestoreError } from "./errorBase.js";
-import { keyring, type RingKey } from "./keyring.js";
-import { InvalidArgumentError, NotFoundError } from "./reasons.js";
+import { InvalidArgumentError, NotFoundError } from "./gen/reasons.js";
+import type { RingKey } from "./keyring.js";
 import type { SingleUse } from "./singleUse.js";
 
 export const SIGNED_PREFIX = "v1.";
@@ -238,7 +238,7 @@ export class RequestStateCodec {
     mode: Mode,
     options: { refreshEvery?: number } = {},
   ): Promise<RequestStateCodec> {
-    const keys = await keyring(client, { includeSecrets: true });
+    const keys = await client.keyring({ includeSecrets: true });
     if (!keys.some((k) => k.primary)) {
       throw new NotFoundError(`namespace ${client.namespace} has no key ring: run \`handlestore keyring create\``);
     }
@@ -258,7 +258,7 @@ export class RequestStateCodec {
   /** Re-reads the ring from the cluster now (nothing for fixed keys). */
   async refresh(): Promise<void> {
     if (!this.client) return;
-    this.keys = (await keyring(this.client, { includeSecrets: true })).map(derive);
+    this.keys = (await this.client.keyring({ includeSecrets: true })).map(derive);
     this.fetched = performance.now();
   }
 

@@ -6,7 +6,7 @@
  */
 import { status as Code, type Metadata } from "@grpc/grpc-js";
 import type { Status } from "./errors.js";
-import { isReason, REASONS } from "./reasons.js";
+import { isReason, REASONS } from "./gen/reasons.js";
 
 /** The metadata key a node names the leader's client address under. */
 export const LEADER_HEADER = "x-handlestore-leader";

@@ -9,10 +9,11 @@
  * a failover never forgets it, and a retry applies it once.
  */
 import { createHash } from "node:crypto";
-import type { CallOptions, Client } from "./cluster.js";
-import { HandleStore } from "./handles.js";
+import type { Client } from "./cluster.js";
+import { AlreadyExistsError } from "./gen/reasons.js";
+import type { HandleStore } from "./handles.js";
 import { base32 } from "./ids.js";
-import { AlreadyExistsError } from "./reasons.js";
+import type { CallOptions } from "./options.js";
 
 /** The handle store redemptions go to, in the client's namespace. */
 export const REDEEMED_STORE = "mcp-redeemed";
@@ -27,7 +28,7 @@ export class SingleUse {
   private readonly store: HandleStore<boolean>;
 
   constructor(client: Client) {
-    this.store = new HandleStore<boolean>(client, REDEEMED_STORE);
+    this.store = client.handleStore<boolean>(REDEEMED_STORE);
   }
 
   /**

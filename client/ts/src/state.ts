@@ -5,7 +5,6 @@
  * client's StateTool). A value is stored as bytes when it is a Uint8Array
  * (a Buffer), else as JSON; reading it back gives the same kind.
  */
-import type { CallOptions, Client } from "./cluster.js";
 import { Consistency, readOptions } from "./consistency.js";
 import { jsonText, jsonValue } from "./encoding.js";
 import type { Ttl as WireTtl } from "./gen/handlestore/v1/handles.js";
@@ -15,8 +14,10 @@ import {
   type StateValue,
   type StateEntry as WireEntry,
 } from "./gen/handlestore/v1/state.js";
+import { InvalidArgumentError } from "./gen/reasons.js";
 import { checkKey, checkPrefix } from "./ids.js";
-import { InvalidArgumentError } from "./reasons.js";
+import type { CallOptions } from "./options.js";
+import type { Transport } from "./transport.js";
 import { defaultTtlMillis, ttlMillis } from "./ttl.js";
 
 export interface StateEntry {
@@ -115,17 +116,21 @@ function revision(r: number | undefined): bigint | undefined {
   return r === undefined ? undefined : BigInt(r);
 }
 
-/** The state tool in the client's namespace. */
+/** The state tool in the client's namespace: `client.stateTool()`. */
 export class StateTool {
   readonly consistency: Consistency;
+  private readonly client: Transport;
   private readonly defaultMs: bigint;
 
-  constructor(
-    readonly client: Client,
-    options: StateToolOptions = {},
-  ) {
+  private constructor(client: Transport, options: StateToolOptions) {
+    this.client = client;
     this.consistency = options.consistency ?? Consistency.linearizable;
     this.defaultMs = defaultTtlMillis(options.defaultTtl);
+  }
+
+  /** @internal The state tool on a client's transport (what `Client.stateTool` makes). */
+  static on(client: Transport, options: StateToolOptions = {}): StateTool {
+    return new StateTool(client, options);
   }
 
   private ttl(ttl: number | undefined, keep = false): WireTtl {

@@ -8,7 +8,7 @@
  *
  * Expiry is decided by the cluster (the leader's clock), never by the client.
  */
-import { InvalidArgumentError } from "./reasons.js";
+import { InvalidArgumentError } from "./gen/reasons.js";
 
 export const Ttl = {
   /** The store's default TTL. */

@@ -13,7 +13,6 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { status as Code } from "@grpc/grpc-js";
-import type { Client } from "./cluster.js";
 import { DeadlineError } from "./deadline.js";
 import { ClosedError, HandlestoreError } from "./errorBase.js";
 import { errorOf, isServiceError, type Status, statusOf } from "./errors.js";
@@ -25,10 +24,11 @@ import {
   type WatchResponse,
   WatchService,
 } from "./gen/handlestore/v1/watch.js";
-import { InvalidArgumentError, UnauthenticatedError } from "./reasons.js";
+import { InvalidArgumentError, UnauthenticatedError } from "./gen/reasons.js";
 import { resumable, retryable, tlsRefused } from "./retry.js";
 import { valueFromWire } from "./state.js";
 import { StreamReader } from "./streamReader.js";
+import type { Transport } from "./transport.js";
 
 /** The node sends progress every 2 s while idle; three missed is a lost node. */
 export const SILENCE = 6_000;
@@ -122,15 +122,36 @@ export class Watch implements AsyncIterable<WatchBatch> {
   private reader: StreamReader<WatchResponse> | undefined;
   private closed = false;
 
-  constructor(
-    private readonly client: Client,
+  private readonly client: Transport;
+
+  private constructor(
+    client: Transport,
     private readonly request: WatchRequest,
     private readonly progress: boolean,
     private readonly signal: AbortSignal | undefined,
   ) {
+    this.client = client;
     this.positionAt = Number(request.startRevision);
     this.nodeAt = client.watchNode();
     signal?.addEventListener("abort", () => this.close(), { once: true });
+  }
+
+  /**
+   * @internal Starts watching `target` on a client's transport (what
+   * `Client.watch` does); resolves once a node has established the watch,
+   * so every later change (or from `startRevision`) is delivered.
+   */
+  static async start(client: Transport, target: WatchTarget, options: WatchOptions = {}): Promise<Watch> {
+    const request: WatchRequest = {
+      namespace: client.namespace,
+      target: targetOf(target),
+      startRevision: BigInt(options.startRevision ?? 0),
+      progressNotify: true,
+      keysOnly: options.keysOnly ?? false,
+    };
+    const w = new Watch(client, request, options.progress ?? false, options.signal);
+    await w.connect();
+    return w;
   }
 
   /** The next revision this watch delivers (resume a later watch from here). */
@@ -260,18 +281,4 @@ export class Watch implements AsyncIterable<WatchBatch> {
     if (changes.length === 0 && (!this.progress || revision + 1 < from)) return undefined;
     return { revision, changes };
   }
-}
-
-/** Starts watching `target`; resolves once a node has established the watch, so every later change (or from `startRevision`) is delivered. */
-export async function watch(client: Client, target: WatchTarget, options: WatchOptions = {}): Promise<Watch> {
-  const request: WatchRequest = {
-    namespace: client.namespace,
-    target: targetOf(target),
-    startRevision: BigInt(options.startRevision ?? 0),
-    progressNotify: true,
-    keysOnly: options.keysOnly ?? false,
-  };
-  const w = new Watch(client, request, options.progress ?? false, options.signal);
-  await w.connect();
-  return w;
 }

@@ -7,23 +7,18 @@
  * way another node can fix (the node answers the writes that had already
  * succeeded from its memory of their write ids, so none applies twice).
  */
-import type { Client } from "./cluster.js";
 import { Coalescer, type Wait } from "./coalesce.js";
 import { errorOf, type Status, statusOfFailure } from "./errors.js";
 import type { ReadsResponse } from "./gen/handlestore/v1/reads.js";
 import { type SubmitResponse, type Write, type WriteResult, WritesService } from "./gen/handlestore/v1/writes.js";
 import { retryable } from "./retry.js";
+import type { Transport } from "./transport.js";
 import type { WriteTicket } from "./writeIds.js";
 
 /** The most writes in one call (the node accepts 1000). */
 export const MAX_SUBMIT_WRITES = 256;
 /** The most bytes of writes in one call, unless a single write is larger (which then goes alone). */
 export const MAX_SUBMIT_BYTES = 4 << 20;
-
-export type WriteOp = NonNullable<Write["op"]>;
-export type WriteKind = WriteOp["$case"];
-export type WriteRequest<K extends WriteKind> = Extract<WriteOp, { $case: K }>["value"];
-export type WriteResponse<K extends WriteKind> = Extract<NonNullable<WriteResult["result"]>, { $case: K }>["value"];
 
 /** A write and its id, kept until the write is answered. */
 export interface Queued {
@@ -47,7 +42,7 @@ export function retryableFailure(resp: SubmitResponse | ReadsResponse): Status |
  * failed for a reason another node can fix fails the whole attempt, so the
  * call goes again where that error points, every write with its own id.
  */
-async function submit(client: Client, items: Queued[], wait?: Wait): Promise<(WriteResult | Error)[]> {
+async function submit(client: Transport, items: Queued[], wait?: Wait): Promise<(WriteResult | Error)[]> {
   try {
     const request = { writes: items.map((q) => q.write) };
     const resp = await client.call(WritesService.submit, request, { ...wait, check: retryableFailure });
@@ -57,8 +52,8 @@ async function submit(client: Client, items: Queued[], wait?: Wait): Promise<(Wr
   }
 }
 
-/** A client's queue of writes and the calls carrying them. */
-export function writeCoalescer(client: Client, maxCalls: number): Coalescer<Queued, WriteResult> {
+/** @internal A client's queue of writes and the calls carrying them. */
+export function writeCoalescer(client: Transport, maxCalls: number): Coalescer<Queued, WriteResult> {
   return new Coalescer<Queued, WriteResult>(
     (items, wait) => submit(client, items, wait),
     "write",

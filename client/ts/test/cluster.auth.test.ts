@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { before, describe, test } from "node:test";
+import { transportOf } from "../src/cluster.js";
 import { Access, AuthService, type Permission } from "../src/gen/handlestore/v1/auth.js";
 import {
   Client,
@@ -30,11 +31,11 @@ type Grant = Omit<Permission, "namespace">;
 
 /** A user holding one role of its own name with `grants` in SHOP; its token ("" with `noToken`). */
 async function addUser(root: Client, name: string, grants: Grant[], noToken = false): Promise<string> {
-  await root.call(AuthService.roleAdd, { name });
+  await transportOf(root).call(AuthService.roleAdd, { name });
   for (const g of grants) {
-    await root.call(AuthService.roleGrant, { role: name, permission: { namespace: SHOP, ...g } });
+    await transportOf(root).call(AuthService.roleGrant, { role: name, permission: { namespace: SHOP, ...g } });
   }
-  return (await root.call(AuthService.userAdd, { name, roles: [name], noToken })).token;
+  return (await transportOf(root).call(AuthService.userAdd, { name, roles: [name], noToken })).token;
 }
 
 /** `p` rejects with `cls` and its reason, within `ms` (not retried until the deadline). */
@@ -57,7 +58,7 @@ describe("an auth-enabled cluster", { skip: skipReason }, () => {
 
   before(async () => {
     const open = fx.client({ namespace: SHOP });
-    rootToken = (await open.call(AuthService.authEnable, { rootToken: "" })).rootToken;
+    rootToken = (await transportOf(open).call(AuthService.authEnable, { rootToken: "" })).rootToken;
     root = as(rootToken);
   });
 
@@ -120,14 +121,14 @@ describe("an auth-enabled cluster", { skip: skipReason }, () => {
   test("a revoked role and a rotated token stop working on every node at once", async () => {
     const carol = await user("carol", [WRITE]);
     await as(carol).stateTool().store("carol/k", 1);
-    await root.call(AuthService.userRevokeRole, { name: "carol", role: "carol" });
+    await transportOf(root).call(AuthService.userRevokeRole, { name: "carol", role: "carol" });
     for (const first of fx.cluster.endpoints) {
       const endpoints = [first, ...fx.cluster.endpoints.filter((e) => e !== first)];
       const c = fx.client({ endpoints, namespace: SHOP, token: carol, deadline: 20_000 });
       await refused(c.stateTool().store("carol/k", 2), PermissionDeniedError, "permission_denied");
     }
-    await root.call(AuthService.userGrantRole, { name: "carol", role: "carol" });
-    const rotated = (await root.call(AuthService.userTokenRotate, { name: "carol" })).token;
+    await transportOf(root).call(AuthService.userGrantRole, { name: "carol", role: "carol" });
+    const rotated = (await transportOf(root).call(AuthService.userTokenRotate, { name: "carol" })).token;
     for (const first of fx.cluster.endpoints) {
       const endpoints = [first, ...fx.cluster.endpoints.filter((e) => e !== first)];
       const old = fx.client({ endpoints, namespace: SHOP, token: carol, deadline: 20_000 });
@@ -145,7 +146,7 @@ describe("an auth-enabled cluster", { skip: skipReason }, () => {
       (await w.nextBatch()).changes.map((c) => c.key),
       ["dave/1"],
     );
-    await root.call(AuthService.userRevokeRole, { name: "dave", role: "dave" });
+    await transportOf(root).call(AuthService.userRevokeRole, { name: "dave", role: "dave" });
     await root.stateTool().store("dave/2", 2);
     await refused(
       (async () => {
@@ -164,7 +165,8 @@ describe("an auth-enabled cluster that requires client certificates", { skip: sk
 
   before(async () => {
     // root's certificate: with auth off, anyone may enable it.
-    const token = (await fx.client({ namespace: SHOP }).call(AuthService.authEnable, { rootToken: "" })).rootToken;
+    const token = (await transportOf(fx.client({ namespace: SHOP })).call(AuthService.authEnable, { rootToken: "" }))
+      .rootToken;
     root = fx.client({ namespace: SHOP, token });
     await addUser(root, "alice", [WRITE], true);
   });

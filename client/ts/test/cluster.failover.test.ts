@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { transportOf } from "../src/cluster.js";
 import { StateService } from "../src/gen/handlestore/v1/state.js";
 import { Client, DeadlineExceededError, newHandleId, UnavailableError } from "../src/index.js";
 import { Cluster, skipReason, useCluster } from "./cluster.js";
@@ -11,7 +12,8 @@ describe("failover", { skip: skipReason }, () => {
 
   test("the same write id twice: the second call gets the first answer, and the write happened once", async () => {
     const client = fx.client({ namespace: "ts-once" });
-    const ticket = client.writeTicket();
+    const transport = transportOf(client);
+    const ticket = transport.writeTicket();
     const request = {
       namespace: client.namespace,
       key: "once",
@@ -21,8 +23,8 @@ describe("failover", { skip: skipReason }, () => {
       expectedRevision: 0n,
       writeId: ticket.id,
     };
-    const first = await client.call(StateService.store, request);
-    const again = await client.call(StateService.store, request);
+    const first = await transport.call(StateService.store, request);
+    const again = await transport.call(StateService.store, request);
     ticket.release();
     assert.equal(again.revision, first.revision);
     assert.equal((await client.stateTool().retrieve("once"))?.modRevision, Number(first.revision));

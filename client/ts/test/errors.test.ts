@@ -16,6 +16,7 @@ import {
   CompactedError,
   FailedPreconditionError,
   HandlestoreError,
+  HandlestoreTimeoutError,
   InternalError,
   InvalidArgumentError,
   NotFoundError,
@@ -29,6 +30,7 @@ import {
   ResourceExhaustedError,
   RevisionMismatchError,
   SlowWatcherError,
+  TimeoutError,
   UnavailableError,
   ValueTooLargeError,
 } from "../src/index.js";
@@ -69,6 +71,18 @@ for (const reason of Object.keys(REASONS) as Reason[]) {
     assert.equal(resumable(s), REASONS[reason].retried === "resume");
   });
 }
+
+test("a node's timeout is not named as AbortSignal.timeout()'s DOMException; its old class name still works", () => {
+  const err = errorOf(fromReason("timeout"));
+  assert.ok(err instanceof HandlestoreTimeoutError && err instanceof UnavailableError);
+  // "TimeoutError" is what `AbortSignal.timeout()` rejects with: a caller's own deadline.
+  assert.equal(err.name, "HandlestoreTimeoutError");
+  assert.equal(`${err}`, "HandlestoreTimeoutError: what the node said");
+  // The deprecated name is the same class, as a value and as a type.
+  const old: TimeoutError = err;
+  assert.ok(old instanceof TimeoutError);
+  assert.equal(TimeoutError, HandlestoreTimeoutError);
+});
 
 test("the classes nest: a reason's class is its code's", () => {
   assert.ok(errorOf(fromReason("not_leader")) instanceof NotLeaderError);

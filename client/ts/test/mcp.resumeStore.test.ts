@@ -223,7 +223,7 @@ describe("ClusterEventStore: following a stream", { skip: skipReason }, () => {
       },
     });
     const sent: JSONRPCMessage[] = [];
-    const source = { state: racing, keys: dead.keys, headKey: dead.headKey, ttl: 60_000 };
+    const source = { client: origin, state: racing, keys: dead.keys, headKey: dead.headKey, ttl: 60_000 };
     const send = async (_id: string, m: JSONRPCMessage) => {
       sent.push(m);
     };

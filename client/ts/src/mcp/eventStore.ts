@@ -36,8 +36,8 @@ import type {
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "../cluster.js";
 import { CodecError } from "../errorBase.js";
+import { InvalidArgumentError, NotFoundError, RevisionMismatchError, UnavailableError } from "../gen/reasons.js";
 import { newHandleId } from "../ids.js";
-import { InvalidArgumentError, NotFoundError, RevisionMismatchError, UnavailableError } from "../reasons.js";
 import type { StateTool, StoreItem } from "../state.js";
 import { BUCKET, EVENTS_PREFIX } from "./contract.js";
 import { EventKeys, eventId, parseEventId } from "./eventKeys.js";
@@ -101,6 +101,7 @@ function goneSignal(res: ServerResponse): AbortSignal {
  * whatever the scope.
  */
 export class ClusterEventStore implements EventStore {
+  private readonly client: Client;
   private readonly state: StateTool;
   private readonly keys: EventKeys;
   private readonly ttl: number;
@@ -114,6 +115,7 @@ export class ClusterEventStore implements EventStore {
   private stopped = new AbortController();
 
   constructor(client: Client, options: ClusterEventStoreOptions = {}) {
+    this.client = client;
     this.state = client.stateTool();
     this.keys = new EventKeys(options.prefix ?? EVENTS_PREFIX);
     this.ttl = Math.max(1_000, options.ttl ?? 3_600_000);
@@ -126,7 +128,7 @@ export class ClusterEventStore implements EventStore {
 
   /** A view of this store whose stream ids are its own (one per session or transport); it shares this one's caches. */
   scoped(scope: string): ClusterEventStore {
-    const view = new ClusterEventStore(this.state.client, {
+    const view = new ClusterEventStore(this.client, {
       ttl: this.ttl,
       maxEvents: this.maxEvents,
       prefix: this.keys.prefix,
@@ -276,7 +278,13 @@ export class ClusterEventStore implements EventStore {
     const streamId = await this.getStreamIdForEventId(lastEventId);
     if (streamId === undefined) throw new NotFoundError(`no event stream has event ${lastEventId}`);
     const scope = currentScope();
-    const source = { state: this.state, keys: this.keys, headKey: this.headKey(streamId), ttl: this.ttl };
+    const source = {
+      client: this.client,
+      state: this.state,
+      keys: this.keys,
+      headKey: this.headKey(streamId),
+      ttl: this.ttl,
+    };
     const stop = scope ? AbortSignal.any([scope.gone, this.stopped.signal]) : this.stopped.signal;
     const follower = new Follower(source, parsed.token, parsed.seq, send, stop);
     await follower.replay();

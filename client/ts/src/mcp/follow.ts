@@ -12,7 +12,8 @@
  * them.
  */
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { NotFoundError, RevisionMismatchError } from "../reasons.js";
+import type { Client } from "../cluster.js";
+import { NotFoundError, RevisionMismatchError } from "../gen/reasons.js";
 import type { StateTool } from "../state.js";
 import type { Change, Watch } from "../watch.js";
 import { Completion, type RequestId } from "./completion.js";
@@ -27,6 +28,8 @@ export type Send = (eventId: string, message: JSONRPCMessage) => Promise<void>;
 
 /** The store a follower reads and appends to. */
 export interface FollowSource {
+  /** The client the store was made with, whose watches the follower opens. */
+  readonly client: Client;
   readonly state: StateTool;
   readonly keys: EventKeys;
   /** The stream's head, as the replaying store names the stream. */
@@ -127,7 +130,7 @@ export class Follower {
   /** Watches of the stream's events and of the origin's record, from the replay's read revision on. */
   private async watches(): Promise<readonly [Watch, Watch]> {
     const options = { startRevision: this.from, signal: this.stop };
-    const client = this.src.state.client;
+    const client = this.src.client;
     const events = await client.watch({ prefix: this.src.keys.events(this.token) }, options);
     try {
       return [events, await client.watch({ key: this.src.keys.live(this.token) }, options)];

@@ -25,7 +25,7 @@
  * flight never brings an ended record back; one that cannot be written for
  * longer than the TTL is given up (followers have taken the origin for dead).
  */
-import { NotFoundError, RevisionMismatchError } from "../reasons.js";
+import { NotFoundError, RevisionMismatchError } from "../gen/reasons.js";
 import type { StateTool, StoreItem } from "../state.js";
 import { Completion, type RequestId } from "./completion.js";
 import { LIVE } from "./contract.js";

@@ -21,7 +21,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "../cluster.js";
-import { CompactedError, InvalidArgumentError } from "../reasons.js";
+import { CompactedError, InvalidArgumentError } from "../gen/reasons.js";
 import type { StateTool } from "../state.js";
 import type { Change, Watch, WatchTarget } from "../watch.js";
 import { digestName } from "./keys.js";

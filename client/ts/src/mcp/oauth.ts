@@ -23,7 +23,7 @@ import type {
 } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { ClientStateStore } from "../clientState.js";
 import type { Client } from "../cluster.js";
-import { NotFoundError } from "../reasons.js";
+import { NotFoundError } from "../gen/reasons.js";
 
 export const TOKENS = "oauth-tokens";
 export const CLIENT_INFO = "oauth-client-info";

@@ -17,7 +17,7 @@
  */
 import type { QueuedMessage, TaskMessageQueue } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import type { Client } from "../cluster.js";
-import { NotFoundError, ResourceExhaustedError, RevisionMismatchError } from "../reasons.js";
+import { NotFoundError, ResourceExhaustedError, RevisionMismatchError } from "../gen/reasons.js";
 import type { StateEntry, StateTool } from "../state.js";
 import { digestName, padded } from "./keys.js";
 import { TASKS_PREFIX } from "./taskStore.js";

@@ -23,8 +23,8 @@
 import type { CreateTaskOptions, TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import type { Request, RequestId, Result, Task } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "../cluster.js";
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError, RevisionMismatchError } from "../gen/reasons.js";
 import { checkHandleId, newHandleId } from "../ids.js";
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError, RevisionMismatchError } from "../reasons.js";
 import type { StateEntry, StateTool } from "../state.js";
 import { pageTokenAfter } from "./keys.js";
 

@@ -21,8 +21,8 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import type { Client } from "../../cluster.js";
-import { keyring, type RingKey } from "../../keyring.js";
-import { NotFoundError } from "../../reasons.js";
+import { NotFoundError } from "../../gen/reasons.js";
+import type { RingKey } from "../../keyring.js";
 
 export const HMAC_INFO = "handlestore/mcp-request-state/ts-sdk-v2/hmac";
 
@@ -63,7 +63,7 @@ export class KeyRingRequestStateCodec<T = unknown> implements RequestStateCodec<
 
   /** Re-reads the ring now. */
   async refresh(): Promise<void> {
-    const keys = await keyring(this.client, { includeSecrets: true });
+    const keys = await this.client.keyring({ includeSecrets: true });
     if (!keys.some((k) => k.primary && k.secret.length >= 32)) {
       throw new NotFoundError(`namespace ${this.client.namespace} has no key ring: run \`handlestore keyring create\``);
     }
