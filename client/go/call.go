@@ -4,12 +4,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 )
 
 // core is what a client and its clones share: the connections, the
@@ -56,14 +56,15 @@ func (k *core) bound(ctx context.Context) (context.Context, context.CancelFunc, 
 // deadline: on the preferred node first (the leader, once known), then
 // where a refusal points (the leader it names) or the next node. It
 // returns the response in resp, or the error: the node's *Error, a
-// *DeadlineError, or the context's error if it was cancelled.
-func (k *core) invoke(ctx context.Context, method string, req, resp proto.Message, ok check) error {
+// *DeadlineError, or the context's error if it was cancelled. Every attempt
+// carries opts (Conn's callers' own call options).
+func (k *core) invoke(ctx context.Context, method string, req, resp any, ok check, opts ...grpc.CallOption) error {
 	ctx, cancel, budget := k.bound(ctx)
 	defer cancel()
 	idx := k.conns.preferredIndex()
 	var last error
 	for tries := 0; ; tries++ {
-		o := k.attempt(ctx, idx, method, req, resp, ok)
+		o := k.attempt(ctx, idx, method, req, resp, ok, opts)
 		if o.cut {
 			// The call's context ended during the attempt: the last refusal
 			// says more than the cut.
@@ -110,7 +111,7 @@ func ended(ctx context.Context, budget time.Duration, last error) error {
 }
 
 // attempt is one try on endpoint idx.
-func (k *core) attempt(ctx context.Context, idx int, method string, req, resp proto.Message, ok check) outcome {
+func (k *core) attempt(ctx context.Context, idx int, method string, req, resp any, ok check, opts []grpc.CallOption) outcome {
 	cc, err := k.conns.conn(idx)
 	if err != nil {
 		return outcome{err: err}
@@ -120,7 +121,8 @@ func (k *core) attempt(ctx context.Context, idx int, method string, req, resp pr
 	actx, cancel := context.WithTimeout(k.conns.outgoing(ctx), timeout)
 	defer cancel()
 	var header, trailer metadata.MD
-	err = cc.Invoke(actx, method, req, resp, grpc.Header(&header), grpc.Trailer(&trailer))
+	opts = slices.Concat(opts, []grpc.CallOption{grpc.Header(&header), grpc.Trailer(&trailer)})
+	err = cc.Invoke(actx, method, req, resp, opts...)
 	if err == nil {
 		return k.answered(idx, header, ok)
 	}

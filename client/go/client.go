@@ -1,11 +1,5 @@
 package handlestore
 
-import (
-	"context"
-
-	"google.golang.org/protobuf/proto"
-)
-
 // Client is a connection to a handlestore cluster, safe for concurrent
 // use. Nodes are dialed lazily, so New succeeds while nodes are down; it
 // fails only on a malformed Config. Every call takes a context: its
@@ -80,13 +74,4 @@ func (c *Client) WithNamespace(ns string) (*Client, error) {
 		return nil, err
 	}
 	return &Client{core: c.core, namespace: ns, ids: newWriteIDs()}, nil
-}
-
-// Invoke calls a unary method of the contract (gen/handlestore/v1's
-// *_FullMethodName) with this client's failover, retries, credentials
-// and deadline, for what the typed API does not cover (admin calls). A
-// write request must carry a write id from NewWriteID, the same on a
-// retry.
-func (c *Client) Invoke(ctx context.Context, method string, req, resp proto.Message) error {
-	return c.core.invoke(ctx, method, req, resp, nil)
 }

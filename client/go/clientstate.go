@@ -81,12 +81,12 @@ func (s *ClientStateStore) text(ctx context.Context, field string) (string, bool
 }
 
 func (s *ClientStateStore) set(ctx context.Context, field string, v any) error {
-	_, err := s.tool.Store(ctx, s.key(field), v, StoreOptions{})
+	_, err := s.tool.Store(ctx, s.key(field), v)
 	return err
 }
 
 func (s *ClientStateStore) clear(ctx context.Context, field string) error {
-	_, err := s.tool.Delete(ctx, s.key(field), nil)
+	_, err := s.tool.Delete(ctx, s.key(field))
 	return err
 }
 

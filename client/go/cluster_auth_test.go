@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	handlestore "github.com/handlestore/handlestore/client/go"
 	pb "github.com/handlestore/handlestore/client/go/gen/handlestore/v1"
 	"github.com/handlestore/handlestore/client/go/internal/testkit"
@@ -31,29 +29,19 @@ var (
 	grantRead  = &pb.Permission{Access: pb.Access_ACCESS_READ}
 )
 
-// invoke is one Auth call, failing the test on an error.
-func invoke[R any, PR interface {
-	*R
-	proto.Message
-}](t *testing.T, c *handlestore.Client, method string, req proto.Message) PR {
-	t.Helper()
-	resp := PR(new(R))
-	if err := c.Invoke(testkit.Ctx(t), method, req, resp); err != nil {
-		t.Fatalf("%s: %v", method, err)
-	}
-	return resp
-}
+// authOf is the Auth service, through c's leader following and retries.
+func authOf(c *handlestore.Client) pb.AuthClient { return pb.NewAuthClient(c.Conn()) }
 
 // addUser is a user holding one role of its own name with grants in
 // authNS, and its token ("" with noToken).
 func addUser(t *testing.T, root *handlestore.Client, name string, noToken bool, grants ...*pb.Permission) string {
 	t.Helper()
-	invoke[pb.AuthChangeResponse](t, root, pb.Auth_RoleAdd_FullMethodName, &pb.RoleAddRequest{Name: name})
+	got(authOf(root).RoleAdd(testkit.Ctx(t), &pb.RoleAddRequest{Name: name}))(t)
 	for _, g := range grants {
 		p := &pb.Permission{Namespace: authNS, Access: g.Access, Store: g.Store, KeyPrefix: g.KeyPrefix}
-		invoke[pb.AuthChangeResponse](t, root, pb.Auth_RoleGrant_FullMethodName, &pb.RolePermissionRequest{Role: name, Permission: p})
+		got(authOf(root).RoleGrant(testkit.Ctx(t), &pb.RolePermissionRequest{Role: name, Permission: p}))(t)
 	}
-	return invoke[pb.UserTokenResponse](t, root, pb.Auth_UserAdd_FullMethodName, &pb.UserAddRequest{Name: name, Roles: []string{name}, NoToken: noToken}).GetToken()
+	return got(authOf(root).UserAdd(testkit.Ctx(t), &pb.UserAddRequest{Name: name, Roles: []string{name}, NoToken: noToken}))(t).GetToken()
 }
 
 // refused fails the test unless err is want with its reason, and came
@@ -89,7 +77,7 @@ func denied(t *testing.T, what string, call func(ctx context.Context) error) {
 
 func storeErr(t *handlestore.StateTool, key string, v any) func(context.Context) error {
 	return func(ctx context.Context) error {
-		_, err := t.Store(ctx, key, v, handlestore.StoreOptions{})
+		_, err := t.Store(ctx, key, v)
 		return err
 	}
 }
@@ -138,7 +126,7 @@ func TestAuth(t *testing.T) {
 	as := func(token string, namespace string, endpoints ...string) *handlestore.Client {
 		return cluster.Client(handlestore.Config{Namespace: namespace, Token: token, Endpoints: endpoints, CallTimeout: 20 * time.Second})
 	}
-	rootToken := invoke[pb.AuthEnableResponse](t, as("", authNS), pb.Auth_AuthEnable_FullMethodName, &pb.AuthEnableRequest{}).GetRootToken()
+	rootToken := got(authOf(as("", authNS)).AuthEnable(testkit.Ctx(t), &pb.AuthEnableRequest{}))(t).GetRootToken()
 	if rootToken == "" {
 		t.Fatal("no root token")
 	}
@@ -150,7 +138,7 @@ func TestAuth(t *testing.T) {
 		w := got(root.Watch(ctx, handlestore.WatchPrefix("root/"), handlestore.WatchOptions{}))(t)
 		defer w.Close()
 		tool := root.StateTool(handlestore.StateToolOptions{})
-		got(tool.Store(ctx, "root/k", map[string]string{"by": "root"}, handlestore.StoreOptions{}))(t)
+		got(tool.Store(ctx, "root/k", map[string]string{"by": "root"}))(t)
 		if v := value(t, root, "root/k"); v.(map[string]any)["by"] != "root" {
 			t.Fatalf("%v", v)
 		}
@@ -188,7 +176,7 @@ func TestAuth(t *testing.T) {
 	t.Run("a token used where it was not granted is denied, and nothing changes", func(t *testing.T) {
 		ctx := testkit.Ctx(t)
 		bob := user("bob", grantWrite)
-		got(as(bob, authNS).StateTool(handlestore.StateToolOptions{}).Store(ctx, "bob/k", "mine", handlestore.StoreOptions{}))(t)
+		got(as(bob, authNS).StateTool(handlestore.StateToolOptions{}).Store(ctx, "bob/k", "mine"))(t)
 		// Another namespace.
 		elsewhere := as(bob, "go-other")
 		denied(t, "store elsewhere", storeErr(elsewhere.StateTool(handlestore.StateToolOptions{}), "bob/k", "theirs"))
@@ -221,7 +209,7 @@ func TestAuth(t *testing.T) {
 
 	t.Run("a read-only token reads but cannot write; a grant narrowed to a store covers only that store", func(t *testing.T) {
 		ctx := testkit.Ctx(t)
-		got(root.StateTool(handlestore.StateToolOptions{}).Store(ctx, "shared/k", "v1", handlestore.StoreOptions{}))(t)
+		got(root.StateTool(handlestore.StateToolOptions{}).Store(ctx, "shared/k", "v1"))(t)
 		reader := as(user("reader", grantRead), authNS)
 		r := reader.StateTool(handlestore.StateToolOptions{})
 		var v string
@@ -254,15 +242,15 @@ func TestAuth(t *testing.T) {
 	t.Run("a revoked role and a rotated token stop working on every node at once", func(t *testing.T) {
 		ctx := testkit.Ctx(t)
 		carol := user("carol", grantWrite)
-		got(as(carol, authNS).StateTool(handlestore.StateToolOptions{}).Store(ctx, "carol/k", 1, handlestore.StoreOptions{}))(t)
-		invoke[pb.AuthChangeResponse](t, root, pb.Auth_UserRevokeRole_FullMethodName, &pb.UserRoleRequest{Name: "carol", Role: "carol"})
+		got(as(carol, authNS).StateTool(handlestore.StateToolOptions{}).Store(ctx, "carol/k", 1))(t)
+		got(authOf(root).UserRevokeRole(testkit.Ctx(t), &pb.UserRoleRequest{Name: "carol", Role: "carol"}))(t)
 		for _, endpoints := range rotated(cluster.Endpoints()) {
 			tool := as(carol, authNS, endpoints...).StateTool(handlestore.StateToolOptions{})
 			denied(t, "revoked, from "+endpoints[0], storeErr(tool, "carol/k", 2))
 			denied(t, "revoked, read from "+endpoints[0], getErr(tool, "carol/k"))
 		}
-		invoke[pb.AuthChangeResponse](t, root, pb.Auth_UserGrantRole_FullMethodName, &pb.UserRoleRequest{Name: "carol", Role: "carol"})
-		rotatedToken := invoke[pb.UserTokenResponse](t, root, pb.Auth_UserTokenRotate_FullMethodName, &pb.UserTokenRotateRequest{Name: "carol"}).GetToken()
+		got(authOf(root).UserGrantRole(testkit.Ctx(t), &pb.UserRoleRequest{Name: "carol", Role: "carol"}))(t)
+		rotatedToken := got(authOf(root).UserTokenRotate(testkit.Ctx(t), &pb.UserTokenRotateRequest{Name: "carol"}))(t).GetToken()
 		if rotatedToken == "" || rotatedToken == carol {
 			t.Fatal("no new token")
 		}
@@ -273,7 +261,7 @@ func TestAuth(t *testing.T) {
 		if v := value(t, root, "carol/k"); v != float64(1) {
 			t.Fatalf("carol/k is %v", v)
 		}
-		got(as(rotatedToken, authNS).StateTool(handlestore.StateToolOptions{}).Store(ctx, "carol/k", 4, handlestore.StoreOptions{}))(t)
+		got(as(rotatedToken, authNS).StateTool(handlestore.StateToolOptions{}).Store(ctx, "carol/k", 4))(t)
 		if v := value(t, root, "carol/k"); v != float64(4) {
 			t.Fatalf("carol/k is %v", v)
 		}
@@ -285,12 +273,12 @@ func TestAuth(t *testing.T) {
 		w := got(dave.Watch(ctx, handlestore.WatchPrefix("dave/"), handlestore.WatchOptions{}))(t)
 		defer w.Close()
 		tool := root.StateTool(handlestore.StateToolOptions{})
-		got(tool.Store(ctx, "dave/1", 1, handlestore.StoreOptions{}))(t)
+		got(tool.Store(ctx, "dave/1", 1))(t)
 		if seen := changes(t, w, 1, 10*time.Second); seen[0].Key != "dave/1" {
 			t.Fatalf("%+v", seen)
 		}
-		invoke[pb.AuthChangeResponse](t, root, pb.Auth_UserRevokeRole_FullMethodName, &pb.UserRoleRequest{Name: "dave", Role: "dave"})
-		got(tool.Store(ctx, "dave/2", 2, handlestore.StoreOptions{}))(t)
+		got(authOf(root).UserRevokeRole(testkit.Ctx(t), &pb.UserRoleRequest{Name: "dave", Role: "dave"}))(t)
+		got(tool.Store(ctx, "dave/2", 2))(t)
 		start := time.Now()
 		var err error
 		for err == nil {
@@ -306,7 +294,7 @@ func TestAuthWithClientCertificates(t *testing.T) {
 		return cluster.Client(handlestore.Config{Namespace: namespace, TLS: tls, Token: token, CallTimeout: 20 * time.Second})
 	}
 	// root's certificate: with auth off, anyone may enable it.
-	rootToken := invoke[pb.AuthEnableResponse](t, cluster.Client(handlestore.Config{Namespace: authNS}), pb.Auth_AuthEnable_FullMethodName, &pb.AuthEnableRequest{}).GetRootToken()
+	rootToken := got(authOf(cluster.Client(handlestore.Config{Namespace: authNS})).AuthEnable(testkit.Ctx(t), &pb.AuthEnableRequest{}))(t).GetRootToken()
 	root := with(nil, rootToken, authNS)
 	addUser(t, root, "alice", true, grantWrite)
 	alice := cluster.TLSFor("alice")
@@ -314,10 +302,10 @@ func TestAuthWithClientCertificates(t *testing.T) {
 	t.Run("a certificate stands in for a token: its common name is the user", func(t *testing.T) {
 		ctx := testkit.Ctx(t)
 		c := with(alice, "", authNS)
-		if s := invoke[pb.AuthStatusResponse](t, c, pb.Auth_AuthStatus_FullMethodName, &pb.AuthStatusRequest{}); !s.GetEnabled() || s.GetUser() != "alice" {
+		if s := got(authOf(c).AuthStatus(testkit.Ctx(t), &pb.AuthStatusRequest{}))(t); !s.GetEnabled() || s.GetUser() != "alice" {
 			t.Fatalf("status %+v", s)
 		}
-		got(c.StateTool(handlestore.StateToolOptions{}).Store(ctx, "alice/k", "by certificate", handlestore.StoreOptions{}))(t)
+		got(c.StateTool(handlestore.StateToolOptions{}).Store(ctx, "alice/k", "by certificate"))(t)
 		if v := value(t, root, "alice/k"); v != "by certificate" {
 			t.Fatalf("%v", v)
 		}

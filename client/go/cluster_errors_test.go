@@ -44,7 +44,7 @@ func TestANodesErrorsParseAsGoogleRpcStatus(t *testing.T) {
 
 	cc := got(grpc.NewClient("passthrough:///"+cluster.Node(leader).Addr, grpc.WithTransportCredentials(insecure.NewCredentials())))(t)
 	t.Cleanup(func() { _ = cc.Close() })
-	stale := &pb.PutRequest{Store: "errs", Id: id, Value: []byte(`{}`), ExpectedRevision: handlestore.Revision(v.ModRevision + 1000)}
+	stale := &pb.PutRequest{Store: "errs", Id: id, Value: []byte(`{}`), ExpectedRevision: proto.Uint64(v.ModRevision + 1000)}
 	_, err := pb.NewHandlesClient(cc).Put(ctx, stale)
 	st, _ := status.FromError(err)
 	if d := detailOf(t, st); st.Code() != codes.FailedPrecondition || d.GetReason() != "revision_mismatch" || d.GetCurrentRevision() != v.ModRevision {
@@ -67,7 +67,7 @@ func TestANodesErrorsParseAsGoogleRpcStatus(t *testing.T) {
 	}
 
 	// The client keeps both (its puts go through Writes.Submit).
-	_, err = carts.PutWith(ctx, id, cart{}, handlestore.PutOptions{ExpectedRevision: handlestore.Revision(v.ModRevision + 1000)})
+	_, err = carts.Put(ctx, id, cart{}, handlestore.TTLDefault, handlestore.IfRevision(v.ModRevision+1000))
 	var e *handlestore.Error
 	if !errors.As(err, &e) || e.Reason != handlestore.ReasonRevisionMismatch || e.CurrentRevision != v.ModRevision {
 		t.Fatalf("the client's compare-and-set: %v", err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	handlestore "github.com/handlestore/handlestore/client/go"
 	pb "github.com/handlestore/handlestore/client/go/gen/handlestore/v1"
 	"github.com/handlestore/handlestore/client/go/internal/testkit"
@@ -24,12 +26,10 @@ func TestLeaderFollowingAndExactlyOnce(t *testing.T) {
 		defer release()
 		// Create-only: applied twice, it would conflict.
 		req := &pb.StoreRequest{Namespace: c.Namespace(), Key: "once", Value: &pb.StateValue{Kind: &pb.StateValue_Json{Json: "1"}},
-			ExpectedRevision: handlestore.Revision(0), WriteId: id}
-		first, again := &pb.StoreResponse{}, &pb.StoreResponse{}
-		if err := c.Invoke(ctx, pb.State_Store_FullMethodName, req, first); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Invoke(ctx, pb.State_Store_FullMethodName, req, again); err != nil || again.GetRevision() != first.GetRevision() {
+			ExpectedRevision: proto.Uint64(0), WriteId: id}
+		state := pb.NewStateClient(c.Conn())
+		first := got(state.Store(ctx, req))(t)
+		if again, err := state.Store(ctx, req); err != nil || again.GetRevision() != first.GetRevision() {
 			t.Fatalf("again: %v %v, first %v", again, err, first)
 		}
 	})
@@ -45,8 +45,8 @@ func TestLeaderFollowingAndExactlyOnce(t *testing.T) {
 		}
 		c := cluster.Client(handlestore.Config{Namespace: "go-move", Endpoints: append(others, leader)})
 		tool := c.StateTool(handlestore.StateToolOptions{})
-		got(tool.Store(ctx, "k", 1, handlestore.StoreOptions{}))(t)
-		got(tool.Store(ctx, "k", 2, handlestore.StoreOptions{}))(t)
+		got(tool.Store(ctx, "k", 1))(t)
+		got(tool.Store(ctx, "k", 2))(t)
 		if c.Preferred() != leader {
 			t.Fatalf("preferred %s, leader %s", c.Preferred(), leader)
 		}
@@ -56,7 +56,7 @@ func TestLeaderFollowingAndExactlyOnce(t *testing.T) {
 		ctx := testkit.Ctx(t)
 		c := cluster.Client(handlestore.Config{Namespace: "go-skip", Endpoints: append([]string{"127.0.0.1:1"}, cluster.Endpoints()...)})
 		var v string
-		got(c.StateTool(handlestore.StateToolOptions{}).Store(ctx, "k", "v", handlestore.StoreOptions{}))(t)
+		got(c.StateTool(handlestore.StateToolOptions{}).Store(ctx, "k", "v"))(t)
 		if ok, err := c.StateTool(handlestore.StateToolOptions{}).Get(ctx, "k", &v); !ok || err != nil || v != "v" {
 			t.Fatalf("%q %v %v", v, ok, err)
 		}
@@ -97,13 +97,13 @@ func writesThroughAKill(t *testing.T, cluster *testkit.Cluster) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if _, err := tool.Store(ctx, key("new", i), i, handlestore.StoreOptions{ExpectedRevision: handlestore.Revision(0)}); err != nil {
+			if _, err := tool.Store(ctx, key("new", i), i, handlestore.IfRevision(0)); err != nil {
 				t.Errorf("store %d: %v", i, err)
 			}
 		}()
 		go func() {
 			defer wg.Done()
-			if d, err := tool.Delete(ctx, key("old", i), nil); err != nil || d.Count != 1 {
+			if d, err := tool.Delete(ctx, key("old", i)); err != nil || d.Count != 1 {
 				t.Errorf("delete %d: %+v %v", i, d, err)
 			}
 		}()
@@ -123,7 +123,7 @@ func writesThroughAKill(t *testing.T, cluster *testkit.Cluster) {
 	if now == leader {
 		t.Fatal("no new leader")
 	}
-	got(tool.Store(ctx, "after", 1, handlestore.StoreOptions{}))(t)
+	got(tool.Store(ctx, "after", 1))(t)
 	if c.Preferred() != cluster.Node(now).Addr {
 		t.Fatalf("the client prefers %s, the leader is %s", c.Preferred(), cluster.Node(now).Addr)
 	}
@@ -158,11 +158,11 @@ func TestNoQuorumFailsFastAndClosed(t *testing.T) {
 	c := cluster.Client(handlestore.Config{Namespace: "go-quorum", CallTimeout: 2 * time.Second, AttemptTimeout: 500 * time.Millisecond})
 	tool := c.StateTool(handlestore.StateToolOptions{})
 	ctx := testkit.Ctx(t)
-	got(tool.Store(ctx, "before", 1, handlestore.StoreOptions{}))(t)
+	got(tool.Store(ctx, "before", 1))(t)
 	cluster.Kill(1)
 	cluster.Kill(2)
 	start := time.Now()
-	_, err := tool.Store(context.Background(), "during", 1, handlestore.StoreOptions{})
+	_, err := tool.Store(context.Background(), "during", 1)
 	if !errors.Is(err, handlestore.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v", err)
 	}

@@ -46,7 +46,7 @@ func TestHandlesOnACluster(t *testing.T) {
 		if _, ok, err := carts.Update(ctx, id, func(c cart) (cart, error) { return c, nil }); ok || err != nil {
 			t.Fatalf("update: %v %v", ok, err)
 		}
-		_, err := carts.PutWith(ctx, id, cart{}, handlestore.PutOptions{ExpectedRevision: handlestore.Revision(5)})
+		_, err := carts.Put(ctx, id, cart{}, handlestore.TTLDefault, handlestore.IfRevision(5))
 		if !errors.Is(err, handlestore.ErrNotFound) {
 			t.Fatalf("a compare-and-set of an unknown handle: %v", err)
 		}
@@ -57,8 +57,14 @@ func TestHandlesOnACluster(t *testing.T) {
 		carts := handleStore[cart](t, client, "cas", handlestore.HandleStoreOptions{})
 		id := got(carts.Mint(ctx, cart{}, 0))(t)
 		v, _ := got2(carts.GetVersioned(ctx, id))(t)
-		now := got(carts.PutWith(ctx, id, cart{Items: []string{"a"}}, handlestore.PutOptions{ExpectedRevision: handlestore.Revision(v.ModRevision)}))(t)
-		_, err := carts.PutWith(ctx, id, cart{Items: []string{"b"}}, handlestore.PutOptions{ExpectedRevision: handlestore.Revision(v.ModRevision)})
+		var now handlestore.WriteOutcome
+		if !got(carts.Put(ctx, id, cart{Items: []string{"a"}}, 0, handlestore.IfRevision(v.ModRevision), handlestore.Outcome(&now)))(t) || !now.Existed {
+			t.Fatalf("a compare-and-set over a live handle: %+v", now)
+		}
+		if w, _ := got2(carts.GetVersioned(ctx, id))(t); w.ModRevision != now.Revision {
+			t.Fatalf("the outcome's revision %d, the handle's %d", now.Revision, w.ModRevision)
+		}
+		_, err := carts.Put(ctx, id, cart{Items: []string{"b"}}, 0, handlestore.IfRevision(v.ModRevision))
 		var e *handlestore.Error
 		if !errors.As(err, &e) || !errors.Is(err, handlestore.ErrRevisionMismatch) || e.Code != codes.FailedPrecondition || e.CurrentRevision != now.Revision || e.Message == "" {
 			t.Fatalf("got %#v", err)

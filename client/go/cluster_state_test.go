@@ -18,8 +18,8 @@ func TestStateToolOnACluster(t *testing.T) {
 
 	t.Run("JSON and bytes come back as they went", func(t *testing.T) {
 		ctx := testkit.Ctx(t)
-		rev := got(tool.Store(ctx, "a/json", map[string]any{"step": 3}, handlestore.StoreOptions{}))(t)
-		got(tool.Store(ctx, "a/bytes", []byte{0, 1, 2}, handlestore.StoreOptions{}))(t)
+		rev := got(tool.Store(ctx, "a/json", map[string]any{"step": 3}))(t)
+		got(tool.Store(ctx, "a/bytes", []byte{0, 1, 2}))(t)
 		e := got(tool.Retrieve(ctx, "a/json"))(t)
 		if e == nil || e.ModRevision != rev || string(e.Value.JSON()) != `{"step":3}` {
 			t.Fatalf("%+v", e)
@@ -38,19 +38,19 @@ func TestStateToolOnACluster(t *testing.T) {
 
 	t.Run("compare-and-set and deletes", func(t *testing.T) {
 		ctx := testkit.Ctx(t)
-		rev := got(tool.Store(ctx, "cas/k", 1, handlestore.StoreOptions{ExpectedRevision: handlestore.Revision(0)}))(t)
-		_, err := tool.Store(ctx, "cas/k", 2, handlestore.StoreOptions{ExpectedRevision: handlestore.Revision(0)})
+		rev := got(tool.Store(ctx, "cas/k", 1, handlestore.IfRevision(0)))(t)
+		_, err := tool.Store(ctx, "cas/k", 2, handlestore.IfRevision(0))
 		if !errors.Is(err, handlestore.ErrRevisionMismatch) {
 			t.Fatalf("create-only over a live key: %v", err)
 		}
-		if _, err := tool.Delete(ctx, "cas/k", handlestore.Revision(rev+100)); !errors.Is(err, handlestore.ErrRevisionMismatch) {
+		if _, err := tool.Delete(ctx, "cas/k", handlestore.IfRevision(rev+100)); !errors.Is(err, handlestore.ErrRevisionMismatch) {
 			t.Fatalf("delete at a wrong revision: %v", err)
 		}
-		if d := got(tool.Delete(ctx, "cas/k", handlestore.Revision(rev)))(t); d.Count != 1 {
+		if d := got(tool.Delete(ctx, "cas/k", handlestore.IfRevision(rev)))(t); d.Count != 1 {
 			t.Fatalf("%+v", d)
 		}
 		for i := range 5 {
-			got(tool.Store(ctx, fmt.Sprintf("gone/%d", i), i, handlestore.StoreOptions{}))(t)
+			got(tool.Store(ctx, fmt.Sprintf("gone/%d", i), i))(t)
 		}
 		if d := got(tool.DeletePrefix(ctx, "gone/", 3))(t); d.Count != 3 || !d.More {
 			t.Fatalf("%+v", d)
@@ -85,9 +85,9 @@ func TestStateToolOnACluster(t *testing.T) {
 
 	t.Run("batches are atomic", func(t *testing.T) {
 		ctx := testkit.Ctx(t)
-		got(tool.Store(ctx, "b/taken", 0, handlestore.StoreOptions{}))(t)
+		got(tool.Store(ctx, "b/taken", 0))(t)
 		_, err := tool.BatchStore(ctx, []handlestore.StoreItem{
-			{Key: "b/new", Value: 1}, {Key: "b/taken", Value: 2, ExpectedRevision: handlestore.Revision(0)},
+			{Key: "b/new", Value: 1}, {Key: "b/taken", Value: 2, If: handlestore.IfRevision(0)},
 		})
 		if !errors.Is(err, handlestore.ErrRevisionMismatch) {
 			t.Fatalf("got %v", err)

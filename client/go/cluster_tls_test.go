@@ -17,7 +17,7 @@ func TestTLS(t *testing.T) {
 	t.Run("a client trusting the cluster's CA reads and writes", func(t *testing.T) {
 		ctx := testkit.Ctx(t)
 		tool := cluster.Client(handlestore.Config{Namespace: "go-tls"}).StateTool(handlestore.StateToolOptions{})
-		got(tool.Store(ctx, "k", map[string]string{"over": "tls"}, handlestore.StoreOptions{}))(t)
+		got(tool.Store(ctx, "k", map[string]string{"over": "tls"}))(t)
 		var https []string
 		for _, e := range cluster.Endpoints() {
 			https = append(https, "https://"+e)

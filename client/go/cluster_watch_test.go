@@ -41,11 +41,11 @@ func TestWatchOnACluster(t *testing.T) {
 		tool := c.StateTool(handlestore.StateToolOptions{})
 		w := got(c.Watch(ctx, handlestore.WatchPrefix("jobs/"), handlestore.WatchOptions{}))(t)
 		defer w.Close()
-		r1 := got(tool.Store(ctx, "jobs/1", map[string]string{"state": "queued"}, handlestore.StoreOptions{}))(t)
-		got(tool.Store(ctx, "other/1", "not watched", handlestore.StoreOptions{}))(t)
-		r2 := got(tool.Store(ctx, "jobs/1", map[string]string{"state": "done"}, handlestore.StoreOptions{}))(t)
-		r3 := got(tool.Delete(ctx, "jobs/1", nil))(t).Revision
-		got(tool.Store(ctx, "jobs/2", "short", handlestore.StoreOptions{TTL: 500 * time.Millisecond}))(t)
+		r1 := got(tool.Store(ctx, "jobs/1", map[string]string{"state": "queued"}))(t)
+		got(tool.Store(ctx, "other/1", "not watched"))(t)
+		r2 := got(tool.Store(ctx, "jobs/1", map[string]string{"state": "done"}))(t)
+		r3 := got(tool.Delete(ctx, "jobs/1"))(t).Revision
+		got(tool.Store(ctx, "jobs/2", "short", handlestore.TTL(500*time.Millisecond)))(t)
 		seen := changes(t, w, 5, 10*time.Second)
 		want := []string{fmt.Sprint("put jobs/1 ", r1), fmt.Sprint("put jobs/1 ", r2), fmt.Sprint("delete jobs/1 ", r3), "put jobs/2", "expire jobs/2"}
 		for i, ch := range seen {
@@ -66,8 +66,8 @@ func TestWatchOnACluster(t *testing.T) {
 	t.Run("a watch from a revision replays the history, through the iterator", func(t *testing.T) {
 		ctx, c := testkit.Ctx(t), client()
 		tool := c.StateTool(handlestore.StateToolOptions{})
-		first := got(tool.Store(ctx, "h/a", 1, handlestore.StoreOptions{}))(t)
-		got(tool.Store(ctx, "h/b", 2, handlestore.StoreOptions{}))(t)
+		first := got(tool.Store(ctx, "h/a", 1))(t)
+		got(tool.Store(ctx, "h/b", 2))(t)
 		w := got(c.Watch(ctx, handlestore.WatchPrefix("h/"), handlestore.WatchOptions{StartRevision: first}))(t)
 		var keys []string
 		for b, err := range w.All(ctx) {
@@ -116,7 +116,7 @@ func watchThroughAKill(t *testing.T, cluster *testkit.Cluster, c *handlestore.Cl
 	w := got(c.Watch(ctx, handlestore.WatchPrefix("n/"), handlestore.WatchOptions{}))(t)
 	defer w.Close()
 	serving := w.Node()
-	got(tool.Store(ctx, "n/0", 0, handlestore.StoreOptions{}))(t)
+	got(tool.Store(ctx, "n/0", 0))(t)
 	changes(t, w, 1, 10*time.Second)
 	for _, node := range cluster.Nodes {
 		if node.Addr == serving {
@@ -124,7 +124,7 @@ func watchThroughAKill(t *testing.T, cluster *testkit.Cluster, c *handlestore.Cl
 		}
 	}
 	for i := 1; i < 20; i++ {
-		got(tool.Store(ctx, fmt.Sprintf("n/%d", i), i, handlestore.StoreOptions{}))(t)
+		got(tool.Store(ctx, fmt.Sprintf("n/%d", i), i))(t)
 	}
 	seen := changes(t, w, 19, 30*time.Second)
 	if len(seen) != 19 {

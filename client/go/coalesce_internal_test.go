@@ -26,7 +26,7 @@ func TestConcurrentWritesShareSubmitCalls(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := tool.Store(context.Background(), fmt.Sprintf("k/%d", i), i, StoreOptions{})
+			_, err := tool.Store(context.Background(), fmt.Sprintf("k/%d", i), i)
 			errs <- err
 		}()
 	}
@@ -57,7 +57,7 @@ func TestARetriedSubmitKeepsEveryWritesID(t *testing.T) {
 		return resp, nil
 	}
 	c := fakeClient(t, nodes, Config{})
-	if _, err := c.StateTool(StateToolOptions{}).Store(context.Background(), "k", 1, StoreOptions{}); err != nil {
+	if _, err := c.StateTool(StateToolOptions{}).Store(context.Background(), "k", 1); err != nil {
 		t.Fatal(err)
 	}
 	first, again := nodes[0].seen, nodes[1].seen
@@ -95,11 +95,11 @@ func TestAQueuedWriteWhoseCallerGaveUpIsNeverSent(t *testing.T) {
 	}
 	c := fakeClient(t, nodes, Config{MaxWriteCalls: 1})
 	tool := c.StateTool(StateToolOptions{})
-	go func() { _, _ = tool.Store(context.Background(), "first", 1, StoreOptions{}) }()
+	go func() { _, _ = tool.Store(context.Background(), "first", 1) }()
 	time.Sleep(50 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := tool.Store(ctx, "second", 2, StoreOptions{}); err == nil {
+	if _, err := tool.Store(ctx, "second", 2); err == nil {
 		t.Fatal("the queued write's deadline passed, yet it succeeded")
 	}
 	close(release)

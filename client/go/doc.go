@@ -13,27 +13,18 @@
 // concurrent writes coalesced into Writes.Submit and point reads into
 // Reads.Submit; errors that carry the node's reason from the error table.
 //
-//	cfg, err := handlestore.FromEnv() // HANDLESTORE_ENDPOINTS, _NAMESPACE, _CACERT, _CERT, _KEY, _TOKEN, _TOKEN_FILE
-//	client, err := handlestore.New(cfg)
-//	defer client.Close()
+// The package example is a store of carts: a client from the environment,
+// a [HandleStore] minted into, updated by compare-and-set and read from
+// any node. The others show the per-call options of writes ([IfRevision],
+// [TTL], [Outcome]), errors ([Error]), and [Client.Conn], the cluster as a
+// gRPC connection for the generated stubs of the calls the typed API
+// lacks (admin and auth calls). The examples are compiled with the tests
+// and run against a test cluster.
 //
-//	type Cart struct{ Items []string `json:"items"` }
-//	carts, err := handlestore.NewHandleStore[Cart](client, "cart",
-//		handlestore.HandleStoreOptions{Prefix: "cart", DefaultTTL: time.Hour})
-//	id, err := carts.Mint(ctx, Cart{}, handlestore.TTLDefault) // > 0 that TTL, 0 the default, < 0 never
-//	_, _, err = carts.Update(ctx, id, func(c Cart) (Cart, error) { // compare-and-set loop
-//		c.Items = append(c.Items, "sku-1")
-//		return c, nil
-//	})
-//	cart, ok, err := carts.Get(ctx, id) // from any node
-//
-//	if errors.Is(err, handlestore.ErrNotFound) { ... }
-//	var e *handlestore.Error
-//	if errors.As(err, &e) { log.Println(e.Reason, e.Code, e.Message) }
-//
-// Also: StateTool (Store, Retrieve, Delete, DeletePrefix, List and Scan,
-// Exists, atomic BatchStore and BatchRetrieve), Watch (resumed on another
-// node from its last revision), the key ring (Client.Keyring,
-// KeyringRotate, KeyringRetire), RequestStateCodec and ClientStateStore.
+// Also: [StateTool] (Store, Retrieve, Delete, DeletePrefix, List and Scan,
+// Exists, atomic BatchStore and BatchRetrieve), [Client.Watch] (resumed on
+// another node from its last revision), the key ring ([Client.Keyring],
+// KeyringRotate, KeyringRetire), [RequestStateCodec] and
+// [ClientStateStore].
 // The generated wire types are in gen/handlestore/v1.
 package handlestore

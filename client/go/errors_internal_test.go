@@ -123,8 +123,8 @@ func TestMalformedInputIsRefusedBeforeAnyCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := []func() error{
-		func() error { _, err := tool.Store(ctx, "a//b", 1, StoreOptions{}); return err },
-		func() error { _, err := tool.Store(ctx, "/a", 1, StoreOptions{}); return err },
+		func() error { _, err := tool.Store(ctx, "a//b", 1); return err },
+		func() error { _, err := tool.Store(ctx, "/a", 1); return err },
 		func() error { _, err := tool.Retrieve(ctx, "a\x00b"); return err },
 		func() error { _, err := tool.Exists(ctx, ""); return err },
 		func() error { _, err := tool.DeletePrefix(ctx, "", 0); return err },

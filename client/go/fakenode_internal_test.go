@@ -23,10 +23,12 @@ import (
 type fakeNode struct {
 	pb.UnimplementedStateServer
 	pb.UnimplementedWritesServer
+	pb.UnimplementedWatchServer
 	addr   string
 	calls  atomic.Int64
 	exists func(ctx context.Context, req *pb.ExistsRequest) (*pb.ExistsResponse, error)
 	submit func(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error)
+	watch  func(req *pb.WatchRequest, stream grpc.ServerStreamingServer[pb.WatchResponse]) error
 
 	mu   sync.Mutex
 	seen []*pb.WriteId
@@ -45,6 +47,11 @@ func (f *fakeNode) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.Submi
 	}
 	f.mu.Unlock()
 	return f.submit(ctx, req)
+}
+
+func (f *fakeNode) Watch(req *pb.WatchRequest, stream grpc.ServerStreamingServer[pb.WatchResponse]) error {
+	f.calls.Add(1)
+	return f.watch(req, stream)
 }
 
 // refuse is a node's refusal: the status with its detail, as grpc-go's
@@ -96,6 +103,7 @@ func startFakes(t *testing.T, n int) []*fakeNode {
 		s := grpc.NewServer()
 		pb.RegisterStateServer(s, f)
 		pb.RegisterWritesServer(s, f)
+		pb.RegisterWatchServer(s, f)
 		go func() { _ = s.Serve(l) }()
 		t.Cleanup(s.Stop)
 		nodes = append(nodes, f)

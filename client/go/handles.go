@@ -43,24 +43,13 @@ type Versioned[T any] struct {
 	ExpiresAt time.Time
 }
 
-// WriteOutcome is what a write did.
+// WriteOutcome is what a write did (see Outcome).
 type WriteOutcome struct {
-	// Existed: a live handle existed before.
+	// Existed: a live handle (or key) existed before.
 	Existed bool
 	// Revision of the write (for AtLeast reads).
 	Revision uint64
 }
-
-// PutOptions shape a PutWith.
-type PutOptions struct {
-	TTL time.Duration
-	// ExpectedRevision makes the put a compare-and-set: applied only if the
-	// handle is at this revision (0: only if it is absent). Nil: upsert.
-	ExpectedRevision *uint64
-}
-
-// Revision is a pointer to r, for ExpectedRevision fields.
-func Revision(r uint64) *uint64 { return &r }
 
 // NewHandleStore is the handle store named store (e.g. "cart") in the
 // client's namespace.
@@ -131,19 +120,20 @@ func (s *HandleStore[T]) MintWithID(ctx context.Context, id string, v T, ttl tim
 	return WriteOutcome{Revision: res.GetMint().GetRevision()}, nil
 }
 
-// Put is an upsert; it says whether a live handle existed before.
-func (s *HandleStore[T]) Put(ctx context.Context, id string, v T, ttl time.Duration) (bool, error) {
-	out, err := s.PutWith(ctx, id, v, PutOptions{TTL: ttl})
+// Put is an upsert; it says whether a live handle existed before. With
+// IfRevision it is a compare-and-set (ErrRevisionMismatch if the handle
+// changed, ErrNotFound if it is gone); with Outcome it gives the write's
+// revision too.
+func (s *HandleStore[T]) Put(ctx context.Context, id string, v T, ttl time.Duration, opts ...WriteOption) (bool, error) {
+	o := writeOptionsOf(opts)
+	out, err := s.put(ctx, id, v, wireTTL(ttl, s.defaultTTL, false), o.cond)
+	if err == nil {
+		o.report(out)
+	}
 	return out.Existed, err
 }
 
-// PutWith is an upsert, or with ExpectedRevision a compare-and-set
-// (ErrRevisionMismatch if the handle changed, ErrNotFound if it is gone).
-func (s *HandleStore[T]) PutWith(ctx context.Context, id string, v T, opts PutOptions) (WriteOutcome, error) {
-	return s.put(ctx, id, v, wireTTL(opts.TTL, s.defaultTTL, false), opts.ExpectedRevision)
-}
-
-func (s *HandleStore[T]) put(ctx context.Context, id string, v T, ttl *pb.Ttl, expected *uint64) (WriteOutcome, error) {
+func (s *HandleStore[T]) put(ctx context.Context, id string, v T, ttl *pb.Ttl, cond Condition) (WriteOutcome, error) {
 	if err := s.check(id); err != nil {
 		return WriteOutcome{}, err
 	}
@@ -154,7 +144,7 @@ func (s *HandleStore[T]) put(ctx context.Context, id string, v T, ttl *pb.Ttl, e
 	res, err := s.client.write(ctx, func(w *pb.WriteId) *pb.Write {
 		return &pb.Write{Op: &pb.Write_Put{Put: &pb.PutRequest{
 			Namespace: s.client.namespace, Store: s.store, Id: id, Value: raw,
-			Ttl: ttl, WriteId: w, ExpectedRevision: expected,
+			Ttl: ttl, WriteId: w, ExpectedRevision: cond.wire(),
 		}}}
 	})
 	if err != nil {
@@ -196,20 +186,25 @@ func (s *HandleStore[T]) getAt(ctx context.Context, id string, c Consistency) (V
 	return out, true, nil
 }
 
-// Delete deletes; it says whether a live handle existed.
-func (s *HandleStore[T]) Delete(ctx context.Context, id string) (bool, error) {
-	out, err := s.DeleteWith(ctx, id, nil)
+// Delete deletes; it says whether a live handle existed. With IfRevision
+// it deletes only if the handle is unchanged; with Outcome it gives the
+// write's revision too.
+func (s *HandleStore[T]) Delete(ctx context.Context, id string, opts ...WriteOption) (bool, error) {
+	o := writeOptionsOf(opts)
+	out, err := s.delete(ctx, id, o.cond)
+	if err == nil {
+		o.report(out)
+	}
 	return out.Existed, err
 }
 
-// DeleteWith deletes; with expectedRevision, only if unchanged.
-func (s *HandleStore[T]) DeleteWith(ctx context.Context, id string, expectedRevision *uint64) (WriteOutcome, error) {
+func (s *HandleStore[T]) delete(ctx context.Context, id string, cond Condition) (WriteOutcome, error) {
 	if err := s.check(id); err != nil {
 		return WriteOutcome{}, err
 	}
 	res, err := s.client.write(ctx, func(w *pb.WriteId) *pb.Write {
 		return &pb.Write{Op: &pb.Write_Delete{Delete: &pb.DeleteRequest{
-			Namespace: s.client.namespace, Store: s.store, Id: id, WriteId: w, ExpectedRevision: expectedRevision,
+			Namespace: s.client.namespace, Store: s.store, Id: id, WriteId: w, ExpectedRevision: cond.wire(),
 		}}}
 	})
 	if err != nil {
@@ -264,7 +259,7 @@ func (s *HandleStore[T]) Update(ctx context.Context, id string, fn func(T) (T, e
 		if err != nil {
 			return zero, false, err
 		}
-		_, err = s.put(ctx, id, next, wireTTL(TTLDefault, s.defaultTTL, true), Revision(cur.ModRevision))
+		_, err = s.put(ctx, id, next, wireTTL(TTLDefault, s.defaultTTL, true), IfRevision(cur.ModRevision))
 		switch {
 		case err == nil:
 			return next, true, nil

@@ -36,20 +36,20 @@ type StateEntry struct {
 	ExpiresAt time.Time
 }
 
-// StoreOptions shape a Store.
-type StoreOptions struct {
-	TTL time.Duration
-	// ExpectedRevision: store only if the key is at this revision (0: only
-	// if absent). Nil: unconditional.
-	ExpectedRevision *uint64
-}
-
 // StoreItem is one write of a BatchStore.
 type StoreItem struct {
 	Key string
 	// Value: a Value, []byte (bytes) or anything else (JSON).
-	Value            any
-	TTL              time.Duration
+	Value any
+	TTL   time.Duration
+	// If makes the item a compare-and-set (IfRevision): if it fails,
+	// nothing of the batch is written.
+	If Condition
+	// ExpectedRevision: store only if the key is at this revision (0: only
+	// if absent). Nil: unconditional. Set If or this, not both.
+	//
+	// Deprecated: use If: IfRevision(n); ExpectedRevision goes in the next
+	// release.
 	ExpectedRevision *uint64
 }
 
@@ -95,8 +95,10 @@ func entryFromWire(e *pb.StateEntry) StateEntry {
 }
 
 // Store stores value (a Value, []byte as bytes, anything else as JSON)
-// and gives the write's revision.
-func (t *StateTool) Store(ctx context.Context, key string, value any, opts StoreOptions) (uint64, error) {
+// and gives the write's revision. With IfRevision it is a compare-and-set;
+// TTL sets its time to live (else the tool's default); Outcome says
+// whether a live key was there.
+func (t *StateTool) Store(ctx context.Context, key string, value any, opts ...StoreOption) (uint64, error) {
 	if err := CheckKey(key); err != nil {
 		return 0, err
 	}
@@ -104,19 +106,22 @@ func (t *StateTool) Store(ctx context.Context, key string, value any, opts Store
 	if err != nil {
 		return 0, err
 	}
+	o := storeOptions(opts)
 	res, err := t.client.write(ctx, func(w *pb.WriteId) *pb.Write {
 		return &pb.Write{Op: &pb.Write_Store{Store: &pb.StoreRequest{
-			Namespace: t.ns(), Key: key, Value: v.wire(), Ttl: wireTTL(opts.TTL, t.defaultTTL, false),
-			ExpectedRevision: opts.ExpectedRevision, WriteId: w,
+			Namespace: t.ns(), Key: key, Value: v.wire(), Ttl: wireTTL(o.ttl, t.defaultTTL, false),
+			ExpectedRevision: o.cond.wire(), WriteId: w,
 		}}}
 	})
 	if err != nil {
 		return 0, err
 	}
-	if res.GetStore() == nil {
+	stored := res.GetStore()
+	if stored == nil {
 		return 0, unexpected("store", res.GetResult())
 	}
-	return res.GetStore().GetRevision(), nil
+	o.report(WriteOutcome{Existed: stored.GetExisted(), Revision: stored.GetRevision()})
+	return stored.GetRevision(), nil
 }
 
 // Retrieve is the entry, or nil if the key is absent or expired.
@@ -142,12 +147,19 @@ func (t *StateTool) Get(ctx context.Context, key string, dst any) (bool, error) 
 	return true, e.Value.Decode(dst)
 }
 
-// Delete deletes one key; with expectedRevision, only if unchanged.
-func (t *StateTool) Delete(ctx context.Context, key string, expectedRevision *uint64) (Deleted, error) {
+// Delete deletes one key; with IfRevision, only if it is unchanged.
+// (A nil option is ignored, so the previous release's Delete(ctx, key,
+// nil) still reads the same.)
+func (t *StateTool) Delete(ctx context.Context, key string, opts ...WriteOption) (Deleted, error) {
 	if err := CheckKey(key); err != nil {
 		return Deleted{}, err
 	}
-	return t.delete(ctx, &pb.StateDeleteRequest{Namespace: t.ns(), Key: key, ExpectedRevision: expectedRevision})
+	o := writeOptionsOf(opts)
+	d, err := t.delete(ctx, &pb.StateDeleteRequest{Namespace: t.ns(), Key: key, ExpectedRevision: o.cond.wire()})
+	if err == nil {
+		o.report(WriteOutcome{Existed: d.Count > 0, Revision: d.Revision})
+	}
+	return d, err
 }
 
 // DeletePrefix deletes up to limit keys (0 = 1000, at most 10000) under a
@@ -247,7 +259,11 @@ func (t *StateTool) BatchStore(ctx context.Context, items []StoreItem) (uint64, 
 		if err != nil {
 			return 0, err
 		}
-		wire[i] = &pb.StoreItem{Key: it.Key, Value: v.wire(), Ttl: wireTTL(it.TTL, t.defaultTTL, false), ExpectedRevision: it.ExpectedRevision}
+		cond, err := it.condition()
+		if err != nil {
+			return 0, err
+		}
+		wire[i] = &pb.StoreItem{Key: it.Key, Value: v.wire(), Ttl: wireTTL(it.TTL, t.defaultTTL, false), ExpectedRevision: cond.wire()}
 	}
 	res, err := t.client.write(ctx, func(w *pb.WriteId) *pb.Write {
 		return &pb.Write{Op: &pb.Write_BatchStore{BatchStore: &pb.BatchStoreRequest{Namespace: t.ns(), Items: wire, WriteId: w}}}
@@ -259,6 +275,17 @@ func (t *StateTool) BatchStore(ctx context.Context, items []StoreItem) (uint64, 
 		return 0, unexpected("batch store", res.GetResult())
 	}
 	return res.GetBatchStore().GetRevision(), nil
+}
+
+// condition is the item's If, or its deprecated ExpectedRevision.
+func (it StoreItem) condition() (Condition, error) {
+	if it.ExpectedRevision == nil {
+		return it.If, nil
+	}
+	if it.If.set {
+		return Condition{}, invalid("store item %s: If and ExpectedRevision both set", shown(it.Key))
+	}
+	return ifRevisionAt(it.ExpectedRevision), nil
 }
 
 // BatchRetrieve is one consistent view of several keys, in the order

@@ -134,8 +134,8 @@ func CheckSessionID(id string) error {
 	return nil
 }
 
-func (m *SessionIdManager) store(id, state string, ttl time.Duration, expected *uint64) error {
-	_, err := m.tool.Store(m.ctx, m.key(id), sessionValue{State: state}, handlestore.StoreOptions{TTL: ttl, ExpectedRevision: expected})
+func (m *SessionIdManager) store(id, state string, ttl time.Duration, cond handlestore.Condition) error {
+	_, err := m.tool.Store(m.ctx, m.key(id), sessionValue{State: state}, handlestore.TTL(ttl), cond)
 	return err
 }
 
@@ -143,7 +143,7 @@ func (m *SessionIdManager) store(id, state string, ttl time.Duration, expected *
 // on every replica.
 func (m *SessionIdManager) Generate() string {
 	id := handlestore.NewHandleID(strings.TrimSuffix(SessionIDPrefix, "-"))
-	_ = m.store(id, stateLive, m.ttl*5/4, handlestore.Revision(0))
+	_ = m.store(id, stateLive, m.ttl*5/4, handlestore.IfRevision(0))
 	return id
 }
 
@@ -196,7 +196,7 @@ func (m *SessionIdManager) validate(sessionID string, refresh bool) (isTerminate
 	// Push the expiry back once less than the TTL is left (unless another
 	// replica wrote in between: it pushed it back, or terminated it).
 	if refresh && !e.ExpiresAt.IsZero() && time.Until(e.ExpiresAt) < m.ttl {
-		_ = m.store(sessionID, stateLive, m.ttl*5/4, handlestore.Revision(e.ModRevision))
+		_ = m.store(sessionID, stateLive, m.ttl*5/4, handlestore.IfRevision(e.ModRevision))
 	}
 	return false, nil
 }
@@ -212,7 +212,7 @@ func (m *SessionIdManager) Terminate(sessionID string) (isNotAllowed bool, err e
 	if m.local {
 		return false, nil
 	}
-	if err := m.store(sessionID, stateTerminated, m.ttl, nil); err != nil {
+	if err := m.store(sessionID, stateTerminated, m.ttl, handlestore.Condition{}); err != nil {
 		return false, fmt.Errorf("session %s: %w", sessionID, err)
 	}
 	return false, nil

@@ -128,7 +128,7 @@ func (l *Log) rewrite(key string, o *origin) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), LiveRefresh)
 	defer cancel()
 	rev, err := l.state.Store(ctx, l.LiveKey(o.token), o.record,
-		handlestore.StoreOptions{TTL: LiveTTL, ExpectedRevision: handlestore.Revision(o.revision)})
+		handlestore.TTL(LiveTTL), handlestore.IfRevision(o.revision))
 	switch {
 	case err == nil:
 		o.revision = rev

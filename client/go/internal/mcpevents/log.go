@@ -342,7 +342,7 @@ func (l *Log) landed(key string, o *origin, began bool, data []byte, rev uint64)
 func (l *Log) appendItems(key, session, stream string, revision uint64, next Head, value json.RawMessage) []handlestore.StoreItem {
 	headValue, _ := json.Marshal(next)
 	items := []handlestore.StoreItem{
-		{Key: key, Value: json.RawMessage(headValue), TTL: l.ttl, ExpectedRevision: handlestore.Revision(revision)},
+		{Key: key, Value: json.RawMessage(headValue), TTL: l.ttl, If: handlestore.IfRevision(revision)},
 		{Key: l.EventKey(next.Token, next.Seq), Value: value, TTL: l.ttl},
 		{Key: l.TokenKey(next.Token), Value: stream, TTL: l.ttl},
 	}

@@ -85,7 +85,7 @@ func (l *Log) appendAt(ctx context.Context, session, stream string, head Head, r
 	defer unlock()
 	next := Head{Token: head.Token, Seq: head.Seq + uint64(len(requests))}
 	headValue, _ := json.Marshal(next)
-	items := []handlestore.StoreItem{{Key: key, Value: json.RawMessage(headValue), TTL: l.ttl, ExpectedRevision: handlestore.Revision(head.Revision)}}
+	items := []handlestore.StoreItem{{Key: key, Value: json.RawMessage(headValue), TTL: l.ttl, If: handlestore.IfRevision(head.Revision)}}
 	evs := make([]Event, len(requests))
 	for i, id := range requests {
 		evs[i] = Event{Seq: head.Seq + 1 + uint64(i), Data: OriginLost(id)}
