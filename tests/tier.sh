@@ -26,7 +26,7 @@ run() { cargo test --release --workspace --features handlestore-tests/system "$@
 case "$tier" in
   unit) run --lib --test request_state --test namespace_move "$@" ;;
   api | cluster | security | mcp | system) run --test "$tier" "$@" ;;
-  docs) run --test doc_refs --test layering "$@" ;;
+  docs) run --test doc_refs --test module_paths --test layering "$@" ;;
   bench) run --test harness --test seams --test raft_floor --test groups "$@" ;;
   python)
     if [ -z "$HANDLESTORE_TEST_PYTHON" ]; then

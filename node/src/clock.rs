@@ -9,7 +9,7 @@
 //! expiry-dependent reads.
 //!
 //! The measurement, as CockroachDB's: peers are probed for their wall clock
-//! (`raft::clock_probe`), each answer bounded by the round trip. This node's
+//! (`raft::life::clock_probe`), each answer bounded by the round trip. This node's
 //! offset is its clock minus the median of the members' clocks (its own
 //! counted), so one wrong clock in three is the one out of bounds, whoever
 //! measures. A sample is kept relative to this node's monotonic clock, not

@@ -8,7 +8,7 @@
 //! two actions of ours: `crash`, which ends the process at that point at
 //! once (abort: no clean-up, nothing flushed; what a kill -9 or a machine
 //! losing power at that instant leaves), and `error`, which fails the step
-//! with an I/O error where the point allows it ([`io_here`]: a disk
+//! with an I/O error where the point allows it (`io_here`: a disk
 //! refusing a write). Unset, every point does nothing.
 //! [`POINTS`] lists them all; the crash tests
 //! (`tests/tests/cluster/crash_points.rs`) crash a node at each.

@@ -2,7 +2,7 @@
 //! command the state machine refused, mapped to a reason of the error
 //! table (`handlestore_proto::reason`), which fixes the code, and the
 //! shortcuts every service uses. A refused write or read index
-//! (`raft::error::ProposeError`) becomes a status by its own reason,
+//! ([`raft::error::ProposeError`](crate::raft::error::ProposeError)) becomes a status by its own reason,
 //! where it is defined, so the peer service below can answer with it.
 
 use handlestore_proto::internal::v1 as ipb;
@@ -11,8 +11,8 @@ use handlestore_proto::v1 as pb;
 use tonic::Status;
 
 /// An UNAVAILABLE status naming the leader (made where the domain errors
-/// are: `raft::error`).
-pub use crate::raft::error::unavailable;
+/// are: [`raft::error`](crate::raft::error)).
+pub(crate) use crate::raft::unavailable;
 
 /// The status for a command the state machine refused (its result code
 /// and message, deterministic on every node).

@@ -27,8 +27,10 @@ pub mod status_details;
 pub mod testkit;
 pub mod watch_out;
 
-/// `handlestore.v1`: the public API.
-#[allow(clippy::all, clippy::pedantic)]
+/// `handlestore.v1`: the public API. Its doc comments are the .proto
+/// files', written for every language's generated code (where `<prefix>`
+/// is text, not an HTML tag).
+#[allow(clippy::all, clippy::pedantic, rustdoc::invalid_html_tags)]
 pub mod v1 {
     tonic::include_proto!("handlestore.v1");
 }
@@ -36,7 +38,7 @@ pub mod v1 {
 /// Nodes only: `handlestore.internal.v1`.
 pub mod internal {
     /// `handlestore.internal.v1`: peer RPCs, log commands, storage records.
-    #[allow(clippy::all, clippy::pedantic)]
+    #[allow(clippy::all, clippy::pedantic, rustdoc::invalid_html_tags)]
     pub mod v1 {
         tonic::include_proto!("handlestore.internal.v1");
     }

@@ -4,7 +4,7 @@
 //! otherwise, as for a pod not created yet. Nodes in network namespaces
 //! ask it through the resolv.conf of a pod ([`TestDns::resolv_conf`]: its
 //! search list and `ndots:5`), which `ip netns exec` bind-mounts over
-//! /etc/resolv.conf from /etc/netns/<namespace>/ (`netns::NetNs::etc`), so
+//! /etc/resolv.conf from `/etc/netns/<namespace>/` ([`crate::netns::NetNs::etc`]), so
 //! the node's own resolver (glibc's getaddrinfo) does what it does in a
 //! pod. It serves UDP on the test's bridge (messages read and written by
 //! hickory-proto), and counts the lookups it is asked, by asker and name.

@@ -131,8 +131,8 @@ impl NetNs {
     }
 
     /// Writes `file` of node `id`'s own /etc (`hosts`, `resolv.conf`):
-    /// `ip netns exec` bind-mounts /etc/netns/<namespace>/<file> over
-    /// /etc/<file> for the processes it starts from then on.
+    /// `ip netns exec` bind-mounts `/etc/netns/<namespace>/<file>` over
+    /// `/etc/<file>` for the processes it starts from then on.
     pub fn etc(&self, id: u64, file: &str, content: &str) -> Result<()> {
         let dir = std::path::Path::new("/etc/netns").join(self.ns(id));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

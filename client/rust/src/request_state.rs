@@ -5,7 +5,7 @@
 //! Formats (base64url without padding, `b64`):
 //!
 //! - signed: `v1.` b64(payload) `.` b64(HMAC-SHA256(mac_key, payload))
-//! - encrypted: `v1e.` b64(nonce[12] ‖ ciphertext ‖ tag[16]), AES-256-GCM
+//! - encrypted: `v1e.` b64(nonce\[12\] ‖ ciphertext ‖ tag\[16\]), AES-256-GCM
 //!   with the bind tag as associated data
 //!
 //! The payload is `{"s": <state>, "exp": <unix seconds>, "b": <bind tag hex>}`,

@@ -12,8 +12,8 @@ use super::{Api, Credentials, Need};
 use crate::clock::ClockReport;
 use crate::config::Member;
 use crate::raft::NodeId;
-use crate::raft::error::ProposeError;
-use crate::raft::life::admin::RaftAdmin;
+use crate::raft::ProposeError;
+use crate::raft::RaftAdmin;
 use crate::state::snapshot::SnapshotDir;
 use crate::status;
 use crate::storage::disk::DiskReport;
@@ -200,7 +200,7 @@ impl pb::admin_server::Admin for AdminService {
             forwarded_writes: self.api.proposer.forwarded_writes(),
             clock: Some(clock_status(&self.api.proposer.clock().report())),
             namespaces,
-            protocol_version: crate::raft::net::protocol::VERSION,
+            protocol_version: crate::raft::PROTOCOL_VERSION,
             peer_protocols: self.raft.peer_protocols(),
             cluster_id: self.api.state.cluster_id().to_string(),
             disk: Some(disk_status(&self.api.proposer.disk().report())),
@@ -333,7 +333,7 @@ impl pb::admin_server::Admin for AdminService {
         self.require_leader()?;
         let t = self
             .raft
-            .transfer_leader(to, crate::raft::life::admin::TRANSFER_WITHIN)
+            .transfer_leader(to, crate::raft::TRANSFER_WITHIN)
             .await
             .map_err(Status::from)?;
         tracing::info!(

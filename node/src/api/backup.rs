@@ -1,5 +1,5 @@
 //! `Admin.SnapshotSave`: a backup of the cluster's state, streamed from this
-//! node (the file's format: `state::backup`).
+//! node (the file's format: [`state::backup`](crate::state::backup)).
 //!
 //! Consistent with every acknowledged write: the node first waits until it
 //! has applied everything committed when the call came in (a read index, as

@@ -24,7 +24,7 @@ use tonic::Status;
 
 use crate::config::Limits;
 use crate::observe::logs::request::{stage, stage_now};
-use crate::raft::writes::proposer::Proposer;
+use crate::raft::Proposer;
 use crate::state::StateStore;
 use crate::status;
 pub use auth::{Credentials, Decision, Need};

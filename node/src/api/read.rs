@@ -26,7 +26,7 @@ use handlestore_proto::v1 as pb;
 use tonic::Status;
 
 use crate::observe::logs::request::stage;
-use crate::raft::writes::proposer::Proposer;
+use crate::raft::Proposer;
 use crate::state::{ExpiryTime, StateStore};
 use crate::status;
 

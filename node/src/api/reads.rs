@@ -4,7 +4,7 @@
 //!
 //! The reads of one call run concurrently, so their linearizable ones ask
 //! the read gate for a read point together and share the leader's quorum
-//! round (`raft::read_index`). Each one's failure is its own answer, never
+//! round (`raft::reads::read_index`). Each one's failure is its own answer, never
 //! the call's: the call itself fails only when it is malformed or its
 //! credentials are bad. A response holds at most
 //! `MAX_READS_RESPONSE_BYTES` of answers (or one answer, however large):

@@ -18,7 +18,7 @@ use super::leader::leader_status;
 use super::{CliError, Conn};
 use crate::config::Member;
 use crate::raft::NodeId;
-use crate::raft::life::join::{Cluster, LeaderView};
+use crate::raft::join::{Cluster, LeaderView};
 
 /// The deadline of each call (finding the leader included).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,6 +1,9 @@
 //! The `handlestore` command line: `node` and `dev` run servers; the other
 //! subcommands are an etcdctl-like admin client. The top layer: it may
 //! use every other (it runs `server` for `node` and `dev`); none uses it.
+//! Its arguments' doc comments are `--help` text, read in a terminal,
+//! where `<prefix>` is a placeholder, not an HTML tag.
+#![allow(rustdoc::invalid_html_tags)]
 
 mod auth;
 pub(crate) mod certs;

@@ -65,7 +65,7 @@ pub struct NodeArgs {
     #[arg(long, env = "HANDLESTORE_TOKEN", hide_env_values = true)]
     pub join_token: Option<String>,
     /// Every tunable: timeouts, Raft, snapshots, history, memory, threads
-    /// (`config::Tuning`).
+    /// ([`config::Tuning`](crate::config::Tuning)).
     #[command(flatten)]
     pub tuning: Tuning,
     /// The client port's TLS certificate chain (PEM): with it, the client
@@ -241,7 +241,7 @@ fn check_join_addresses(cfg: &NodeConfig) -> Result<(), CliError> {
 pub async fn run(args: NodeArgs) -> Result<(), CliError> {
     let join = args
         .joining()?
-        .map(|c| Box::new(c) as Box<dyn crate::raft::life::join::Cluster>);
+        .map(|c| Box::new(c) as Box<dyn crate::raft::join::Cluster>);
     let cfg = args.into_config()?;
     crate::server::node::run(cfg, super::shutdown_signal(), join).await?;
     Ok(())

@@ -90,7 +90,7 @@ async fn restore(
 ) -> Result<(), CliError> {
     found(&file)?;
     let dir = data.clone();
-    let r = tokio::task::spawn_blocking(move || crate::raft::life::restore::restore(&file, &dir, id, &members))
+    let r = tokio::task::spawn_blocking(move || crate::raft::restore(&file, &dir, id, &members))
         .await
         .map_err(|e| CliError::new(2, e.to_string()))?
         .map_err(|e| CliError::new(2, format!("{e:#}")))?;

@@ -17,7 +17,7 @@ pub use tuning::{DbConfig, Tuning, WATCH_PAGE_BYTES, WalRecovery, defaults};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ClusterState {
     /// A new cluster: any majority of the initial members founds it
-    /// (`raft::founding`), a node whose log is empty joins it.
+    /// (`raft::life::founding`), a node whose log is empty joins it.
     New,
     /// Joining an existing cluster: never initialize, wait to be added.
     Existing,
@@ -87,10 +87,10 @@ pub struct NodeConfig {
     pub tuning: Tuning,
     /// TLS on the client port (`crate::tls`).
     pub tls: Option<TlsFiles>,
-    /// Mutual TLS on the peer port, both ways (`crate::tls::peer`).
+    /// Mutual TLS on the peer port, both ways ([`tls::peer`](crate::tls::peer)).
     pub peer_tls: Option<TlsFiles>,
     /// `--peer-allowed-names`: the only certificate names let in on the
-    /// peer port; empty: current members' node names (`crate::tls::gate`).
+    /// peer port; empty: current members' node names ([`tls::gate`](crate::tls::gate)).
     pub peer_allowed_names: Vec<String>,
     /// Serve non-loopback addresses in the clear (`--insecure`).
     pub insecure: bool,

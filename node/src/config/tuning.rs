@@ -275,7 +275,7 @@ impl Tuning {
         }
     }
 
-    /// How watch delivery's memory (`api::watch`) is split: bytes of
+    /// How watch delivery's memory ([`api::watch`](crate::api::watch)) is split: bytes of
     /// recent changes kept for live watchers, bytes all watchers' queues may
     /// hold, and one watcher's share of those (enough for a couple of full
     /// responses).
@@ -327,11 +327,11 @@ mod tests {
 }
 
 /// Values a watch reads from the history for one response, at most
-/// (whole revisions always go together): `api::watch` pages by it, and
+/// (whole revisions always go together): [`api::watch`](crate::api::watch) pages by it, and
 /// each watcher's share of the queues holds at least two pages.
 pub const WATCH_PAGE_BYTES: usize = 1 << 20;
 
-/// How the node's RocksDB runs (`crate::storage::db` opens it so): how much memory it may hold, whatever the
+/// How the node's RocksDB runs ([`storage::db`](crate::storage::db) opens it so): how much memory it may hold, whatever the
 /// number of keys (one block cache shared by every column family, data,
 /// index and filter blocks all in it, and one budget for all memtables),
 /// and how it reads its write-ahead log back at start.
@@ -359,7 +359,7 @@ pub enum WalRecovery {
     Strict,
 }
 
-/// The node's defaults (`config::defaults`).
+/// The node's defaults ([`config::defaults`](crate::config::defaults)).
 impl Default for DbConfig {
     fn default() -> Self {
         Tuning::default().db_config()

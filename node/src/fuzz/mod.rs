@@ -20,8 +20,8 @@ use proptest::prelude::*;
 use prost::Message;
 
 use crate::raft::codec;
-use crate::raft::net::peer_wire::codec::{frame, read_frame};
 use crate::raft::payload::Payload;
+use crate::raft::peer_wire::codec::{frame, read_frame};
 use crate::raft::{Entry, LogId, Vote};
 use crate::state::{ApplyBatch, ApplyEntry, StateStore};
 
@@ -170,7 +170,7 @@ proptest! {
     /// Log entries as stored, read back from disk.
     #[test]
     fn stored_log_entries(bytes in damaged(codec::entry_to_wire(&entry(3)).encode_to_vec())) {
-        let _ = crate::raft::log::log_store::decode_entry(&bytes);
+        let _ = crate::raft::decode_entry(&bytes);
     }
 
     /// Votes, and snapshot metas as a peer sends them with a snapshot.

@@ -149,7 +149,7 @@ pub fn append_request_to_pb(r: &AppendEntriesRequest<TypeConfig>) -> ipb::Append
         prev_log_id: opt_log_id_to_pb(&r.prev_log_id),
         entries: r.entries.iter().map(entry_to_wire).collect(),
         leader_commit: opt_log_id_to_pb(&r.leader_commit),
-        // Set by the sender (raft::network), which knows the cluster.
+        // Set by the sender (raft::net::network), which knows the cluster.
         cluster_id: String::new(),
     }
 }

@@ -1,11 +1,13 @@
 //! Raft: openraft's type configuration and the node's consensus, by
-//! stage: `log` (what openraft stores: the log, its durability and
-//! checks, the state machine adapter), `net` (the peers: the Raft wire
-//! and its client), `reads` (read index, lease), `writes` (the proposer,
-//! batching, the expiry sweep), `life` (boot, founding, membership,
-//! transfer, the clock and disk guards), and on top `service`, the peer
-//! service that dispatches into all of them. Here: the types every stage
-//! shares (`error`, `payload`, `codec`). Everything openraft-specific
+//! stage: [`log`] (what openraft stores: the log, its durability and
+//! checks, the state machine adapter), [`net`] (the peers: the Raft wire
+//! and its client), [`reads`] (read index, lease), [`writes`] (the
+//! proposer, batching, the expiry sweep), [`life`] (boot, founding,
+//! joining, membership, transfer, the clock and disk guards), and on top
+//! [`service`], the peer service that dispatches into all of them. Here:
+//! the types every stage shares ([`error`], [`payload`], [`codec`]), and
+//! the stages' face to the rest of the node (the `pub use` items below:
+//! the stages themselves are private). Everything openraft-specific
 //! stays inside this module so an openraft upgrade is contained here; it
 //! never imports `status`, `api`, `server` or `cli`.
 
@@ -15,13 +17,34 @@
 
 pub mod codec;
 pub mod error;
-pub mod life;
-pub mod log;
-pub mod net;
+mod life;
+mod log;
+mod net;
 pub mod payload;
-pub mod reads;
-pub mod service;
-pub mod writes;
+mod reads;
+mod service;
+mod writes;
+
+// The face of raft/ to the rest of the node: the stages stay private, and
+// what `server`, `api`, `cli` and `status` use of them is named here, so a
+// stage can change its inside without a caller three levels deep noticing.
+pub(crate) use error::{ProposeError, unavailable};
+pub(crate) use life::admin::{RaftAdmin, TRANSFER_WITHIN};
+pub(crate) use life::restore::restore;
+pub(crate) use life::{boot, join};
+pub(crate) use log::durability::Durability;
+pub(crate) use log::log_check;
+pub(crate) use log::log_store::LogStore;
+pub(crate) use net::identity::Identity;
+pub(crate) use net::network::MAX_PEER_MESSAGE;
+pub(crate) use net::peer_wire;
+pub(crate) use net::protocol::VERSION as PROTOCOL_VERSION;
+pub(crate) use service::{RaftService, append_entries_unsynced};
+pub(crate) use writes::forwarded;
+pub(crate) use writes::proposer::Proposer;
+// For the fuzz tests of every decoder of outside bytes (`crate::fuzz`).
+#[cfg(test)]
+pub(crate) use log::log_store::decode_entry;
 
 use std::time::{Duration, Instant};
 

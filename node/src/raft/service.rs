@@ -57,7 +57,7 @@ impl RaftService {
     }
 
     /// Refuses a vote or a leadership transfer (`what`) while this node
-    /// sits elections out (`raft::abstain`).
+    /// sits elections out ([`raft::log::abstain`](crate::raft::log::abstain)).
     fn standing_for(&self, what: &str) -> Result<(), Status> {
         match self.abstention.refusal() {
             Some(why) => Err(Reason::Precondition.status(format!("refusing {what}: {why}"))),
@@ -180,7 +180,7 @@ pub async fn append_entries(
 
 /// Takes one AppendEntries from the leader. openraft answers once the
 /// entries are in the log store, before they are synced (see
-/// raft::durability): the caller holds the answer until they are.
+/// [`raft::log::durability`](crate::raft::log::durability)): the caller holds the answer until they are.
 pub async fn append_entries_unsynced(
     raft: &Raft,
     identity: &Identity,
@@ -194,7 +194,7 @@ pub async fn append_entries_unsynced(
         .map_err(Refusal::Unavailable)?;
     let req = codec::append_request_from_pb(request).map_err(|e| Refusal::Invalid(e.to_string()))?;
     // While the disk is full, what it may not take is cut off; the rest
-    // goes to Raft, so the node keeps its leader (`raft::intake`).
+    // goes to Raft, so the node keeps its leader (`raft::net::intake`).
     let (req, trimmed) = match intake::trim(req, Intake::of(&disk.report())) {
         Ok(req) => (req, None),
         Err(t) => (t.request, Some(t.matching)),
@@ -224,7 +224,7 @@ impl ipb::raft_server::Raft for RaftService {
         &self,
         request: Request<ipb::AppendEntriesRequest>,
     ) -> Result<Response<ipb::AppendEntriesResponse>, Status> {
-        // Leaders send these over the Raft wire (`raft::peer_wire`); this is
+        // Leaders send these over the Raft wire (`raft::net::peer_wire`); this is
         // for nodes of earlier versions, which speak only gRPC.
         match append_entries(
             &self.raft,

@@ -5,7 +5,7 @@
 //! - `GET /readyz`: this node can serve a linearizable read now: a leader is
 //!   known, it confirmed its leadership with a quorum, and this node has
 //!   applied up to the leader's commit index, and its clock is trusted
-//!   (`crate::clock`), and its disk has room (`crate::storage::disk`). 503 with the
+//!   (`crate::clock`), and its disk has room ([`storage::disk`](crate::storage::disk)). 503 with the
 //!   reason otherwise (no leader, no quorum, partitioned away, still
 //!   catching up, clock off, disk full).
 //!

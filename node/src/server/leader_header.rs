@@ -5,7 +5,7 @@
 
 use handlestore_proto::meta::LEADER_HEADER;
 
-use crate::raft::writes::forwarded;
+use crate::raft::forwarded;
 
 /// Middleware around every request: names the leader on the answer to a
 /// request that was forwarded to it.

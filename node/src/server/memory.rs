@@ -6,7 +6,7 @@ use std::sync::Arc;
 use handlestore_proto::v1 as pb;
 
 use crate::api::admin::MemoryProbe;
-use crate::raft::log::log_store::LogStore;
+use crate::raft::LogStore;
 
 /// Reads where this node's memory is, for the Admin status.
 pub fn probe(db: Arc<rocksdb::DB>, log: LogStore) -> MemoryProbe {

@@ -1,4 +1,4 @@
-//! Assembles and runs one node: storage (RocksDB), Raft (`raft::boot`),
+//! Assembles and runs one node: storage (RocksDB), Raft (`raft::life::boot`),
 //! the gRPC and health routes, its ports (`ports`), and a clean shutdown.
 
 use std::future::Future;
@@ -22,11 +22,11 @@ use crate::api::{
 };
 use crate::config::{ClusterState, NodeConfig};
 use crate::observe::metrics::{self, Metrics};
-use crate::raft::life::boot::{self, RaftNode};
-use crate::raft::life::join;
-use crate::raft::log::log_store::LogStore;
-use crate::raft::net::network::MAX_PEER_MESSAGE;
-use crate::raft::service::RaftService;
+use crate::raft::LogStore;
+use crate::raft::MAX_PEER_MESSAGE;
+use crate::raft::RaftService;
+use crate::raft::boot::{self, RaftNode};
+use crate::raft::join;
 use crate::server::ports::{self, Ports, Wire};
 use crate::state::snapshot::{self, SnapshotDir};
 use crate::state::{StateLimits, StateStore};
@@ -81,11 +81,11 @@ fn open_db(cfg: &NodeConfig, open: OpenDb) -> anyhow::Result<Arc<rocksdb::DB>> {
 }
 
 /// Reads the Raft log whole, with no compaction running, and writes it
-/// again without what is damaged, if anything is (`raft::log_check`).
-fn check_log(cfg: &NodeConfig) -> anyhow::Result<Option<crate::raft::log::log_check::Repaired>> {
+/// again without what is damaged, if anything is (`raft::log::log_check`).
+fn check_log(cfg: &NodeConfig) -> anyhow::Result<Option<crate::raft::log_check::Repaired>> {
     let mut db = open_db(cfg, crate::storage::db::open_for_check)?;
     let only = Arc::get_mut(&mut db).context("the database is shared before its log was checked")?;
-    crate::raft::log::log_check::check(only).context("checking the Raft log")
+    crate::raft::log_check::check(only).context("checking the Raft log")
 }
 
 fn open_storage(cfg: &NodeConfig) -> anyhow::Result<Storage> {

@@ -25,18 +25,18 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::config::NodeConfig;
+use crate::raft::Durability;
+use crate::raft::MAX_PEER_MESSAGE;
 use crate::raft::Raft;
-use crate::raft::log::durability::Durability;
-use crate::raft::net::network::MAX_PEER_MESSAGE;
-use crate::raft::net::peer_wire::{self, Protocol, Refusal};
-use crate::raft::service;
+use crate::raft::append_entries_unsynced;
+use crate::raft::peer_wire::{self, Protocol, Refusal};
 use crate::tls::{self, TlsFiles, gate::PeerGate, server::ServerTls};
 
 /// One listening port, and its TLS if it has any.
 struct Port {
     listener: TcpListener,
     tls: Option<Arc<ServerTls>>,
-    /// On the peer port with TLS: who may speak Raft (`tls::gate`).
+    /// On the peer port with TLS: who may speak Raft ([`tls::gate`]).
     gate: Option<Arc<PeerGate>>,
 }
 
@@ -101,7 +101,7 @@ fn load_tls(
 pub(crate) struct Wire {
     pub(crate) raft: Raft,
     pub(crate) durability: Arc<Durability>,
-    pub(crate) identity: crate::raft::net::identity::Identity,
+    pub(crate) identity: crate::raft::Identity,
     pub(crate) disk: Arc<crate::storage::disk::Disk>,
 }
 
@@ -295,13 +295,13 @@ impl Accepting {
 }
 
 /// Serves a leader's Raft wire connection. An answer leaves once every log
-/// write made before it is synced (see raft::durability), written by the
+/// write made before it is synced (see `raft::log::durability`), written by the
 /// log's sync thread as soon as the sync lands.
 async fn serve_wire(stream: TcpStream, wire: Wire) {
     let hold = |answer| wire.durability.when_synced(answer);
     peer_wire::serve_tcp(stream, MAX_PEER_MESSAGE, hold, |req| {
         let (raft, identity, disk) = (wire.raft.clone(), wire.identity.clone(), wire.disk.clone());
-        async move { service::append_entries_unsynced(&raft, &identity, &disk, req).await }
+        async move { append_entries_unsynced(&raft, &identity, &disk, req).await }
     })
     .await;
 }
@@ -324,7 +324,7 @@ async fn serve_wire_tls(stream: tokio_rustls::server::TlsStream<Conn>, wire: Wir
             if !admitted {
                 return Err(Refusal::Unavailable(NOT_A_MEMBER.into()));
             }
-            service::append_entries_unsynced(&raft, &identity, &disk, req).await
+            append_entries_unsynced(&raft, &identity, &disk, req).await
         }
     })
     .await;

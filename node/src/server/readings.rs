@@ -12,7 +12,7 @@ use crate::config::NodeConfig;
 use crate::observe::metrics::{
     CertificateReading, NamespaceReading, PeerClockReading, RaftReadings, Readings, ReadingsFn,
 };
-use crate::raft::life::admin::RaftAdmin;
+use crate::raft::RaftAdmin;
 
 /// The certificate files a scrape reads, each with its label.
 fn certificate_files(cfg: &NodeConfig) -> Vec<(&'static str, PathBuf)> {

@@ -1,4 +1,4 @@
-//! Backup files: a snapshot (`state::snapshot`'s format) framed for keeping
+//! Backup files: a snapshot ([`state::snapshot`](crate::state::snapshot)'s format) framed for keeping
 //! outside a node, with a checksum over all of it.
 //!
 //! Format: `HSBACKUP | u32 version (BE) | snapshot file | HSSHA256 |

@@ -7,7 +7,7 @@
 //! or a state key never enter it.
 //!
 //! After each applied batch the state store also keeps the batch's events
-//! in memory for live watchers, within a budget (`state::recent`).
+//! in memory for live watchers, within a budget ([`state::recent`](crate::state::recent)).
 
 use handlestore_proto::internal::v1 as ipb;
 use handlestore_proto::v1 as pb;
@@ -22,7 +22,7 @@ use crate::storage::db::{self, CF_HISTORY, CF_SM_META};
 pub struct Event {
     pub revision: u64,
     pub kind: pb::EventKind,
-    /// The data key (`state::keys`).
+    /// The data key ([`state::keys`](crate::state::keys)).
     pub key: Vec<u8>,
     /// Put: the new record. Delete and expire: the removed record, without
     /// its value.

@@ -39,11 +39,11 @@ pub(crate) mod meta {
     /// Present while a snapshot is being installed: the state is only partly
     /// replaced and must be installed again from the snapshot file on start.
     pub const INSTALLING: &[u8] = b"installing";
-    /// The auth state (`state::auth`).
+    /// The auth state ([`state::auth`](crate::state::auth)).
     pub const AUTH: &[u8] = b"auth";
     /// The oldest revision whose changes the watch history holds (u64 BE).
     pub const HISTORY_FLOOR: &[u8] = b"history_floor";
-    /// The cluster's name (`raft::identity`), UTF-8; absent until named.
+    /// The cluster's name (`raft::net::identity`), UTF-8; absent until named.
     pub const CLUSTER_ID: &[u8] = b"cluster_id";
 }
 
@@ -82,7 +82,7 @@ pub struct StateLimits {
     pub recent_bytes: usize,
 }
 
-/// The node's defaults (`config::defaults`).
+/// The node's defaults ([`config::defaults`](crate::config::defaults)).
 impl Default for StateLimits {
     fn default() -> Self {
         let t = crate::config::Tuning::default();
@@ -139,7 +139,7 @@ pub struct StateStore {
     recent: recent::Recent,
     /// Set once the node is stopping: watchers end, whatever they wait on.
     stopping: watch::Sender<bool>,
-    /// The cluster's name as applied (`raft::identity`); empty until named.
+    /// The cluster's name as applied (`raft::net::identity`); empty until named.
     cluster_id: RwLock<Arc<str>>,
 }
 
@@ -213,7 +213,7 @@ impl StateStore {
     }
 
     /// Makes this state that of a member of a new cluster (a restored
-    /// backup, `raft::restore`): its membership and its name.
+    /// backup, `raft::life::restore`): its membership and its name.
     pub fn restart_as(&self, membership: &ipb::StoredMembership, cluster_id: &str) -> Result<()> {
         let meta_cf = db::cf(&self.db, CF_SM_META);
         let mut wb = rocksdb::WriteBatch::default();

@@ -3,12 +3,12 @@
 //! batches), oldest dropped first. A watcher reads from here what it has
 //! not delivered yet; one that fell behind what is kept (or learns that a
 //! snapshot replaced the state) reads the history on disk instead
-//! (`state::history`).
+//! ([`state::history`](crate::state::history)).
 //!
 //! Nothing here is held for a watcher: a watcher that reads nothing pins
 //! no batch, so the memory of live delivery is this budget whatever the
 //! watchers do (what each watcher queues for its client is bounded apart,
-//! in `api::watch`).
+//! in [`api::watch`](crate::api::watch)).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

@@ -127,7 +127,7 @@ impl SnapshotDir {
     }
 
     /// Builds a snapshot of `state` into a file of its own, apart from the
-    /// current one (a backup being saved; see `state::backup`). The caller
+    /// current one (a backup being saved; see [`state::backup`](crate::state::backup)). The caller
     /// removes it when done; a restart removes what is left.
     pub fn export(&self, state: &StateStore) -> Result<(PathBuf, ipb::SnapshotMeta)> {
         self.write_new(state, "export")

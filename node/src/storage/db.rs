@@ -30,13 +30,13 @@ pub use crate::config::{DbConfig, WalRecovery};
 
 /// Opens (or creates) the database under `dir`: refused if it is of a
 /// newer stored format than this build's, migrated if of an older one
-/// (`crate::storage::format`).
+/// ([`storage::format`](crate::storage::format)).
 pub fn open(dir: &Path, config: DbConfig) -> Result<Arc<DB>, FormatError> {
     open_with(dir, config, true)
 }
 
 /// Opens the database with no compaction running, for the check of the
-/// Raft log at start (`raft::log_check`): a compaction reading a damaged
+/// Raft log at start (`raft::log::log_check`): a compaction reading a damaged
 /// block would stop the database before the check could drop it. Close it
 /// and [`open`] it again afterwards.
 pub fn open_for_check(dir: &Path, config: DbConfig) -> Result<Arc<DB>, FormatError> {
@@ -58,7 +58,7 @@ fn open_with(dir: &Path, config: DbConfig, compactions: bool) -> Result<Arc<DB>,
     // flushed.
     opts.set_db_write_buffer_size(config.write_buffer_bytes);
     // Writes stay in RocksDB's WAL buffer until the Raft log's sync thread
-    // flushes and syncs it (see raft::log_store): one write and one fsync per
+    // flushes and syncs it (see raft::log::log_store): one write and one fsync per
     // group of appends, and a crashed process loses exactly the unsynced
     // writes, as a power cut would, so crash tests exercise that case too.
     opts.set_manual_wal_flush(true);
@@ -136,7 +136,7 @@ fn stamped_before_open(dir: &Path, existing: &[String], what: &str) -> Result<u3
 }
 
 /// Format 0 (unversioned) to 1: per-answer column families dropped; a
-/// missing watch history starts at the applied revision (`state::history`).
+/// missing watch history starts at the applied revision ([`state::history`](crate::state::history)).
 fn migrate_from_0(db: &mut DB, existing: &[String], legacy: &[&str]) -> Result<(), FormatError> {
     tracing::warn!(
         "the data directory is of stored format 0 ({}): migrating it to {}",

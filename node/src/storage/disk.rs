@@ -6,10 +6,10 @@
 //! disk. So the node keeps `--min-free-disk-mb` in reserve and, below it,
 //! takes no client writes: as leader it refuses them (`disk_full`, which
 //! the clients retry elsewhere) and hands leadership to a member with room
-//! when the others can commit without it (`raft::disk_guard`); as follower
+//! when the others can commit without it (`raft::life::disk_guard`); as follower
 //! it refuses the leader's client entries and snapshots, falling behind as
 //! a node cut off would, while it still hears its leader and takes the
-//! entries Raft itself needs (`raft::intake`), down to half the reserve.
+//! entries Raft itself needs (`raft::net::intake`), down to half the reserve.
 //! Reads go on. Once space is freed it takes entries again and catches up.
 //! `status`, `/readyz` and the `handlestore_disk_*` metrics say why the
 //! node is degraded.

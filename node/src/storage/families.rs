@@ -1,4 +1,4 @@
-//! The column families of the node's RocksDB instance (`storage::db`
+//! The column families of the node's RocksDB instance ([`storage::db`](crate::storage::db)
 //! opens it with them): their names and what each holds, the ones a
 //! snapshot carries, and finding one by name.
 
@@ -8,7 +8,7 @@ use rocksdb::DB;
 pub const CF_LOG: &str = "raft_log";
 /// Raft log metadata: vote, committed, last purged.
 pub const CF_LOG_META: &str = "raft_meta";
-/// Live data: encoded key (see `state::keys`) -> prost `Record`.
+/// Live data: encoded key (see [`state::keys`](crate::state::keys)) -> prost `Record`.
 pub const CF_KV: &str = "kv";
 /// Expiry index: expires_at_ms (u64 BE) ++ data key -> empty.
 pub const CF_EXPIRY: &str = "expiry";
@@ -21,7 +21,7 @@ pub const CF_ANSWERS_AGE: &str = "answers_age";
 pub const CF_SM_META: &str = "sm_meta";
 
 /// The watch history: revision (u64 BE) ++ sequence in the revision (u32
-/// BE) -> prost `HistoryEvent` (see `state::history`).
+/// BE) -> prost `HistoryEvent` (see [`state::history`](crate::state::history)).
 pub const CF_HISTORY: &str = "history";
 
 /// The column families that make up the state machine (and so a snapshot;

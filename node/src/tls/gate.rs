@@ -6,7 +6,7 @@
 //! `node-<id>` (its common name or a DNS name; `handlestore certs` names
 //! node certificates so and refuses to give a client such a name). The
 //! members are the ids of the membership this node holds (voters and
-//! learners, kept up to date by `raft::boot` as the membership changes);
+//! learners, kept up to date by `raft::life::boot` as the membership changes);
 //! before it holds one, those of `--initial-cluster`; a node started with
 //! neither (one waiting to be added) takes any node name until it learns
 //! the membership. `--peer-allowed-names` replaces the rule with a fixed

@@ -47,7 +47,7 @@ pub struct Args {
     /// How many times to run both systems.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
-    /// Where results.json and results.md go (default: target/<binary>).
+    /// Where results.json and results.md go (default: `target/<binary>`).
     #[arg(long)]
     pub out: Option<PathBuf>,
 }

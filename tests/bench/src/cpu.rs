@@ -50,7 +50,7 @@ pub fn total_cpu(pids: &[u32]) -> Option<Duration> {
 /// The CPU time each JIT compiler thread of `pids` has spent so far, by
 /// (process, thread): the JVM's threads whose name begins "C1
 /// CompilerThread" or "C2 CompilerThread" (or "JVMCI CompilerThread"), as
-/// /proc/<pid>/task/<tid>/comm shows them (cut to 15 bytes). Empty for
+/// `/proc/<pid>/task/<tid>/comm` shows them (cut to 15 bytes). Empty for
 /// processes that are not JVMs.
 pub fn jit_threads_cpu(pids: &[u32]) -> std::collections::HashMap<(u32, u32), Duration> {
     let mut out = std::collections::HashMap::new();

@@ -1,5 +1,5 @@
-//! The TypeScript client's scripts under Node.js: `node --import tsx
-//! <script>` run from client/ts (so its node_modules resolve), for the
+//! The TypeScript client's scripts under Node.js:
+//! `node --import tsx <script>` run from client/ts (so its node_modules resolve), for the
 //! `tsclient` bench (`client/ts/bench/clientBench.ts`) and the TypeScript
 //! cart server replicas of the `ts-cart*` systems
 //! (`client/ts/examples/cartServer.ts`).

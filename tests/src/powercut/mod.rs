@@ -12,7 +12,7 @@
 //! - A change to a directory (create, mkdir, rename, link, unlink, rmdir,
 //!   symlink) is done at once, but a cut undoes it unless the application
 //!   synced the directory since (`fsync` of the directory; for a rename,
-//!   of either one): the missing directory fsync is caught ([`journal`]),
+//!   of either one): the missing directory fsync is caught (`journal`),
 //!   where LazyFS keeps every such change. Mounted with
 //!   `--journaled-names` ([`Names::Journaled`]), a sync of anything makes
 //!   every name change before it durable, as ext4's and XFS' journals do. Other metadata passes through

@@ -14,7 +14,7 @@ use super::registers::{RegisterChecks, Registers};
 use super::writer::Writers;
 use super::{Subject, System, read_back};
 
-/// One member's fault, held for [`HELD`] and then repaired.
+/// One member's fault, held for `HELD` and then repaired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     /// The leader killed (SIGKILL), started again after.

@@ -310,7 +310,7 @@ async fn the_raft_wire_refuses_what_is_malformed_and_changes_nothing() {
         matches!(answer.result, Some(ipb::append_entries_response::Result::HigherVote(_))),
         "{answer:?}"
     );
-    // From a node of another cluster, or of none (raft::identity): refused
+    // From a node of another cluster, or of none (raft::net::identity): refused
     // as unavailable (the sender backs off), over the wire and gRPC.
     for (other, says) in [
         ("0123456789abcdef0123456789abcdef", "another cluster"),

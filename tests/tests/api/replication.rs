@@ -48,7 +48,7 @@ async fn mint_on_one_node_read_on_the_others() {
 }
 
 /// The leader holds back the AppendEntries that only moves the commit index
-/// and lets the next entry carry it (raft::commit_notice); when no entry
+/// and lets the next entry carry it (raft::net::commit_notice); when no entry
 /// follows, the notice is still sent on its own, promptly. With heartbeats
 /// 8 s apart, followers that waited for one would not apply the last write
 /// of a burst for up to 8 s (within 3 s in 3 of 8 rounds, by chance); they

@@ -1,4 +1,4 @@
-//! A Raft log damaged on disk (`raft::log_check`): bytes of a follower's
+//! A Raft log damaged on disk (`raft::log::log_check`): bytes of a follower's
 //! log table file overwritten while it is down, as a failing sector would.
 //! RocksDB's block checksums find it when the node reads its log at
 //! start; the node writes its log again without the damaged entries, and

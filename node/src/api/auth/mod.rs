@@ -1,5 +1,5 @@
 //! Authentication and authorization of client calls, decided against the
-//! replicated auth state (`state::auth`) so every node decides alike.
+//! replicated auth state ([`state::auth`](crate::state::auth)) so every node decides alike.
 //!
 //! A caller is named by its bearer token or, on a node that verifies
 //! client certificates, by its certificate's common name (a token, when

@@ -1,7 +1,7 @@
 //! Responses built and encoded once for all the watchers of one target: a
 //! change heard by many listeners of one prefix is then turned into a
 //! response once per node, not once per listener (each still gets its own
-//! gRPC message). Only for live batches (`state::recent`), whose changes
+//! gRPC message). Only for live batches ([`state::recent`](crate::state::recent)), whose changes
 //! are the same for every watcher, and only for watchers that may see
 //! every change their target matches (`Watcher::shares`).
 //!

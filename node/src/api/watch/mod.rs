@@ -1,6 +1,6 @@
 //! The Watch service (watch.proto): a watcher first catches up from the
-//! history (`state::history`), then follows the recent changes the state
-//! store keeps after each applied batch (`state::recent`). It subscribes
+//! history ([`state::history`](crate::state::history)), then follows the recent changes the state
+//! store keeps after each applied batch ([`state::recent`](crate::state::recent)). It subscribes
 //! to those before it reads how far this node has applied, so every change
 //! is either read from the history or found among the recent ones (the
 //! position drops repeats); one that fell behind what is kept reads the

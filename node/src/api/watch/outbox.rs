@@ -2,7 +2,7 @@
 //! its connection has not taken yet, counted in bytes against the
 //! watcher's share and against the node's budget for all of them
 //! (`--watch-memory-mb`, of which the recent changes kept for live
-//! delivery, `state::recent`, take a part of their own).
+//! delivery, [`state::recent`](crate::state::recent), take a part of their own).
 //!
 //! A response counts from the moment it is queued until the transport
 //! asks for the one after it (the last one taken may still sit in the

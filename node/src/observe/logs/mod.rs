@@ -51,7 +51,7 @@ pub fn init(default: &str, format: LogFormat) {
 
 /// openraft's lines that a node says better itself: a warning and an
 /// error for every call to a peer that failed (ten a second per peer that
-/// is down; `raft::reach` says it once, then every 30 s, then when the
+/// is down; `raft::net::reach` says it once, then every 30 s, then when the
 /// peer is back), and its warnings about messages that arrived after the
 /// vote or membership they were sent under changed, which elections and
 /// membership changes cause as a matter of course. Its other errors (a
@@ -103,7 +103,7 @@ mod tests {
             tracing::warn!(target: "openraft::core::raft_core", "A message will be ignored because vote changed");
             tracing::error!(target: "openraft::core::raft_core", error = "io", "quit RaftCore::main on error");
             tracing::error!(target: "openraft::engine::handler::replication_handler", "update_matching");
-            tracing::warn!(target: "handlestore_node::raft::reach", "peer 2 does not answer");
+            tracing::warn!(target: "handlestore_node::raft::net::reach", "peer 2 does not answer");
         });
         let text = String::from_utf8(lines.0.lock().expect("lock").clone()).expect("utf-8");
         let kept: Vec<&str> = text.lines().collect();

@@ -1,6 +1,6 @@
 //! gRPC calls on the client port, counted as they finish by service,
 //! method and code (`grpc_server_handled_total`, grpc-prometheus' names)
-//! and timed from start to end (a stream's whole life). `crate::server::calls`
+//! and timed from start to end (a stream's whole life). [`server::calls`](crate::server::calls)
 //! watches each call and reports it here. Labels are bounded: a path that
 //! is not a method of the protos (`handlestore_proto::methods`) is counted
 //! as "unknown", so a client cannot make up labels.

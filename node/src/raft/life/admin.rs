@@ -1,5 +1,5 @@
 //! Cluster administration through Raft: the status view, membership
-//! changes, snapshots. The Admin service (`api::admin`) calls these and
+//! changes, snapshots. The Admin service ([`api::admin`](crate::api::admin)) calls these and
 //! never openraft itself.
 
 use std::collections::BTreeSet;

@@ -200,7 +200,7 @@ fn config(cfg: &NodeConfig) -> anyhow::Result<openraft::Config> {
         // cancellation, not by this per-chunk timeout.
         install_snapshot_timeout: 60_000,
         max_payload_entries: 256,
-        // Elections start once the clock is trusted (raft::clock_probe).
+        // Elections start once the clock is trusted (raft::life::clock_probe).
         enable_elect: false,
         ..Default::default()
     }
@@ -243,7 +243,7 @@ fn initial_members(cfg: &NodeConfig) -> BTreeMap<u64, Member> {
 }
 
 /// Static bootstrap (like etcd): a node with an empty log may found a new
-/// cluster with the initial membership (`raft::founding` says when); a
+/// cluster with the initial membership ([`raft::life::founding`](crate::raft::life::founding) says when); a
 /// restart never does, nor a node started to join (`existing`).
 async fn may_found(raft: &Raft, cfg: &NodeConfig) -> anyhow::Result<bool> {
     if raft.is_initialized().await? {
@@ -262,7 +262,7 @@ const FOUND_EVERY: Duration = Duration::from_millis(100);
 const SAY_WHY_EVERY: Duration = Duration::from_secs(10);
 
 /// Founds the cluster once a majority of the initial members agree
-/// (`raft::founding`), unless this node joins one first. openraft
+/// ([`raft::life::founding`](crate::raft::life::founding)), unless this node joins one first. openraft
 /// campaigns at once after initializing, so this node's clock must be
 /// trusted; its peers answer probes only once they serve, hence a task of
 /// its own. The lowest id in reach founds at once, the others after

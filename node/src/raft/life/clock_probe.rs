@@ -139,7 +139,7 @@ async fn probe_all(clock: &Arc<Clock>, peers: &Peers, heard: &Heard<'_>, members
 
 /// Turns elections and heartbeats off while the clock is not trusted, and
 /// says so in the log. Elections stay off while the disk is full or the
-/// log is being repaired (`raft::disk_guard::Standing`).
+/// log is being repaired ([`raft::log::abstain::Standing`](crate::raft::log::abstain::Standing)).
 #[derive(Default)]
 struct Guard {
     trusted: Option<bool>,

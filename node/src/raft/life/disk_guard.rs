@@ -1,5 +1,5 @@
-//! What Raft does while disks are under their reserve (`crate::storage::disk`),
-//! this node's or a majority of the voters' (`raft::room`):
+//! What Raft does while disks are under their reserve ([`storage::disk`](crate::storage::disk)),
+//! this node's or a majority of the voters' ([`raft::log::room`](crate::raft::log::room)):
 //!
 //! - a node whose disk is full does not campaign while writes could commit
 //!   with a leader that has room; when they could not (a majority is full,
@@ -11,8 +11,8 @@
 //!   would serve a linearizable read), trying again every few seconds.
 //!
 //! Refusing the entries themselves is done where they arrive: the
-//! proposer (client writes) and `raft::service` (the leader's appends,
-//! trimmed by `raft::intake`, and snapshots).
+//! proposer (client writes) and [`raft::service`](crate::raft::service) (the leader's appends,
+//! trimmed by [`raft::net::intake`](crate::raft::net::intake), and snapshots).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 //! Naming the cluster: while this node leads a cluster without a name
-//! (`raft::net::identity`) whose members all speak [`NAMED_SINCE`], it
+//! ([`raft::net::identity`](crate::raft::net::identity)) whose members all speak [`NAMED_SINCE`], it
 //! proposes one, once.
 
 use std::sync::Arc;

@@ -1,11 +1,11 @@
 //! `handlestore snapshot restore`: the data directory of one member of a new
-//! cluster, made from a backup (`state::backup`), as `etcdutl snapshot
+//! cluster, made from a backup ([`state::backup`](crate::state::backup)), as `etcdutl snapshot
 //! restore` makes one.
 //!
 //! The directory holds the backup's state, applied up to its revision; a
 //! log that begins after it (nothing to replay); the membership of
 //! `--initial-cluster` in place of the old one; a snapshot of all that, for
-//! members that join later; and a new cluster name (`raft::identity`), so
+//! members that join later; and a new cluster name ([`raft::net::identity`](crate::raft::net::identity)), so
 //! that neither a restored node nor an old one can be taken into the other
 //! cluster. The name is derived from the backup's checksum and the new
 //! membership, so every member restored from one file with the same flags

@@ -1,7 +1,7 @@
 //! A node whose log lost entries above its applied index to damage on disk
-//! (`raft::log_check`) takes no part in elections until it holds again
+//! ([`raft::log::log_check`](crate::raft::log::log_check)) takes no part in elections until it holds again
 //! every entry it may have helped commit: it neither votes (`vote` and the
-//! leader-transfer request are refused in `raft::service`) nor stands
+//! leader-transfer request are refused in [`raft::service`](crate::raft::service)) nor stands
 //! (elections stay off), and it takes the leader's entries as any
 //! follower does.
 //!

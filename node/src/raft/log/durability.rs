@@ -7,15 +7,15 @@
 //! matters:
 //!
 //! - a follower answers an AppendEntries only once every log write it made
-//!   before answering is synced (`raft::service`); on the Raft wire the
+//!   before answering is synced ([`raft::service`](crate::raft::service)); on the Raft wire the
 //!   answer is held here ([`Durability::when_synced`]) and written to the
 //!   leader's socket by the thread that learns of the sync, so the node's
 //!   event loop need not be woken first;
 //! - the leader hands a follower's answer to openraft only once every log
-//!   write it made before sending the request is synced (`raft::network`), so
+//!   write it made before sending the request is synced ([`raft::net::network`](crate::raft::net::network)), so
 //!   a follower's "I have it" is only counted when the leader has it too;
 //! - nothing is applied (and so answered to a client) before the entries are
-//!   synced locally (`raft::state_machine`); this is what keeps a one-voter
+//!   synced locally ([`raft::log::state_machine`](crate::raft::log::state_machine)); this is what keeps a one-voter
 //!   cluster, where the leader alone is the quorum, honest.
 //!
 //! So every entry counted towards a quorum is on disk on every node counted.

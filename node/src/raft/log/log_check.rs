@@ -12,7 +12,7 @@
 //!   follower that needs those entries gets instead;
 //! - entries above it cannot be rebuilt here, and this node may have been
 //!   one of the majority that committed them. The log is cut at the first
-//!   damaged one, and the node abstains from elections (`raft::abstain`)
+//!   damaged one, and the node abstains from elections ([`raft::log::abstain`](crate::raft::log::abstain))
 //!   until it has applied an entry at or past (its vote's term, the last
 //!   index it held): by then the leader has sent the lost entries again.
 //!

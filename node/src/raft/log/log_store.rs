@@ -45,8 +45,8 @@ const KEY_VOTE: &[u8] = b"vote";
 pub(in crate::raft) const KEY_COMMITTED: &[u8] = b"committed";
 pub(in crate::raft) const KEY_PURGED: &[u8] = b"last_purged";
 /// Set by a repair that lost entries above the applied index
-/// (`raft::log_check`): (term, index), big-endian, that the node must have
-/// applied before it takes part in elections again (`raft::abstain`).
+/// ([`raft::log::log_check`](crate::raft::log::log_check)): (term, index), big-endian, that the node must have
+/// applied before it takes part in elections again ([`raft::log::abstain`](crate::raft::log::abstain)).
 pub(in crate::raft) const KEY_REPAIR: &[u8] = b"repair_until";
 
 pub(in crate::raft) fn encode_repair(term: u64, index: u64) -> Vec<u8> {
@@ -254,7 +254,7 @@ impl LogStore {
 /// election; the next term's entries have ids of their own, and the
 /// election picks a log holding every committed entry, as Raft requires.
 /// Makes the empty log of a restored node begin after `last` (see
-/// `raft::restore`): purged and committed up to it, and this node's vote at
+/// [`raft::life::restore`](crate::raft::life::restore)): purged and committed up to it, and this node's vote at
 /// its term, so the new cluster's first election is for a later term than
 /// any entry it holds.
 pub fn begin_after(db: &DB, last: &LogId, id: NodeId) -> Result<(), rocksdb::Error> {

@@ -1,6 +1,6 @@
-//! Which voters have room on their disks: this node's (`crate::storage::disk`), and
+//! Which voters have room on their disks: this node's ([`storage::disk`](crate::storage::disk)), and
 //! each peer's as it last said, in its answer to the clock probe or by
-//! trimming a leader's request (`raft::intake`).
+//! trimming a leader's request ([`raft::net::intake`](crate::raft::net::intake)).
 //!
 //! A client write commits once a majority has it on disk, so writes can
 //! commit only while the voters known to be full are few enough for the

@@ -1,4 +1,4 @@
-//! Adapts `state::StateStore` to openraft's `RaftStateMachine`. RocksDB work
+//! Adapts [`state::StateStore`](crate::state::StateStore) to openraft's `RaftStateMachine`. RocksDB work
 //! runs on blocking threads, except the apply of a few single-key writes
 //! (see `Weight`).
 
@@ -165,7 +165,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         };
         // Nothing is applied, and so answered, before the entries are on disk
         // here. With followers this has already happened (a quorum counts
-        // only synced entries, see raft::durability); a one-voter cluster
+        // only synced entries, see raft::log::durability); a one-voter cluster
         // commits on the leader's word alone, and waits here instead.
         self.durability.wait_durable(last.index).await;
         let state = self.state.clone();

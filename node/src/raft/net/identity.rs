@@ -2,7 +2,7 @@
 //! the log (a `ClusterIdentity` command; the first one committed stays, see
 //! `state::apply`), so every member holds the same name in its state and
 //! every snapshot carries it. A restored backup gets a name of its own
-//! (`state::backup`).
+//! ([`state::backup`](crate::state::backup)).
 //!
 //! Every AppendEntries, Vote and snapshot carries the sender's name, and a
 //! named node refuses one that carries another name or none: a node
@@ -11,7 +11,7 @@
 //! they are given. A node without a name yet (a new learner, a member of a
 //! cluster not named yet) takes anything; it learns the name with the log.
 //!
-//! The leader names the cluster (`raft::life::naming`) only once every
+//! The leader names the cluster ([`raft::life::naming`](crate::raft::life::naming)) only once every
 //! member speaks peer protocol 2: a build from before names would fail the command, and its
 //! state would differ from the others'. Once named, a build from before
 //! names still follows a leader, but its votes and, as leader, its

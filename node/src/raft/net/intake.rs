@@ -1,4 +1,4 @@
-//! What a node whose disk is under its reserve (`crate::storage::disk`) takes from
+//! What a node whose disk is under its reserve ([`storage::disk`](crate::storage::disk)) takes from
 //! its leader, on both ends of the wire.
 //!
 //! It takes no client writes, but it must go on hearing its leader, or it
@@ -8,7 +8,7 @@
 //! membership changes. Entries of earlier terms than the leader's are
 //! taken too: a new leader carries them before its first entry, and they
 //! were written before the disks filled (the leader refuses writes once a
-//! majority is full, `raft::room`), so they are few. Below half the
+//! majority is full, [`raft::log::room`](crate::raft::log::room)), so they are few. Below half the
 //! reserve nothing is taken.
 //!
 //! The follower trims what it will not take from the end of a request,
@@ -16,7 +16,7 @@
 //! match as for any request, so the node keeps its leader) and answers
 //! `PartialSuccess` up to what it took. A leader that gets such an answer
 //! sends no more client entries to that node while it is known to be full
-//! (`raft::room`), and paces its requests to it ([`PACE`]): replication to
+//! ([`raft::log::room`](crate::raft::log::room)), and paces its requests to it ([`PACE`]): replication to
 //! it carries the commit index and heartbeats, and nothing it would refuse.
 
 use std::time::Duration;

@@ -51,7 +51,7 @@ pub const MAX_PEER_MESSAGE: usize = 1 << 30;
 /// A cache of gRPC channels by peer address ("host:port"). Keep separate
 /// pools for Raft traffic and forwarded client traffic, so a burst of one
 /// does not queue behind the other on one HTTP/2 connection. With peer TLS
-/// every channel is mutual TLS (`crate::tls::peer`). Every connection
+/// every channel is mutual TLS ([`tls::peer`](crate::tls::peer)). Every connection
 /// resolves the address then (`names`), and a channel opened before its
 /// name resolved elsewhere is replaced.
 #[derive(Default)]
@@ -372,7 +372,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             return Ok(AppendEntriesResponse::Success);
         }
         // A follower whose disk is full is sent only what it takes
-        // (`raft::intake`).
+        // (`raft::net::intake`).
         let (rpc, trimmed) = match self.room.is_full(self.target) {
             false => (rpc, None),
             true => match intake::trim(rpc, Intake::RaftOnly) {
@@ -385,7 +385,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         }
         // Every entry in this request is already in the local log (it was
         // read from there); the follower's answer may count towards a quorum
-        // only once they are on disk here too (see raft::durability). The
+        // only once they are on disk here too (see raft::log::durability). The
         // local sync runs while the request is on the wire.
         let written = self.durability.written();
         let upto = rpc

@@ -9,7 +9,7 @@
 //! Version 1 is the protocol of builds from 2026-11-27 on; builds between
 //! then and 2026-11-29 speak it without saying so (they send 0). Version 2
 //! (2026-11-29) adds the cluster's name to Raft requests and the command
-//! that sets it (`raft::identity`); it speaks with 1, and a cluster is named
+//! that sets it ([`raft::net::identity`](crate::raft::net::identity)); it speaks with 1, and a cluster is named
 //! once every member speaks 2.
 
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! answers again, and while it stays silent one line every
 //! [`SUMMARY_EVERY`] with the count of calls that failed. openraft's own
 //! lines about failed calls (an error and a warning per call, ten a second
-//! per peer) are left out of the log (`crate::observe::logs`).
+//! per peer) are left out of the log ([`observe::logs`](crate::observe::logs)).
 //!
 //! A peer is taken for silent once its calls have failed for
 //! [`SILENT_AFTER`] with no answer between: one call lost, or a slow

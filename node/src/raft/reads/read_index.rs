@@ -21,7 +21,7 @@
 //!
 //! The leader's clock, read once the round has confirmed its leadership,
 //! goes with the index: it is the time the read judges expiry at, on
-//! whichever node serves it (`api::read`). A leader whose clock is not
+//! whichever node serves it ([`api::read`](crate::api::read)). A leader whose clock is not
 //! trusted (`crate::clock`) answers no round.
 
 use std::future::Future;

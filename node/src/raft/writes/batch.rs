@@ -24,7 +24,7 @@ use crate::raft::payload::Payload;
 /// One command waiting for its entry, and who waits for its result.
 pub(in crate::raft) struct Pending {
     pub cmd: ipb::Command,
-    /// The data keys it writes (`state::keys::conflict_keys`).
+    /// The data keys it writes ([`state::keys::conflict_keys`](crate::state::keys::conflict_keys)).
     pub keys: Vec<Vec<u8>>,
     pub done: oneshot::Sender<Result<ipb::CommandResult, ProposeError>>,
 }

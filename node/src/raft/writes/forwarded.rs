@@ -1,6 +1,6 @@
 //! Where the request being served was forwarded: the write path notes
 //! the leader it forwarded to, and the client port's middleware
-//! (`server::leader_header`) names that leader on the answer, so a client
+//! ([`server::leader_header`](crate::server::leader_header)) names that leader on the answer, so a client
 //! sends its next call there instead of paying the extra hop on every
 //! write.
 

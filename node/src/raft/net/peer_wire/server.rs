@@ -50,7 +50,7 @@ where
 ///
 /// Each answer is handed to `hold` as a job that writes it: `hold` runs it
 /// later, on whichever thread learns it may leave (a follower's log sync
-/// thread, see `raft::durability`), or gives it back to be run here at
+/// thread, see [`raft::log::durability`](crate::raft::log::durability)), or gives it back to be run here at
 /// once. The next request is read meanwhile; it is handled only once the
 /// answer before it is out.
 async fn serve<R, H, F, G>(mut r: BufReader<R>, w: Writer, max_message: usize, hold: G, mut handle: H)
