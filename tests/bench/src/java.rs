@@ -16,7 +16,7 @@ use anyhow::{Context, Result, bail};
 pub const JAVA_MAJOR: u32 = 17;
 
 /// The cart server's executable jar, from client/java.
-const CART_JAR: &str = "examples/target/handlestore-examples-0.1.0-SNAPSHOT-all.jar";
+const CART_JAR: &str = "examples/target/handlestore-examples-0.1.0-all.jar";
 
 /// The options each cart server JVM starts with: none. The twins run on
 /// their runtimes' defaults (`node` without flags, CPython, the Rust

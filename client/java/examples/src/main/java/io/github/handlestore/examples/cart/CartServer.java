@@ -13,7 +13,7 @@ import jakarta.servlet.http.HttpServlet;
  * five languages serve one another's carts.
  *
  * <pre>
- * java -jar handlestore-examples-0.1.0-SNAPSHOT-all.jar --listen 127.0.0.1:8084 \
+ * java -jar handlestore-examples-0.1.0-all.jar --listen 127.0.0.1:8084 \
  *     --endpoints 127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403
  * </pre>
  *
