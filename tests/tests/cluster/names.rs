@@ -51,7 +51,7 @@ fn ip_of(cluster: &TestCluster, id: u64) -> IpAddr {
 }
 
 /// How many of node `id`'s log lines contain `text`.
-fn said(cluster: &TestCluster, id: u64, text: &str) -> usize {
+pub(crate) fn said(cluster: &TestCluster, id: u64, text: &str) -> usize {
     cluster.log(id).lines().filter(|l| l.contains(text)).count()
 }
 

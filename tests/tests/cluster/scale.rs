@@ -31,7 +31,7 @@ use handlestore_tests::TestCluster;
 use handlestore_tests::acked::{Minters, assert_whole};
 use serde_json::Value;
 
-use super::names::{lead, skipped};
+use super::names::{lead, said, skipped};
 
 /// Writes stop for an election at most (about a second here); past this
 /// the cluster went without a quorum, or hung.
@@ -69,10 +69,6 @@ async fn wait_voters(cluster: &TestCluster, voters: &[u64], within: Duration) {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-fn said(cluster: &TestCluster, id: u64, text: &str) -> usize {
-    cluster.log(id).lines().filter(|l| l.contains(text)).count()
 }
 
 fn stdout(out: &std::process::Output) -> String {
