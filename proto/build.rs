@@ -1,9 +1,13 @@
 //! Generates the gRPC code of both packages with a vendored `protoc`, so a
 //! fresh machine needs no protobuf compiler installed: `handlestore.v1`
 //! (the public API) and `handlestore.internal.v1` (peers, the log, storage);
-//! and the error table's Rust (`reasons.txt` → `reasons.rs`).
+//! the error table's Rust (`reasons.txt` → `reasons.rs`) and the wire
+//! constants' (`wire.txt` → `wire.rs`, in `build/wire.rs`).
 
 use std::fmt::Write as _;
+
+#[path = "build/wire.rs"]
+mod wire;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protoc = protoc_bin_vendored::protoc_bin_path()?;
@@ -36,6 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .compile_protos(&protos, &["."])?;
     watch_out_server();
     methods(&protos)?;
+    wire::generate()?;
     reasons()
 }
 

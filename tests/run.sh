@@ -6,7 +6,8 @@
 # possible; tests that cannot run without them say why they skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./tests/ensure-test-deps.sh
+. tests/timed.sh
+timed "test dependencies" ./tests/ensure-test-deps.sh
 # The Python tests and the Rust tests driven by the Python MCP SDK find the
 # interpreter here (they skip, saying why, when there is none).
 HANDLESTORE_TEST_PYTHON="$(./tests/ensure-python-env.sh)"
@@ -17,10 +18,10 @@ export HANDLESTORE_TEST_PYTHON
 HANDLESTORE_OLD_BIN="$(./tests/old-build.sh)"
 export HANDLESTORE_OLD_BIN
 # Every binary the tests spawn, built exactly as deploy/dev.sh builds them.
-./deploy/build.sh
+timed "the build" ./deploy/build.sh
 # Every tier (tests/README.md): unit tests, api, cluster, security, mcp,
 # system (chaos and Docker), the benchmark harness's own tests.
-cargo test --release --workspace --features handlestore-tests/system "$@"
+timed "the Rust tiers" cargo test --release --workspace --features handlestore-tests/system "$@"
 # The clients' tiers get the binary just built by its absolute path, fail
 # (never skip) without it, and count the clusters their tests start.
 . tests/built.sh
@@ -29,7 +30,7 @@ count_clusters
 # pass against real clusters of the binary just built.
 if [ -n "$HANDLESTORE_TEST_PYTHON" ]; then
   "$HANDLESTORE_TEST_PYTHON" client/python/scripts/gen_proto.py --check
-  PYTHONPATH="$PWD/client/python/src" "$HANDLESTORE_TEST_PYTHON" -m pytest -q -p no:cacheprovider client/python/tests
+  PYTHONPATH="$PWD/client/python/src" timed python "$HANDLESTORE_TEST_PYTHON" -m pytest -q -p no:cacheprovider client/python/tests
   tests/clusters-ran.sh python
 else
   echo "SKIPPED: the Python client's tests: no Python virtual environment (see the note above)"
@@ -41,12 +42,12 @@ fi
 # of the binary just built (each skips, saying why, without Node 20 and
 # npm, Go, or Java 17 and Maven; where they run, each counts the clusters
 # its tests started: more than none).
-client/ts/scripts/ci.sh
-client/go/scripts/ci.sh
-client/java/scripts/ci.sh
+timed ts client/ts/scripts/ci.sh
+timed go client/go/scripts/ci.sh
+timed java client/java/scripts/ci.sh
 # The Helm chart (deploy/helm/handlestore): Helm 4 built from its pinned
 # module, lint and render in every configuration, every object decoded
 # strictly into the Kubernetes API's Go types (skipped, saying why,
 # without Go). The real-cluster tier is opt-in: it says why it skips.
-deploy/helm/test/ci.sh chart
-deploy/helm/test/ci.sh kube
+timed chart deploy/helm/test/ci.sh chart
+timed kube deploy/helm/test/ci.sh kube

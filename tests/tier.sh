@@ -24,7 +24,7 @@ fi
 . tests/built.sh
 run() { cargo test --release --workspace --features handlestore-tests/system "$@"; }
 case "$tier" in
-  unit) run --lib --test request_state --test namespace_move "$@" ;;
+  unit) run --lib --test request_state --test namespace_move --test format_vectors --test error_details_vectors --test retry_vectors --test wire_constants "$@" ;;
   api | cluster | security | mcp | system) run --test "$tier" "$@" ;;
   docs) run --test doc_refs --test module_paths --test layering "$@" ;;
   bench) run --test harness --test seams --test raft_floor --test groups "$@" ;;

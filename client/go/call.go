@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 )
 
@@ -149,12 +148,12 @@ func (k *core) answered(idx int, header metadata.MD, ok check) outcome {
 
 // refused is the outcome of a status: retried or not, and where next.
 func (k *core) refused(idx int, s rpcStatus) outcome {
-	e := s.toError()
-	if tlsRefused(s) {
-		e = &Error{Reason: ReasonUnauthenticated, Code: codes.Unauthenticated, Message: k.conns.targets[idx] + ": TLS: " + s.message}
-		return outcome{err: e, status: s}
+	d := decide(s)
+	if d.tls {
+		return outcome{err: s.tlsError(k.conns.targets[idx] + ": "), status: s}
 	}
-	if !retryable(s) {
+	e := s.toError()
+	if !d.retry {
 		return outcome{err: e, status: s}
 	}
 	e.Message = k.conns.targets[idx] + ": " + e.Message

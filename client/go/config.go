@@ -34,36 +34,29 @@ type Config struct {
 // DefaultNamespace is the namespace of a Config that names none.
 const DefaultNamespace = "default"
 
-const (
-	defaultCallTimeout    = 15 * time.Second
-	defaultAttemptTimeout = 3 * time.Second
-	defaultBackoffBase    = 25 * time.Millisecond
-	defaultBackoffMax     = time.Second
-	defaultMaxCalls       = 8
-)
-
-// withDefaults fills what the caller left zero.
+// withDefaults fills what the caller left zero, with proto/wire.txt's
+// defaults (wire_gen.go).
 func (c Config) withDefaults() Config {
 	if c.Namespace == "" {
 		c.Namespace = DefaultNamespace
 	}
 	if c.CallTimeout <= 0 {
-		c.CallTimeout = defaultCallTimeout
+		c.CallTimeout = wireCallTimeout
 	}
 	if c.AttemptTimeout <= 0 {
-		c.AttemptTimeout = defaultAttemptTimeout
+		c.AttemptTimeout = wireAttemptTimeout
 	}
 	if c.Backoff.Base <= 0 {
-		c.Backoff.Base = defaultBackoffBase
+		c.Backoff.Base = wireBackoffBase
 	}
 	if c.Backoff.Max <= 0 {
-		c.Backoff.Max = defaultBackoffMax
+		c.Backoff.Max = wireBackoffMax
 	}
 	if c.MaxWriteCalls <= 0 {
-		c.MaxWriteCalls = defaultMaxCalls
+		c.MaxWriteCalls = wireMaxCalls
 	}
 	if c.MaxReadCalls <= 0 {
-		c.MaxReadCalls = defaultMaxCalls
+		c.MaxReadCalls = wireMaxCalls
 	}
 	return c
 }

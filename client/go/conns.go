@@ -56,7 +56,7 @@ func (c *conns) dialOptions() []grpc.DialOption {
 		// A restarted node is dialed again soon (the default waits up to two minutes).
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: time.Second,
+			MinConnectTimeout: wireConnectTimeout,
 		}),
 		// The client retries itself, with write ids; grpc-go's own retries stay off.
 		grpc.WithDisableRetry(),

@@ -18,13 +18,6 @@ import (
 // next call; a node without the Reads service gets each read on its own
 // method.
 
-const (
-	// maxBatchReads is the most reads in one call (the node takes 1000).
-	maxBatchReads = 256
-	// maxBatchReadBytes bounds the reads' bytes in one call.
-	maxBatchReadBytes = 256 << 10
-)
-
 type readItem = *pb.Read
 
 // readAnswer is a read's response; both nil if the handle or key is
@@ -150,7 +143,7 @@ func newReadCoalescer(k *core, maxCalls int) *coalescer[readItem, readAnswer] {
 	return &coalescer[readItem, readAnswer]{
 		submit:  k.submitReads,
 		what:    "read",
-		bounds:  bounds{maxCalls: maxCalls, maxItems: maxBatchReads, maxBytes: maxBatchReadBytes},
+		bounds:  bounds{maxCalls: maxCalls, maxItems: wireMaxSubmitReads, maxBytes: wireMaxSubmitReadBytes},
 		timeout: k.callTimeout,
 		discard: func(readItem) {},
 	}

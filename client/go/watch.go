@@ -260,15 +260,28 @@ func (w *Watch) Next(ctx context.Context) (WatchBatch, error) {
 			}
 			continue
 		case gotFailure:
-			if s := statusOf(err, w.reader.trailer); !retryable(s) && !resumable(s) {
-				w.closed = true
-				w.drop()
-				return WatchBatch{}, s.toError()
+			if err := w.failed(statusOf(err, w.reader.trailer)); err != nil {
+				return WatchBatch{}, err
 			}
 		}
 		// The node ended the watch, failed, or went quiet: resume on the next one.
 		w.moveOn()
 	}
+}
+
+// failed ends the watch on a status the rule does not resume from (with
+// mu held): its error, or nil to resume on the next node.
+func (w *Watch) failed(s rpcStatus) error {
+	d := decide(s)
+	if d.resume {
+		return nil
+	}
+	w.closed = true
+	w.drop()
+	if d.tls {
+		return s.tlsError("")
+	}
+	return s.toError()
 }
 
 // isClosing: Close was called, or the watch failed (with mu held).
@@ -305,10 +318,11 @@ func (w *Watch) connectLocked(ctx context.Context) error {
 		if w.isClosing() {
 			return ErrClosed
 		}
-		if tlsRefused(s) {
-			return &Error{Reason: ReasonUnauthenticated, Code: codes.Unauthenticated, Message: "TLS: " + s.message}
+		d := decide(s)
+		if d.tls {
+			return s.tlsError("")
 		}
-		if !retryable(s) {
+		if !d.resume {
 			return err
 		}
 		w.moveOn()

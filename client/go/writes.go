@@ -16,14 +16,6 @@ import (
 // node answers the writes that had already succeeded from its memory of
 // their write ids, so none applies twice).
 
-const (
-	// maxSubmitWrites is the most writes in one call (the node takes 1000).
-	maxSubmitWrites = 256
-	// maxSubmitBytes bounds the bytes of writes in one call, unless a single
-	// write is larger (it then goes alone).
-	maxSubmitBytes = 4 << 20
-)
-
 // queuedWrite is a write and its id, kept until the write is answered.
 type queuedWrite struct {
 	write  *pb.Write
@@ -45,7 +37,7 @@ func failureOf(f *pb.WriteFailure) (rpcStatus, bool) {
 func retryableIn[T any](results []T, failure func(T) *pb.WriteFailure) check {
 	return func() (rpcStatus, bool) {
 		for _, r := range results {
-			if s, failed := failureOf(failure(r)); failed && retryable(s) {
+			if s, failed := failureOf(failure(r)); failed && decide(s).retry {
 				return s, true
 			}
 		}
@@ -86,7 +78,7 @@ func newWriteCoalescer(k *core, maxCalls int) *coalescer[queuedWrite, writeAnswe
 	return &coalescer[queuedWrite, writeAnswer]{
 		submit:  k.submitWrites,
 		what:    "write",
-		bounds:  bounds{maxCalls: maxCalls, maxItems: maxSubmitWrites, maxBytes: maxSubmitBytes},
+		bounds:  bounds{maxCalls: maxCalls, maxItems: wireMaxSubmitWrites, maxBytes: wireMaxSubmitWriteBytes},
 		timeout: k.callTimeout,
 		discard: func(q queuedWrite) { q.ticket.release() },
 	}

@@ -1,7 +1,8 @@
 //! The wire contract of handlestore, as etcd's `api/` is: the generated
 //! protobuf and gRPC code, and the hand-written rules of the wire that the
 //! node and the client both hold to (id and key formats and their
-//! validation, page tokens, metadata keys, error reasons, protocol limits).
+//! validation, page tokens, metadata keys, error reasons, protocol limits,
+//! and the wire constants and client defaults of `wire.txt`).
 //! One place, so the two sides cannot drift apart.
 //!
 //! Two packages, by audience:
@@ -26,6 +27,7 @@ pub mod status_details;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod watch_out;
+pub mod wire;
 
 /// `handlestore.v1`: the public API. Its doc comments are the .proto
 /// files', written for every language's generated code (where `<prefix>`

@@ -29,9 +29,6 @@ pub const MAX_SUBMIT_READS: usize = 1000;
 /// node's single answer may be larger (`--max-value-bytes`): a read whose
 /// answer would pass it is not served in that call (`batch_full`).
 pub const MAX_READS_RESPONSE_BYTES: usize = 4 << 20;
-/// Most bytes of writes a client puts in one `Writes.Submit` call (one
-/// write larger than this still goes, alone).
-pub const MAX_SUBMIT_BYTES: usize = 4 << 20;
 
 /// Most keys one prefix delete removes, and how many when none is asked.
 pub const MAX_PREFIX_DELETE: u32 = 10_000;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the Go client's generated code from proto/: gen/ (buf with
 # protoc-gen-go and protoc-gen-go-grpc, the versions pinned in tools/go.mod)
-# and reasons_gen.go (internal/cmd/genreasons, from proto/reasons.txt).
+# reasons_gen.go and wire_gen.go (internal/cmd/genreasons, from
+# proto/reasons.txt and proto/wire.txt).
 #   scripts/gen.sh           write them
 #   scripts/gen.sh --check   fail if the committed files differ (drift)
 set -euo pipefail
@@ -16,10 +17,13 @@ trap 'rm -rf "$work"' EXIT
 PATH="$work/bin:$PATH" buf generate ../../proto --path ../../proto/handlestore/v1 \
   --template buf.gen.yaml --output "$work/out"
 go run ./internal/cmd/genreasons ../../proto/reasons.txt >"$work/out/reasons_gen.go"
+go run ./internal/cmd/genreasons -wire ../../proto/wire.txt >"$work/out/wire_gen.go"
 if $check; then
   status=0
   diff -r gen "$work/out/gen" || status=1
-  diff reasons_gen.go "$work/out/reasons_gen.go" || status=1
+  for f in reasons_gen.go wire_gen.go; do
+    diff "$f" "$work/out/$f" || status=1
+  done
   if [ "$status" -ne 0 ]; then
     echo "client/go: generated code differs from proto/: run client/go/scripts/gen.sh" >&2
     exit 1
@@ -29,5 +33,5 @@ if $check; then
 fi
 rm -rf gen
 cp -r "$work/out/gen" gen
-cp "$work/out/reasons_gen.go" reasons_gen.go
-echo "client/go: regenerated gen/ and reasons_gen.go"
+cp "$work/out/reasons_gen.go" "$work/out/wire_gen.go" .
+echo "client/go: regenerated gen/, reasons_gen.go and wire_gen.go"

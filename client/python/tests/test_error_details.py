@@ -18,7 +18,7 @@ from grpc_status import rpc_status
 
 from handlestore import Conflict, errors
 from handlestore.ids import new_handle_id
-from handlestore.retry import Failure
+from handlestore.retry import Status
 from handlestore.v1 import common_pb2, handles_pb2, handles_pb2_grpc, writes_pb2, writes_pb2_grpc
 
 VECTORS = json.loads((REPO / "proto/vectors/error_details.json").read_text())
@@ -51,8 +51,8 @@ def test_a_writes_failure_details(case: dict) -> None:
     failure = writes_pb2.WriteFailure(
         code=case["code"], message=case["message"], details=bytes.fromhex(case["details"])
     )
-    assert Failure(failure).detail == expected(case)
-    assert Failure(failure).error().reason == expected(case).reason
+    assert Status.of_failure(failure).detail == expected(case)
+    assert Status.of_failure(failure).error().reason == expected(case).reason
 
 
 def unpacked(status: status_pb2.Status | None) -> common_pb2.ErrorDetail:

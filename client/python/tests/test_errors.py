@@ -9,9 +9,8 @@ import pytest
 from google.rpc import status_pb2
 
 from handlestore import errors, reasons
-from handlestore.retry import retryable_error
+from handlestore.retry import Status
 from handlestore.v1 import common_pb2
-from handlestore.watch import _cut_off
 
 
 def status(reason: str, message: str = "what the node said", **detail: int) -> grpc.aio.AioRpcError:
@@ -26,8 +25,9 @@ def status(reason: str, message: str = "what the node said", **detail: int) -> g
 def test_every_reason_keeps_its_reason_and_the_tables_retry(reason: str) -> None:
     err = status(reason)
     assert errors.from_rpc_error(err).reason == reason
-    assert retryable_error(err) == (reasons.TABLE[reason].retried == "yes")
-    assert _cut_off(err) == (reasons.TABLE[reason].retried == "resume")
+    decision = Status.of_call(err).decision
+    assert decision.retry == (reasons.TABLE[reason].retried == "yes")
+    assert decision.resume == (reasons.TABLE[reason].retried in ("yes", "resume"))
 
 
 def test_only_a_revision_mismatch_is_a_conflict() -> None:

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use handlestore_proto::v1 as pb;
+use handlestore_proto::wire;
 
 use crate::error::{Error, Result};
 use crate::failover::{Failover, Node, Timing};
@@ -224,13 +225,13 @@ impl Client {
         ClientBuilder {
             endpoints: endpoints.into_iter().map(Into::into).collect(),
             namespace: handlestore_proto::limits::DEFAULT_NAMESPACE.into(),
-            deadline: Duration::from_secs(15),
-            attempt_timeout: Duration::from_secs(3),
-            connect_timeout: Duration::from_secs(1),
-            backoff_base: Duration::from_millis(25),
-            backoff_max: Duration::from_secs(1),
-            max_write_calls: 8,
-            max_read_calls: 8,
+            deadline: wire::CALL_TIMEOUT,
+            attempt_timeout: wire::ATTEMPT_TIMEOUT,
+            connect_timeout: wire::CONNECT_TIMEOUT,
+            backoff_base: wire::BACKOFF_BASE,
+            backoff_max: wire::BACKOFF_MAX,
+            max_write_calls: wire::MAX_CALLS,
+            max_read_calls: wire::MAX_CALLS,
             tls: None,
             token: None,
         }

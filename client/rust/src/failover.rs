@@ -11,11 +11,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use handlestore_proto::meta::LEADER_HEADER;
+use handlestore_proto::wire;
 use http::Uri;
 use rand::Rng;
 use tokio::time::Instant;
 
 use crate::error::{Error, Result, detail};
+use crate::retry::{give_up, retryable};
 use crate::tls::ClientTls;
 use crate::transport::NodeChannel;
 
@@ -171,7 +173,7 @@ impl Failover {
                     return Ok(resp.into_inner());
                 }
                 Err(s) if retryable(&s) => s,
-                Err(s) => return Err(Error::from(s)),
+                Err(s) => return Err(give_up(s)),
             };
             tracing::debug!(node = %node.url, code = ?status.code(), msg = status.message(), "retrying");
             idx = self
@@ -234,29 +236,13 @@ impl Failover {
     }
 }
 
-/// gRPC's header for how long a node asks clients to wait before trying
-/// again (a node sends it when it refuses a call for load: `overloaded`).
-const PUSHBACK_HEADER: &str = "grpc-retry-pushback-ms";
-
-/// The wait a refusal asked for (none if it named none; 5 s at most).
+/// The wait a refusal asked for in gRPC's pushback header (a node sends it
+/// when it refuses a call for load: `overloaded`): none if it named none,
+/// `wire::MAX_PUSHBACK` at most.
 fn pushback(s: &tonic::Status) -> Duration {
     s.metadata()
-        .get(PUSHBACK_HEADER)
+        .get(wire::PUSHBACK_HEADER)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
         .map_or(Duration::ZERO, Duration::from_millis)
-        .min(Duration::from_secs(5))
-}
-
-/// Worth trying again (elsewhere): the node could not serve it now.
-pub(crate) fn retryable(s: &tonic::Status) -> bool {
-    use tonic::Code::*;
-    if let Some(reason) = handlestore_proto::reason::Reason::of(s) {
-        return reason.retry() == handlestore_proto::reason::Retry::Yes;
-    }
-    match s.code() {
-        Unavailable | DeadlineExceeded | Aborted | Cancelled => true,
-        // Connection resets surface as Unknown/Internal from h2.
-        Unknown | Internal => s.details().is_empty(),
-        _ => false,
-    }
+        .min(wire::MAX_PUSHBACK)
 }

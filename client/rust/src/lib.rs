@@ -36,6 +36,7 @@ pub mod memory_state;
 pub mod reads;
 pub mod request_state;
 pub mod resource_bus;
+mod retry;
 #[cfg(feature = "rmcp")]
 pub mod rmcp_seams;
 pub mod single_use;

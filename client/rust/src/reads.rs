@@ -24,12 +24,13 @@ use prost::Message;
 
 use crate::coalesce::{Bounds, Calls, Coalescer};
 use crate::error::{Error, Result, status};
-use crate::failover::{Failover, retryable, rpc};
+use crate::failover::{Failover, rpc};
+use crate::retry::retryable;
 use crate::stubs::{MAX_MESSAGE, handles, state};
 use crate::transport::NodeChannel;
 
 /// The most reads in one call.
-const MAX_SUBMIT_READS: usize = 256;
+const MAX_SUBMIT_READS: usize = handlestore_proto::wire::MAX_SUBMIT_READS;
 const _: () = assert!(MAX_SUBMIT_READS <= handlestore_proto::limits::MAX_SUBMIT_READS);
 
 /// How many point reads a client has sent, in how many calls (retries of a
@@ -52,7 +53,7 @@ impl Reads {
         Reads(Arc::new(Coalescer::new(Bounds {
             max_calls,
             max_items: MAX_SUBMIT_READS,
-            max_bytes: handlestore_proto::limits::MAX_SUBMIT_BYTES,
+            max_bytes: handlestore_proto::wire::MAX_SUBMIT_READ_BYTES,
         })))
     }
 

@@ -279,11 +279,11 @@ fn status_of(url: &str, e: h2::Error) -> Status {
     // A node that requires a client certificate refuses one it does not
     // accept after the handshake (TLS 1.3), with an alert the client reads
     // on its first read; h2 keeps only the text of that error, which is
-    // rustls's ("received fatal alert: CertificateRequired"). Retrying would
-    // only be refused again.
+    // rustls's ("received fatal alert: CertificateRequired"), which the
+    // retry rule's markers name. Retrying would only be refused again.
     if e.get_io()
         .is_some_and(|io| io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()))
-        || e.to_string().contains("received fatal alert")
+        || crate::retry::tls_refused(&e.to_string())
     {
         return Status::unauthenticated(format!("{url}: TLS: {e}"));
     }

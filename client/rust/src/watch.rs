@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use crate::cluster::Client;
 use crate::cluster_state::value_from_pb;
 use crate::error::{Error, Result};
-use crate::failover::retryable;
+use crate::retry::{give_up, resumable};
 use crate::state_tool::StateValue;
 use crate::stubs::MAX_MESSAGE;
 
@@ -161,13 +161,6 @@ impl Client {
     }
 }
 
-/// A node cut the watch off because its consumer fell behind: resuming
-/// from the position works while the history still holds it (the node says
-/// `compacted` when it does not).
-fn cut_off(s: &tonic::Status) -> bool {
-    handlestore_proto::reason::Reason::of(s).is_some_and(|r| r.retry() == handlestore_proto::reason::Retry::Resume)
-}
-
 impl Watch {
     /// The next revision this watch delivers (resume a later watch from
     /// here).
@@ -194,8 +187,8 @@ impl Watch {
                     None => continue,
                 },
                 Ok(Ok(None)) => "the node ended the watch".to_string(),
-                Ok(Err(s)) if retryable(&s) || cut_off(&s) => s.message().to_string(),
-                Ok(Err(s)) => return Err(Error::from(s)),
+                Ok(Err(s)) if resumable(&s) => s.message().to_string(),
+                Ok(Err(s)) => return Err(give_up(s)),
                 Err(_) => format!("nothing heard for {SILENCE:?}"),
             };
             tracing::debug!(node = self.node, position = self.position, "watch lost: {lost}");
@@ -224,8 +217,10 @@ impl Watch {
         loop {
             let last = match self.open().await {
                 Ok(()) => return Ok(()),
-                Err(s) if retryable(&s) => s,
-                Err(s) => return Err(Error::from(s)),
+                // A node that cut a watch off as it opened (`slow_watcher`)
+                // is asked again, as mid-stream.
+                Err(s) if resumable(&s) => s,
+                Err(s) => return Err(give_up(s)),
             };
             self.node = (self.node + 1) % n;
             let sleep = self.client.backoff(tries);

@@ -23,18 +23,19 @@ use prost::Message;
 
 use crate::coalesce::{Bounds, Calls, Coalescer};
 use crate::error::{Error, Result, status};
-use crate::failover::{Failover, retryable};
+use crate::failover::Failover;
+use crate::retry::retryable;
 use crate::stubs::MAX_MESSAGE;
 use crate::write_ids::WriteTicket;
 
 /// The most bytes of writes (encoded) one call carries, unless a single
 /// write is larger, which then goes alone. The node accepts calls of this
 /// size plus its largest single write.
-pub use handlestore_proto::limits::MAX_SUBMIT_BYTES;
+pub use handlestore_proto::wire::MAX_SUBMIT_WRITE_BYTES as MAX_SUBMIT_BYTES;
 
 /// The most writes in one call: fewer than the node accepts
 /// (`limits::MAX_SUBMIT_WRITES`), so a call stays small while others wait.
-const MAX_SUBMIT_WRITES: usize = 256;
+const MAX_SUBMIT_WRITES: usize = handlestore_proto::wire::MAX_SUBMIT_WRITES;
 const _: () = assert!(MAX_SUBMIT_WRITES <= handlestore_proto::limits::MAX_SUBMIT_WRITES);
 
 /// How many writes a client has sent, in how many calls (retries of a call

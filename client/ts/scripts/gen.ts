@@ -9,7 +9,9 @@
  *   same way, from client/ts/proto/google/rpc/status.proto (vendored: a
  *   node's error details are a google.rpc.Status);
  * - src/gen/reasonTable.ts and src/gen/reasons.ts from the error table,
- *   proto/reasons.txt (scripts/reasonsModule.ts).
+ *   proto/reasons.txt (scripts/reasonsModule.ts);
+ * - src/gen/wire.ts from the wire constants, proto/wire.txt
+ *   (scripts/wireModule.ts).
  *
  *     npm run gen          # write them
  *     npm run gen:check    # fail if the committed files differ (drift)
@@ -30,11 +32,13 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { reasonModules } from "./reasonsModule.js";
+import { wireModule } from "./wireModule.js";
 
 const PACKAGE = join(dirname(fileURLToPath(import.meta.url)), "..");
 const REPO = join(PACKAGE, "..", "..");
 const GEN = join(PACKAGE, "src", "gen");
 const REASONS_TABLE = join(REPO, "proto", "reasons.txt");
+const WIRE_TABLE = join(REPO, "proto", "wire.txt");
 
 /** Every file under `dir`, as paths relative to it, sorted. */
 function files(dir: string): string[] {
@@ -46,7 +50,7 @@ function files(dir: string): string[] {
   return out.sort();
 }
 
-/** Generates the code into `out` (its src/gen/...): the protobuf code, and the error table's modules beside it. */
+/** Generates the code into `out` (its src/gen/...): the protobuf code, and the tables' modules beside it. */
 function generate(out: string): string {
   const buf = join(PACKAGE, "node_modules", ".bin", "buf");
   execFileSync(buf, ["generate", "--template", "buf.gen.yaml", "-o", out], { cwd: PACKAGE, stdio: "inherit" });
@@ -54,6 +58,7 @@ function generate(out: string): string {
   for (const [name, text] of Object.entries(reasonModules(readFileSync(REASONS_TABLE, "utf8")))) {
     writeFileSync(join(gen, name), text);
   }
+  writeFileSync(join(gen, "wire.ts"), wireModule(readFileSync(WIRE_TABLE, "utf8")));
   return gen;
 }
 

@@ -9,6 +9,7 @@ import { parseEndpoint } from "./connections.js";
 import { ClientCore, type Settings } from "./core.js";
 import { optionsFromEnv } from "./env.js";
 import { InvalidArgumentError } from "./gen/reasons.js";
+import { ATTEMPT_TIMEOUT_MS, BACKOFF_BASE_MS, BACKOFF_MAX_MS, CALL_TIMEOUT_MS, MAX_CALLS } from "./gen/wire.js";
 import { HandleStore, type HandleStoreOptions } from "./handles.js";
 import { isName } from "./ids.js";
 import { keyring, keyringRetire, keyringRotate, type RingKey } from "./keyring.js";
@@ -46,9 +47,9 @@ function settingsOf(options: Partial<ClientOptions>): Settings {
   checkToken(options.token);
   return {
     namespace,
-    deadline: positive("deadline", options.deadline ?? 15_000),
-    attemptTimeout: positive("attemptTimeout", options.attemptTimeout ?? 3_000),
-    backoff: options.backoff ?? { base: 25, max: 1_000 },
+    deadline: positive("deadline", options.deadline ?? CALL_TIMEOUT_MS),
+    attemptTimeout: positive("attemptTimeout", options.attemptTimeout ?? ATTEMPT_TIMEOUT_MS),
+    backoff: options.backoff ?? { base: BACKOFF_BASE_MS, max: BACKOFF_MAX_MS },
   };
 }
 
@@ -58,7 +59,7 @@ function dial(options: ClientOptions): ClientCore {
   const endpoints = endpointList(options.endpoints);
   if (endpoints.length === 0) throw new InvalidArgumentError("no endpoints given");
   const targets = endpoints.map((e) => parseEndpoint(e, options.tls !== undefined));
-  const limits = { maxWriteCalls: options.maxWriteCalls ?? 8, maxReadCalls: options.maxReadCalls ?? 8 };
+  const limits = { maxWriteCalls: options.maxWriteCalls ?? MAX_CALLS, maxReadCalls: options.maxReadCalls ?? MAX_CALLS };
   return ClientCore.dial(settings, { targets, tls: options.tls, token: options.token, ...limits });
 }
 

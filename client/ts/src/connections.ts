@@ -34,6 +34,8 @@ export interface StreamMethod<Req, Res> {
   readonly responseDeserialize: (value: Buffer) => Res;
 }
 
+// No connect timeout (wire.txt's connect_timeout): grpc-js takes none, so
+// each attempt's timeout bounds its connecting too.
 const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   "grpc.max_send_message_length": MAX_MESSAGE,
   "grpc.max_receive_message_length": MAX_MESSAGE,

@@ -8,24 +8,24 @@
  * UNAVAILABLE, a transport error or a per-attempt timeout it moves on: to the
  * leader the error names if there is one, else to the next node, after an
  * exponential backoff with full jitter (and at least what a node that refused
- * the call for load asked for, `grpc-retry-pushback-ms`), until the call's
- * overall deadline or its AbortSignal. Writes carry a `(clientId, seq)`
- * write id that every retry reuses, so a write retried after a leader crash
- * is applied exactly once.
+ * the call for load asked for in gRPC's retry pushback trailer), until the
+ * call's overall deadline or its AbortSignal. Which failures are tried again
+ * is retry.ts's one rule. Writes carry a `(clientId, seq)` write id that
+ * every retry reuses, so a write retried after a leader crash is applied
+ * exactly once.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Coalescer } from "./coalesce.js";
 import { type Answer, Connections, type TlsOptions, type UnaryMethod, unary } from "./connections.js";
 import { DeadlineError } from "./deadline.js";
 import { HandlestoreError } from "./errorBase.js";
-import { errorOf, isServiceError, type Status, statusOf } from "./errors.js";
+import { isServiceError, type Status, statusOf } from "./errors.js";
 import type { WriteId } from "./gen/handlestore/v1/common.js";
 import { Read } from "./gen/handlestore/v1/reads.js";
 import { Write, type WriteResult } from "./gen/handlestore/v1/writes.js";
-import { UnauthenticatedError } from "./gen/reasons.js";
 import type { CallOptions } from "./options.js";
 import { readCoalescer } from "./reads.js";
-import { type Backoff, backoff, leaderOf, pushback, retryable, tlsRefused } from "./retry.js";
+import { type Backoff, backoff, decide, giveUp, leaderOf, pushback } from "./retry.js";
 import type { RawCallOptions, ReadAnswer, Transport, WriteKind, WriteRequest, WriteResponse } from "./transport.js";
 import { WriteIds } from "./writeIds.js";
 import { type Queued, writeCoalescer } from "./writes.js";
@@ -175,8 +175,7 @@ export class ClientCore implements Transport {
       options.signal?.throwIfAborted();
       if (!isServiceError(e)) throw e instanceof HandlestoreError ? e : new HandlestoreError(String(e), { cause: e });
       const s = statusOf(e);
-      if (tlsRefused(s)) throw new UnauthenticatedError(`${conns.targets[index]}: TLS: ${s.message}`, { code: s.code });
-      if (!retryable(s)) throw errorOf(s);
+      if (!decide(s).retry) throw giveUp(s, `${conns.targets[index]}: `);
       return { failure: s, leader: conns.indexOf(leaderOf(s.metadata)) };
     }
     const leader = conns.indexOf(leaderOf(answer.headers));

@@ -10,18 +10,15 @@
  */
 import { Coalescer, type Wait } from "./coalesce.js";
 import { UnimplementedError } from "./errorBase.js";
-import { errorOf, statusOfFailure } from "./errors.js";
+import { statusOfFailure } from "./errors.js";
 import { HandlesService } from "./gen/handlestore/v1/handles.js";
 import { type Read, type ReadResult, ReadsService } from "./gen/handlestore/v1/reads.js";
 import { StateService } from "./gen/handlestore/v1/state.js";
 import { InvalidArgumentError, NotFoundError } from "./gen/reasons.js";
+import { MAX_SUBMIT_READ_BYTES, MAX_SUBMIT_READS } from "./gen/wire.js";
+import { giveUp } from "./retry.js";
 import type { ReadAnswer, Transport } from "./transport.js";
 import { retryableFailure } from "./writes.js";
-
-/** The most reads in one call (the node accepts 1000). */
-export const MAX_BATCH_READS = 256;
-/** Bound on the reads' bytes in one call (a key is at most 1 KiB). */
-export const MAX_BATCH_READ_BYTES = 256 << 10;
 
 async function absentIsUndefined<T>(p: Promise<T>): Promise<T | undefined> {
   try {
@@ -51,7 +48,7 @@ function settle<T>(p: Promise<T>): Promise<T | Error> {
 function answer(r: ReadResult): ReadAnswer | Error {
   switch (r.result?.$case) {
     case "failure": {
-      const error = errorOf(statusOfFailure(r.result.value));
+      const error = giveUp(statusOfFailure(r.result.value));
       return error instanceof NotFoundError ? undefined : error;
     }
     case "get":
@@ -105,7 +102,7 @@ async function submit(client: Transport, reads: Read[], wait?: Wait): Promise<(R
 export function readCoalescer(client: Transport, maxCalls: number): Coalescer<Read, ReadAnswer> {
   return new Coalescer<Read, ReadAnswer>((items, wait) => submit(client, items, wait), "read", {
     maxCalls,
-    maxItems: MAX_BATCH_READS,
-    maxBytes: MAX_BATCH_READ_BYTES,
+    maxItems: MAX_SUBMIT_READS,
+    maxBytes: MAX_SUBMIT_READ_BYTES,
   });
 }

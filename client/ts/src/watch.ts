@@ -15,7 +15,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { status as Code } from "@grpc/grpc-js";
 import { DeadlineError } from "./deadline.js";
 import { ClosedError, HandlestoreError } from "./errorBase.js";
-import { errorOf, isServiceError, type Status, statusOf } from "./errors.js";
+import { isServiceError, type Status, statusOf } from "./errors.js";
 import { ErrorDetail } from "./gen/handlestore/v1/common.js";
 import {
   EventKind,
@@ -24,8 +24,8 @@ import {
   type WatchResponse,
   WatchService,
 } from "./gen/handlestore/v1/watch.js";
-import { InvalidArgumentError, UnauthenticatedError } from "./gen/reasons.js";
-import { resumable, retryable, tlsRefused } from "./retry.js";
+import { InvalidArgumentError } from "./gen/reasons.js";
+import { decide, giveUp } from "./retry.js";
 import { valueFromWire } from "./state.js";
 import { StreamReader } from "./streamReader.js";
 import type { Transport } from "./transport.js";
@@ -195,9 +195,9 @@ export class Watch implements AsyncIterable<WatchBatch> {
       } catch (e) {
         this.checkOpen();
         const s = failure(e);
-        if (!retryable(s) && !resumable(s)) {
+        if (!decide(s).resume) {
           this.close();
-          throw errorOf(s);
+          throw giveUp(s);
         }
         got = "end";
       }
@@ -229,8 +229,8 @@ export class Watch implements AsyncIterable<WatchBatch> {
       const opened = await this.open();
       if (opened instanceof StreamReader) return opened;
       this.checkOpen();
-      if (tlsRefused(opened)) throw new UnauthenticatedError(`TLS: ${opened.message}`, { code: opened.code });
-      if (!retryable(opened)) throw errorOf(opened);
+      // A node that cut the watch off as it opened ("slow_watcher") is asked again, as mid-stream.
+      if (!decide(opened).resume) throw giveUp(opened);
       const last = `${this.client.endpoints[this.nodeAt]}: ${opened.message}`;
       this.moveOn();
       const wait = this.client.backoff(tries);

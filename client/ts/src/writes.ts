@@ -8,17 +8,13 @@
  * succeeded from its memory of their write ids, so none applies twice).
  */
 import { Coalescer, type Wait } from "./coalesce.js";
-import { errorOf, type Status, statusOfFailure } from "./errors.js";
+import { type Status, statusOfFailure } from "./errors.js";
 import type { ReadsResponse } from "./gen/handlestore/v1/reads.js";
 import { type SubmitResponse, type Write, type WriteResult, WritesService } from "./gen/handlestore/v1/writes.js";
-import { retryable } from "./retry.js";
+import { MAX_SUBMIT_WRITE_BYTES, MAX_SUBMIT_WRITES } from "./gen/wire.js";
+import { decide, giveUp } from "./retry.js";
 import type { Transport } from "./transport.js";
 import type { WriteTicket } from "./writeIds.js";
-
-/** The most writes in one call (the node accepts 1000). */
-export const MAX_SUBMIT_WRITES = 256;
-/** The most bytes of writes in one call, unless a single write is larger (which then goes alone). */
-export const MAX_SUBMIT_BYTES = 4 << 20;
 
 /** A write and its id, kept until the write is answered. */
 export interface Queued {
@@ -31,7 +27,7 @@ export function retryableFailure(resp: SubmitResponse | ReadsResponse): Status |
   for (const r of resp.results) {
     if (r.result?.$case === "failure") {
       const s = statusOfFailure(r.result.value);
-      if (retryable(s)) return s;
+      if (decide(s).retry) return s;
     }
   }
   return undefined;
@@ -46,7 +42,7 @@ async function submit(client: Transport, items: Queued[], wait?: Wait): Promise<
   try {
     const request = { writes: items.map((q) => q.write) };
     const resp = await client.call(WritesService.submit, request, { ...wait, check: retryableFailure });
-    return resp.results.map((r) => (r.result?.$case === "failure" ? errorOf(statusOfFailure(r.result.value)) : r));
+    return resp.results.map((r) => (r.result?.$case === "failure" ? giveUp(statusOfFailure(r.result.value)) : r));
   } finally {
     for (const q of items) q.ticket.release();
   }
@@ -57,7 +53,7 @@ export function writeCoalescer(client: Transport, maxCalls: number): Coalescer<Q
   return new Coalescer<Queued, WriteResult>(
     (items, wait) => submit(client, items, wait),
     "write",
-    { maxCalls, maxItems: MAX_SUBMIT_WRITES, maxBytes: MAX_SUBMIT_BYTES },
+    { maxCalls, maxItems: MAX_SUBMIT_WRITES, maxBytes: MAX_SUBMIT_WRITE_BYTES },
     (q) => q.ticket.release(),
   );
 }

@@ -34,7 +34,7 @@ import {
   UnavailableError,
   ValueTooLargeError,
 } from "../src/index.js";
-import { leaderOf, resumable, retryable } from "../src/retry.js";
+import { decide, leaderOf } from "../src/retry.js";
 
 function serviceError(code: Code, message: string, detail?: Partial<ErrorDetail>, extra: [string, string][] = []) {
   const metadata = new Metadata();
@@ -67,8 +67,8 @@ for (const reason of Object.keys(REASONS) as Reason[]) {
     assert.equal(err.reason, reason);
     assert.equal(err.code, REASONS[reason].code);
     assert.equal(err.message, "what the node said");
-    assert.equal(retryable(s), REASONS[reason].retried === "yes");
-    assert.equal(resumable(s), REASONS[reason].retried === "resume");
+    assert.equal(decide(s).retry, REASONS[reason].retried === "yes");
+    assert.equal(decide(s).resume, REASONS[reason].retried !== "no");
   });
 }
 
@@ -125,13 +125,13 @@ test("a quota and a slow watcher are told apart", () => {
 
 test("a status without a reason gets its code's class; transport failures are retried", () => {
   const lostConnection = statusOf(serviceError(Code.UNAVAILABLE, "No connection established"));
-  assert.ok(retryable(lostConnection));
+  assert.ok(decide(lostConnection).retry);
   const err = errorOf(lostConnection);
   assert.ok(err instanceof UnavailableError);
   assert.equal(err.reason, undefined);
-  assert.ok(retryable(statusOf(serviceError(Code.DEADLINE_EXCEEDED, "Deadline exceeded"))));
-  assert.ok(!retryable(statusOf(serviceError(Code.INVALID_ARGUMENT, "bad"))));
-  assert.ok(!retryable(statusOf(serviceError(Code.UNAVAILABLE, "TLS handshake failed: certificate unknown"))));
+  assert.ok(decide(statusOf(serviceError(Code.DEADLINE_EXCEEDED, "Deadline exceeded"))).retry);
+  assert.ok(!decide(statusOf(serviceError(Code.INVALID_ARGUMENT, "bad"))).retry);
+  assert.ok(decide(statusOf(serviceError(Code.UNAVAILABLE, "TLS handshake failed: certificate unknown"))).tlsRefused);
 });
 
 test("a garbled detail trailer is ignored, never a crash", () => {

@@ -34,7 +34,7 @@ use http_body::Frame;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The gRPC header that tells a client when to try again.
-pub const PUSHBACK_HEADER: &str = "grpc-retry-pushback-ms";
+pub use handlestore_proto::wire::PUSHBACK_HEADER;
 
 /// How long a call's request may take to arrive once its headers have.
 pub const BODY_WITHIN: Duration = Duration::from_secs(10);

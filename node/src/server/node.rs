@@ -309,7 +309,7 @@ fn client_routes(
     // A call of the Writes service carries one write of any allowed size,
     // or several that the client keeps under its own bound together.
     let max_submit = max_msg
-        .max(handlestore_proto::limits::MAX_SUBMIT_BYTES)
+        .max(handlestore_proto::wire::MAX_SUBMIT_WRITE_BYTES)
         .saturating_add(64 << 10);
     // A response of the Reads service carries answers up to this bound, or
     // one answer of any allowed size.

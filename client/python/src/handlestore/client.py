@@ -6,8 +6,9 @@ A call is tried on the leader (or the last node that answered). On
 UNAVAILABLE, a transport error or a per-attempt timeout it moves on: to the
 leader the error names if there is one, else to the next node, after an
 exponential backoff with full jitter (and at least what a node that refused
-the call for load asked for, `grpc-retry-pushback-ms`), until the call's
-overall deadline.
+the call for load asked for in gRPC's retry pushback trailer), until the
+call's overall deadline. Which failures are tried again is `handlestore.retry`'s
+one rule.
 Writes carry a `(client_id, seq)` write id that every retry reuses, so a
 write retried after a leader crash is applied exactly once.
 
@@ -28,7 +29,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import grpc
 
-from handlestore import errors, keyring, watch
+from handlestore import _wire, errors, keyring, watch
 from handlestore.coalesce import Stats
 
 # Re-exported: they were defined here before `handlestore.consistency`.
@@ -39,7 +40,7 @@ from handlestore.handles import HandleStore
 from handlestore.ids import is_name
 from handlestore.keyring import RingKey
 from handlestore.reads import MAX_READ_CALLS, Reads
-from handlestore.retry import Failure, retryable, tls_refused
+from handlestore.retry import Status
 from handlestore.state import StateTool
 from handlestore.v1 import (
     admin_pb2_grpc,
@@ -61,7 +62,9 @@ from handlestore.writes import MAX_WRITE_CALLS, Writes, WriteStats
 T = TypeVar("T")
 
 #: The metadata key a node names the leader's client address under.
-LEADER_HEADER = "x-handlestore-leader"
+LEADER_HEADER = _wire.LEADER_HEADER
+#: The trailer an overloaded node says how long to wait in (milliseconds).
+PUSHBACK_HEADER = _wire.PUSHBACK_HEADER
 #: The largest gRPC message sent or accepted (values are limited by the node).
 MAX_MESSAGE = 64 << 20
 
@@ -162,6 +165,8 @@ class _Shared:
             # Each client keeps its own connections.
             ("grpc.use_local_subchannel_pool", 1),
         ]
+        # No connect timeout (wire.txt's connect_timeout): grpcio takes none
+        # per channel, so each attempt's timeout bounds its connecting too.
         if self.tls is None:
             return grpc_.insecure_channel(target, options=options)
         creds = grpc.ssl_channel_credentials(
@@ -212,9 +217,9 @@ class Client:
         namespace: str = "default",
         token: str | None = None,
         tls: Tls | None = None,
-        deadline: float = 15.0,
-        attempt_timeout: float = 3.0,
-        backoff: tuple[float, float] = (0.025, 1.0),
+        deadline: float = _wire.CALL_TIMEOUT,
+        attempt_timeout: float = _wire.ATTEMPT_TIMEOUT,
+        backoff: tuple[float, float] = (_wire.BACKOFF_BASE, _wire.BACKOFF_MAX),
         max_write_calls: int = MAX_WRITE_CALLS,
         max_read_calls: int = MAX_READ_CALLS,
     ) -> None:
@@ -369,7 +374,7 @@ class Client:
         return None if resp is None else _expect(resp, handles_pb2.GetResponse)
 
     async def call(
-        self, service: str, method: str, request: Any, check: Callable[[Any], Failure | None] | None = None
+        self, service: str, method: str, request: Any, check: Callable[[Any], Status | None] | None = None
     ) -> Any:
         """Calls `service.method` with failover, retries and the deadline;
         returns the response or raises a `HandlestoreError`. `check` finds
@@ -393,12 +398,10 @@ class Client:
                     return response
                 message, detail, asked = failure.message, failure.detail, 0.0
             except grpc.aio.AioRpcError as err:
-                if tls_refused(err):
-                    target = shared.nodes[index].target
-                    raise errors.Unauthenticated(f"{target}: TLS: {err.details()}") from None
-                message, detail = err.details() or "", errors.detail_of(err)
-                if not retryable(err.code(), detail, message):
-                    raise errors.from_rpc_error(err) from None
+                status = Status.of_call(err)
+                if not status.decision.retry:
+                    raise status.error(f"{shared.nodes[index].target}: ") from None
+                message, detail = status.message, status.detail
                 asked = _pushback(err.trailing_metadata())
                 leader = self._leader_index(err.trailing_metadata())
             last = f"{shared.nodes[index].target}: {message}"
@@ -458,17 +461,14 @@ class Client:
         return None
 
 
-PUSHBACK_HEADER = "grpc-retry-pushback-ms"
-
-
 def _pushback(metadata: Any) -> float:
     """Seconds a node that refused a call for load (`overloaded`) asked
-    clients to wait before trying again (gRPC's `grpc-retry-pushback-ms`;
-    none if it named none, 5 s at most)."""
+    clients to wait before trying again (gRPC's retry pushback, in ms; none
+    if it named none, `MAX_PUSHBACK` at most)."""
     for key, value in metadata or ():
         if key == PUSHBACK_HEADER:
             try:
-                return min(int(value if isinstance(value, str) else value.decode()), 5_000) / 1000
+                return min(int(value if isinstance(value, str) else value.decode()) / 1000, _wire.MAX_PUSHBACK)
             except ValueError:
                 return 0.0
     return 0.0

@@ -22,19 +22,19 @@ from __future__ import annotations
 import asyncio
 from typing import Union
 
-from handlestore import errors
+from handlestore import _wire, errors
 from handlestore.coalesce import Coalescer
 from handlestore.reasons import BATCH_FULL
-from handlestore.retry import Failure, retryable_failure
+from handlestore.retry import Status, retryable_failure
 from handlestore.transport import Transport
 from handlestore.v1 import handles_pb2, reads_pb2, state_pb2
 
 #: Calls of point reads in flight per client, by default.
-MAX_READ_CALLS = 8
+MAX_READ_CALLS = _wire.MAX_CALLS
 #: The most reads in one call (the node accepts 1000).
-MAX_BATCH_READS = 256
+MAX_BATCH_READS = _wire.MAX_SUBMIT_READS
 #: Bound on the reads' bytes in one call (a key is at most 1 KiB).
-MAX_BATCH_READ_BYTES = 256 << 10
+MAX_BATCH_READ_BYTES = _wire.MAX_SUBMIT_READ_BYTES
 
 #: A read's answer: its method's response, or None if the handle or key is
 #: absent or expired.
@@ -96,7 +96,7 @@ def _batch_full(r: Answer | BaseException) -> bool:
 def _answer(r: reads_pb2.ReadResult) -> Answer | BaseException:
     kind = r.WhichOneof("result")
     if kind == "failure":
-        error = Failure(r.failure).error()
+        error = Status.of_failure(r.failure).error()
         return None if isinstance(error, errors.NotFound) else error
     if kind == "get":
         return r.get

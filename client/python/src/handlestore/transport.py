@@ -9,7 +9,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any, Callable, Protocol
 
-from handlestore.retry import Failure
+from handlestore.retry import Status
 from handlestore.v1 import common_pb2, handles_pb2, state_pb2
 
 
@@ -34,7 +34,7 @@ class Transport(Protocol):
     def endpoints(self) -> list[str]: ...
 
     async def call(
-        self, service: str, method: str, request: Any, check: Callable[[Any], Failure | None] | None = None
+        self, service: str, method: str, request: Any, check: Callable[[Any], Status | None] | None = None
     ) -> Any:
         """Calls `service.method` with failover, retries and the deadline."""
         ...

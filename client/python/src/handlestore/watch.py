@@ -20,8 +20,8 @@ from typing import Any
 
 import grpc
 
-from handlestore import errors, reasons
-from handlestore.retry import retryable_error, tls_refused
+from handlestore import errors
+from handlestore.retry import Status
 from handlestore.state import value_from_pb
 from handlestore.transport import Transport
 from handlestore.v1 import watch_pb2
@@ -127,10 +127,11 @@ class Watch:
             except asyncio.TimeoutError:
                 lost = f"nothing heard for {SILENCE}s"
             except grpc.aio.AioRpcError as err:
-                if not retryable_error(err) and not _cut_off(err):
+                status = Status.of_call(err)
+                if not status.decision.resume:
                     self.close()
-                    raise errors.from_rpc_error(err) from None
-                lost = err.details() or ""
+                    raise status.error() from None
+                lost = status.message
             del lost  # the watch resumes on the next node
             self.close()
             self._node = (self._node + 1) % len(self._client.endpoints)
@@ -147,11 +148,7 @@ class Watch:
             except asyncio.TimeoutError:
                 last = "no answer to the watch"
             except grpc.aio.AioRpcError as err:
-                if tls_refused(err):
-                    raise errors.Unauthenticated(f"TLS: {err.details()}") from None
-                if not retryable_error(err):
-                    raise errors.from_rpc_error(err) from None
-                last = err.details() or ""
+                last = _resumable(err)
             self.close()
             self._node = (self._node + 1) % len(self._client.endpoints)
             sleep = self._client.backoff(tries)
@@ -182,12 +179,15 @@ class Watch:
         return WatchBatch(resp.revision, changes)
 
 
-def _cut_off(err: grpc.RpcError) -> bool:
-    """A node cut the watch off because its consumer fell behind
-    ("slow_watcher"): asked again from the position, which works while the
-    history still holds it (the node says "compacted" when it does not)."""
-    row = reasons.TABLE.get(errors.detail_of(err).reason)
-    return row is not None and row.retried == "resume"
+def _resumable(err: grpc.RpcError) -> str:
+    """The message of a failure to open a watch that another node (or this
+    one, later) may not have; raises the caller's error for any other. A
+    node that cut the watch off as it opened ("slow_watcher") is asked
+    again from the position, as mid-stream."""
+    status = Status.of_call(err)
+    if not status.decision.resume:
+        raise status.error() from None
+    return status.message
 
 
 def _change(e: watch_pb2.WatchEvent) -> Change:
@@ -227,11 +227,7 @@ def position_now(
         except StopIteration:
             last = "the node ended the watch"
         except grpc.RpcError as err:
-            if tls_refused(err):
-                raise errors.Unauthenticated(f"TLS: {err.details()}") from None
-            if not retryable_error(err):
-                raise errors.from_rpc_error(err) from None
-            last = err.details() or ""
+            last = _resumable(err)
         finally:
             call.cancel()
         node = (node + 1) % len(client.endpoints)

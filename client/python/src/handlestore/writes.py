@@ -20,18 +20,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from handlestore import _wire
 from handlestore.coalesce import Coalescer
-from handlestore.retry import Failure, retryable_failure
+from handlestore.retry import Status, retryable_failure
 from handlestore.transport import Transport
 from handlestore.v1 import writes_pb2
 
 #: Calls of the Writes service in flight per client, by default.
-MAX_WRITE_CALLS = 8
+MAX_WRITE_CALLS = _wire.MAX_CALLS
 #: The most writes in one call (the node accepts 1000).
-MAX_SUBMIT_WRITES = 256
+MAX_SUBMIT_WRITES = _wire.MAX_SUBMIT_WRITES
 #: The most bytes of writes in one call, unless a single write is larger,
 #: which then goes alone (the node's limit, as the Rust client's).
-MAX_SUBMIT_BYTES = 4 << 20
+MAX_SUBMIT_BYTES = _wire.MAX_SUBMIT_WRITE_BYTES
 
 
 @dataclass
@@ -68,4 +69,4 @@ async def _submit(client: Transport, writes: list[writes_pb2.Write]) -> list[wri
     is its own exception."""
     req = writes_pb2.SubmitRequest(writes=writes)
     resp = await client.call("writes", "Submit", req, check=retryable_failure)
-    return [Failure(r.failure).error() if r.WhichOneof("result") == "failure" else r for r in resp.results]
+    return [Status.of_failure(r.failure).error() if r.WhichOneof("result") == "failure" else r for r in resp.results]

@@ -1,10 +1,12 @@
 // Command genreasons writes reasons_gen.go, the Go form of the error table
 // proto/reasons.txt: a Reason constant per row, the table itself (gRPC
 // code, whether the client retries), and an error value per reason for
-// errors.Is. scripts/gen.sh runs it; its --check compares the output with
-// the committed file.
+// errors.Is. With -wire it writes wire_gen.go instead, the constants of
+// proto/wire.txt (wire.go). scripts/gen.sh runs it; its --check compares
+// the output with the committed files.
 //
 //	go run ./internal/cmd/genreasons ../../proto/reasons.txt > reasons_gen.go
+//	go run ./internal/cmd/genreasons -wire ../../proto/wire.txt > wire_gen.go
 package main
 
 import (
@@ -23,17 +25,24 @@ type row struct {
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: genreasons proto/reasons.txt > reasons_gen.go")
+	render := renderReasons
+	args := os.Args[1:]
+	if len(args) == 2 && args[0] == "-wire" {
+		render, args = renderWire, args[1:]
+	}
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: genreasons proto/reasons.txt > reasons_gen.go\n       genreasons -wire proto/wire.txt > wire_gen.go")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], os.Stdout); err != nil {
+	if err := run(args[0], render, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "genreasons:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path string, out io.Writer) error {
+// run renders the table at path, one row of four cells at a time, as Go
+// source formatted by gofmt's rules.
+func run(path string, render func([][4]string) ([]byte, error), out io.Writer) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -43,7 +52,11 @@ func run(path string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	src, err := format.Source(render(rows))
+	raw, err := render(rows)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	src, err := format.Source(raw)
 	if err != nil {
 		return fmt.Errorf("formatting the output: %w", err)
 	}
@@ -51,8 +64,10 @@ func run(path string, out io.Writer) error {
 	return err
 }
 
-func parse(r io.Reader) ([]row, error) {
-	var rows []row
+// parse reads a table's rows (four cells separated by "|"), skipping blank
+// lines and "#" comments.
+func parse(r io.Reader) ([][4]string, error) {
+	var rows [][4]string
 	scanner := bufio.NewScanner(r)
 	for n := 1; scanner.Scan(); n++ {
 		line := strings.TrimSpace(scanner.Text())
@@ -63,10 +78,11 @@ func parse(r io.Reader) ([]row, error) {
 		if len(cells) != 4 {
 			return nil, fmt.Errorf("line %d: want 4 cells separated by |, got %d", n, len(cells))
 		}
+		var cut [4]string
 		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
+			cut[i] = strings.TrimSpace(cells[i])
 		}
-		rows = append(rows, row{cells[0], cells[1], cells[2], cells[3]})
+		rows = append(rows, cut)
 	}
 	if err := scanner.Err(); err != nil {
 		return nil, err
@@ -90,7 +106,12 @@ func camel(s string) string {
 
 var retries = map[string]string{"yes": "RetryYes", "no": "RetryNo", "resume": "RetryResume"}
 
-func render(rows []row) []byte {
+// renderReasons writes reasons_gen.go from proto/reasons.txt's rows.
+func renderReasons(cells [][4]string) ([]byte, error) {
+	rows := make([]row, len(cells))
+	for i, c := range cells {
+		rows[i] = row{c[0], c[1], c[2], c[3]}
+	}
 	var b bytes.Buffer
 	b.WriteString(header)
 	b.WriteString("const (\n")
@@ -103,7 +124,7 @@ func render(rows []row) []byte {
 	}
 	b.WriteString("}\n\n")
 	writeSentinels(&b, rows)
-	return b.Bytes()
+	return b.Bytes(), nil
 }
 
 // writeSentinels writes an error value per reason, and one per gRPC code of

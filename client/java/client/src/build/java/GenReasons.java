@@ -3,10 +3,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.stream.Collectors;
 
 /**
  * Writes the Java form of the error table, proto/reasons.txt, into the package {@code
@@ -14,13 +16,17 @@ import java.util.Set;
  * name, gRPC code, whether the client retries), an exception class per gRPC code of the table
  * ({@code UnavailableException}) and per reason not named after its code ({@code NotLeaderException
  * extends UnavailableException}; a reason named after its code, such as {@code not_found}, is its
- * code's class), and {@code ErrorTable}, which picks the class of a status.
+ * code's class), and {@code ErrorTable}, which picks the class of a status. It also writes the wire
+ * constants of proto/wire.txt as the class {@code Wire} of {@code
+ * io.github.handlestore.client.internal} ({@link WireTable}), in this one file because the JDK's
+ * source launcher runs one file.
  *
  * <p>The build runs it before compiling (the {@code gen-reasons} execution in client/pom.xml, with
- * the JDK's source launcher), so the classes always follow the table and none is committed:
+ * the JDK's source launcher), so the classes always follow the tables and none is committed:
  *
  * <pre>
- * java src/build/java/GenReasons.java ../../../proto/reasons.txt target/generated-sources/reasons
+ * java src/build/java/GenReasons.java ../../../proto/reasons.txt ../../../proto/wire.txt \
+ *     target/generated-sources/reasons
  * </pre>
  */
 public final class GenReasons {
@@ -41,13 +47,19 @@ public final class GenReasons {
   private GenReasons() {}
 
   public static void main(String[] args) throws IOException {
-    if (args.length != 2) {
-      System.err.println("usage: java GenReasons.java proto/reasons.txt OUTPUT_DIR");
+    if (args.length != 3) {
+      System.err.println("usage: java GenReasons.java proto/reasons.txt proto/wire.txt OUTPUT_DIR");
       System.exit(2);
     }
     Path table = Path.of(args[0]);
     List<Row> rows = parse(Files.readAllLines(table, StandardCharsets.UTF_8), table.toString());
-    Path dir = Path.of(args[1]).resolve(PACKAGE.replace('.', '/'));
+    Path wire = Path.of(args[1]);
+    List<String[]> wireRows =
+        cells(Files.readAllLines(wire, StandardCharsets.UTF_8), wire.toString());
+    Path wireDir = Path.of(args[2]).resolve(WireTable.PACKAGE.replace('.', '/'));
+    Files.createDirectories(wireDir);
+    write(wireDir, "Wire", WireTable.render(wireRows));
+    Path dir = Path.of(args[2]).resolve(PACKAGE.replace('.', '/'));
     Files.createDirectories(dir);
     write(dir, "Reason", reasonEnum(rows));
     write(dir, "ErrorTable", errorTable(rows));
@@ -63,6 +75,23 @@ public final class GenReasons {
 
   static List<Row> parse(List<String> lines, String where) {
     List<Row> rows = new ArrayList<>();
+    for (String[] cells : cells(lines, where)) {
+      Row row = new Row(cells[0], cells[1], cells[2], cells[3]);
+      if (!row.reason().matches("[a-z][a-z_]*") || !row.code().matches("[A-Z][A-Z_]*")) {
+        throw new IllegalArgumentException(where + ": malformed reason or code: " + row.reason());
+      }
+      if (!RETRIES.contains(row.retried())) {
+        throw new IllegalArgumentException(
+            where + ": " + row.reason() + " retried is " + row.retried());
+      }
+      rows.add(row);
+    }
+    return rows;
+  }
+
+  /** A table's rows, four stripped cells split by "|", without blank lines and "#" comments. */
+  static List<String[]> cells(List<String> lines, String where) {
+    List<String[]> rows = new ArrayList<>();
     for (int n = 0; n < lines.size(); n++) {
       String line = lines.get(n).strip();
       if (line.isEmpty() || line.startsWith("#")) {
@@ -72,14 +101,10 @@ public final class GenReasons {
       if (cells.length != 4) {
         throw new IllegalArgumentException(where + ":" + (n + 1) + ": want 4 cells split by |");
       }
-      Row row = new Row(cells[0].strip(), cells[1].strip(), cells[2].strip(), cells[3].strip());
-      if (!row.reason().matches("[a-z][a-z_]*") || !row.code().matches("[A-Z][A-Z_]*")) {
-        throw new IllegalArgumentException(where + ":" + (n + 1) + ": malformed reason or code");
+      for (int i = 0; i < cells.length; i++) {
+        cells[i] = cells[i].strip();
       }
-      if (!RETRIES.contains(row.retried())) {
-        throw new IllegalArgumentException(where + ":" + (n + 1) + ": retried is " + row.retried());
-      }
-      rows.add(row);
+      rows.add(cells);
     }
     if (rows.isEmpty()) {
       throw new IllegalArgumentException(where + ": no rows");
@@ -257,6 +282,70 @@ public final class GenReasons {
     b.append("message, details, cause);\n  }\n");
     b.append("}\n");
     return b.toString();
+  }
+
+  /**
+   * The wire constants (proto/wire.txt: name | kind | value | what) as {@code Wire}: a {@code
+   * public static final} field per row, named in UPPER_SNAKE and documented by its "what"; "ms" as
+   * a {@link java.time.Duration}, "count" and "bytes" as an {@code int}, "strings" (texts split by
+   * ", ") as an immutable {@code List<String>}.
+   */
+  static final class WireTable {
+    static final String PACKAGE = "io.github.handlestore.client.internal";
+
+    private WireTable() {}
+
+    static String render(List<String[]> rows) {
+      StringBuilder b =
+          new StringBuilder(
+              "// Generated by client/java/client/src/build/java/GenReasons.java from"
+                  + " proto/wire.txt. Do not edit.\n\npackage "
+                  + PACKAGE
+                  + ";\n\nimport java.time.Duration;\nimport java.util.List;\n\n");
+      b.append(
+          "/**\n * The wire constants and client defaults of proto/wire.txt, which every client"
+              + " and the node say\n * alike.\n */\n");
+      b.append("public final class Wire {\n  private Wire() {}\n");
+      for (String[] r : rows) {
+        if (!r[0].matches("[a-z][a-z0-9_]*")) {
+          throw new IllegalArgumentException("proto/wire.txt: malformed name " + r[0]);
+        }
+        b.append('\n').append(javadoc(r[3], "  "));
+        b.append("  public static final ")
+            .append(field(r[0].toUpperCase(Locale.ROOT), r[1], r[2]))
+            .append(";\n");
+      }
+      return b.append("}\n").toString();
+    }
+
+    /** "TYPE NAME = VALUE" of a row. */
+    static String field(String name, String kind, String value) {
+      return switch (kind) {
+        case "string" -> "String " + name + " = " + quote(value);
+        case "ms" -> "Duration " + name + " = Duration.ofMillis(" + number(value) + ")";
+        case "count", "bytes" -> "int " + name + " = " + number(value);
+        case "strings" ->
+            "List<String> "
+                + name
+                + " =\n      List.of("
+                + Arrays.stream(value.split(", ", -1))
+                    .map(WireTable::quote)
+                    .collect(Collectors.joining(", "))
+                + ")";
+        default -> throw new IllegalArgumentException("proto/wire.txt: unknown kind " + kind);
+      };
+    }
+
+    static String number(String value) {
+      if (!value.matches("[0-9]+")) {
+        throw new IllegalArgumentException("proto/wire.txt: not a whole number: " + value);
+      }
+      return value;
+    }
+
+    static String quote(String s) {
+      return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
+    }
   }
 
   static void write(Path dir, String name, String source) throws IOException {

@@ -1,5 +1,6 @@
 package io.github.handlestore.client;
 
+import io.github.handlestore.client.internal.Wire;
 import java.time.Duration;
 
 /**
@@ -9,8 +10,10 @@ import java.time.Duration;
  * @param max the most any wait is (default 1 s)
  */
 public record Backoff(Duration base, Duration max) {
-  /** The default: 25 ms, doubling, capped at 1 s. */
-  public static final Backoff DEFAULT = new Backoff(Duration.ofMillis(25), Duration.ofSeconds(1));
+  /**
+   * The default: 25 ms, doubling, capped at 1 s (proto/wire.txt's backoff_base and backoff_max).
+   */
+  public static final Backoff DEFAULT = new Backoff(Wire.BACKOFF_BASE, Wire.BACKOFF_MAX);
 
   /** A backoff; both bounds positive. */
   public Backoff {

@@ -1,6 +1,7 @@
 package io.github.handlestore.client;
 
 import io.github.handlestore.client.errors.HandlestoreException;
+import io.github.handlestore.client.internal.Wire;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,10 +15,6 @@ import java.util.Objects;
 public final class ClientConfig {
   /** The namespace of a config that names none. */
   public static final String DEFAULT_NAMESPACE = "default";
-
-  static final Duration DEFAULT_CALL_TIMEOUT = Duration.ofSeconds(15);
-  static final Duration DEFAULT_ATTEMPT_TIMEOUT = Duration.ofSeconds(3);
-  static final int DEFAULT_MAX_CALLS = 8;
 
   final List<String> endpoints;
   final String namespace;
@@ -109,11 +106,12 @@ public final class ClientConfig {
     private String namespace = DEFAULT_NAMESPACE;
     private Tls tls;
     private String token = "";
-    private Duration callTimeout = DEFAULT_CALL_TIMEOUT;
-    private Duration attemptTimeout = DEFAULT_ATTEMPT_TIMEOUT;
+    // The defaults of proto/wire.txt, as every client has them.
+    private Duration callTimeout = Wire.CALL_TIMEOUT;
+    private Duration attemptTimeout = Wire.ATTEMPT_TIMEOUT;
     private Backoff backoff = Backoff.DEFAULT;
-    private int maxWriteCalls = DEFAULT_MAX_CALLS;
-    private int maxReadCalls = DEFAULT_MAX_CALLS;
+    private int maxWriteCalls = Wire.MAX_CALLS;
+    private int maxReadCalls = Wire.MAX_CALLS;
 
     private Builder() {}
 

@@ -226,7 +226,7 @@ final class Watching {
     drop();
     Verdict v = WatchStream.verdict(s);
     if (v != Verdict.MOVE_ON) {
-      RuntimeException err = v == Verdict.TLS ? WatchStream.tlsError(target, s) : e;
+      RuntimeException err = v == Verdict.TLS ? s.tlsError(target) : e;
       if (opening != null) {
         failWaiter(err);
       } else {
@@ -273,8 +273,9 @@ final class Watching {
       return;
     }
     quiet();
-    if (WatchStream.verdict(stream.status()) != Verdict.MOVE_ON) {
-      fail(stream.error());
+    Verdict v = WatchStream.verdict(stream.status());
+    if (v != Verdict.MOVE_ON) {
+      fail(v == Verdict.TLS ? stream.status().tlsError(stream.target()) : stream.error());
       return;
     }
     resume();

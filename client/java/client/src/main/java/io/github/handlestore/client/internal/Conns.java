@@ -2,9 +2,10 @@ package io.github.handlestore.client.internal;
 
 import io.grpc.ChannelCredentials;
 import io.grpc.ConnectivityState;
-import io.grpc.Grpc;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.channel.ChannelOption;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -69,7 +70,10 @@ public final class Conns implements AutoCloseable {
       host = host.substring(1, host.length() - 1);
     }
     int port = Integer.parseInt(target.substring(colon + 1));
-    return Grpc.newChannelBuilderForAddress(host, port, credentials)
+    return NettyChannelBuilder.forAddress(host, port, credentials)
+        // A connection a node does not accept (a host gone) is given up after proto/wire.txt's
+        // connect timeout, as in every client whose gRPC library takes one (Netty's default: 30 s).
+        .withOption(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Wire.CONNECT_TIMEOUT.toMillis())
         .maxInboundMessageSize(MAX_MESSAGE)
         // A node that stops answering is noticed without calls in flight.
         .keepAliveTime(10, TimeUnit.SECONDS)

@@ -4,6 +4,8 @@ import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.github.handlestore.client.errors.ErrorDetails;
 import io.github.handlestore.client.errors.HandlestoreException;
+import io.github.handlestore.client.errors.Reason;
+import io.github.handlestore.client.errors.UnauthenticatedException;
 import io.github.handlestore.proto.v1.ErrorDetail;
 import io.github.handlestore.proto.v1.WriteFailure;
 import io.grpc.Metadata;
@@ -118,6 +120,12 @@ public record NodeStatus(
   /** The client's exception for this status (the table's class of its reason or code). */
   public HandlestoreException toException() {
     return HandlestoreException.of(code, message, details, cause);
+  }
+
+  /** The error of a connection TLS refused on {@code target} (UNAUTHENTICATED, "TLS: ..."). */
+  public UnauthenticatedException tlsError(String target) {
+    return new UnauthenticatedException(
+        target + ": TLS: " + message, ErrorDetails.of(Reason.UNAUTHENTICATED), cause);
   }
 
   /** The same status with {@code prefix} before its message (which node refused). */

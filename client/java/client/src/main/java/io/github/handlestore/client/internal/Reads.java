@@ -33,12 +33,6 @@ import java.util.concurrent.ScheduledExecutorService;
  * each read on its own method.
  */
 public final class Reads {
-  /** The most reads in one call (the node takes 1000). */
-  static final int MAX_BATCH_READS = 256;
-
-  /** The bytes of reads in one call. */
-  static final int MAX_BATCH_READ_BYTES = 256 << 10;
-
   /** A read's response; both null if the handle or key is absent or expired. */
   public record Answer(GetResponse get, RetrieveResponse retrieve) {
     static final Answer ABSENT = new Answer(null, null);
@@ -52,7 +46,7 @@ public final class Reads {
     return new Coalescer<>(
         (items, timeout) -> submit(calls, items, timeout),
         "read",
-        new Coalescer.Bounds(maxCalls, MAX_BATCH_READS, MAX_BATCH_READ_BYTES),
+        new Coalescer.Bounds(maxCalls, Wire.MAX_SUBMIT_READS, Wire.MAX_SUBMIT_READ_BYTES),
         calls.callTimeout(),
         r -> {},
         timer);

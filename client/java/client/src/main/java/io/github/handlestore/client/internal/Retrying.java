@@ -1,10 +1,7 @@
 package io.github.handlestore.client.internal;
 
 import io.github.handlestore.client.errors.CallDeadlineException;
-import io.github.handlestore.client.errors.ErrorDetails;
 import io.github.handlestore.client.errors.HandlestoreException;
-import io.github.handlestore.client.errors.Reason;
-import io.github.handlestore.client.errors.UnauthenticatedException;
 import io.grpc.CallOptions;
 import io.grpc.ClientCall;
 import io.grpc.Metadata;
@@ -170,13 +167,12 @@ final class Retrying<Q, R> {
   /** A refusal: retried (on the node it points to, after a pause) or the call's error. */
   private void refused(int idx, NodeStatus s) {
     String target = calls.conns.targets().get(idx);
-    if (RetryRules.tlsRefused(s)) {
-      ErrorDetails d = ErrorDetails.of(Reason.UNAUTHENTICATED);
-      String message = target + ": TLS: " + s.message();
-      result.completeExceptionally(new UnauthenticatedException(message, d, s.cause()));
+    Decision d = Decision.of(s);
+    if (d.tls()) {
+      result.completeExceptionally(s.tlsError(target));
       return;
     }
-    if (!RetryRules.retryable(s)) {
+    if (!d.retry()) {
       result.completeExceptionally(s.toException());
       return;
     }

@@ -2,9 +2,6 @@ package io.github.handlestore.client.internal;
 
 import io.github.handlestore.client.errors.ErrorDetails;
 import io.github.handlestore.client.errors.HandlestoreException;
-import io.github.handlestore.client.errors.Reason;
-import io.github.handlestore.client.errors.Retry;
-import io.github.handlestore.client.errors.UnauthenticatedException;
 import io.github.handlestore.proto.v1.WatchGrpc;
 import io.github.handlestore.proto.v1.WatchRequest;
 import io.github.handlestore.proto.v1.WatchResponse;
@@ -34,7 +31,7 @@ public final class WatchStream {
     MOVE_ON,
     /** Resuming cannot fix it (compacted, permission denied, a bug): the caller's error. */
     FAIL,
-    /** The TLS handshake failed: it would fail again. */
+    /** TLS refused the connection (a certificate, an alert): it would fail again. */
     TLS
   }
 
@@ -137,25 +134,16 @@ public final class WatchStream {
   }
 
   /**
-   * What an ended stream means: the node ended it (status OK), went away, or cut a slow watcher off
-   * ({@code resume} in the error table): move on; a failed handshake: TLS; anything else: fail.
+   * What an ended stream means, the same whether it was being opened or established: the node ended
+   * it (status OK), or {@link Decision} resumes on its status (a node or connection lost, a slow
+   * watcher cut off): move on; TLS refused the connection: TLS; anything else: fail.
    */
   public static Verdict verdict(NodeStatus s) {
     if (s.code() == Status.Code.OK) {
       return Verdict.MOVE_ON;
     }
-    if (RetryRules.tlsRefused(s)) {
-      return Verdict.TLS;
-    }
-    boolean resume =
-        Reason.fromWireName(s.details().reason()).map(r -> r.retry() == Retry.RESUME).orElse(false);
-    return resume || RetryRules.retryable(s) ? Verdict.MOVE_ON : Verdict.FAIL;
-  }
-
-  /** The error of a handshake that failed on {@code target}. */
-  public static UnauthenticatedException tlsError(String target, NodeStatus s) {
-    return new UnauthenticatedException(
-        target + ": TLS: " + s.message(), ErrorDetails.of(Reason.UNAUTHENTICATED), s.cause());
+    Decision d = Decision.of(s);
+    return d.tls() ? Verdict.TLS : d.resume() ? Verdict.MOVE_ON : Verdict.FAIL;
   }
 
   /** A node lost without a word ({@code message} says how), as an UNAVAILABLE status. */

@@ -23,12 +23,6 @@ import java.util.function.Function;
  * twice).
  */
 public final class Writes {
-  /** The most writes in one call (the node takes 1000). */
-  static final int MAX_SUBMIT_WRITES = 256;
-
-  /** The bytes of writes in one call, unless a single write is larger (it then goes alone). */
-  static final int MAX_SUBMIT_BYTES = 4 << 20;
-
   /** A write and its id, kept until the write is answered. */
   public record Queued(Write write, WriteIds.Ticket ticket) {}
 
@@ -40,7 +34,7 @@ public final class Writes {
     return new Coalescer<>(
         (items, timeout) -> submit(calls, items, timeout),
         "write",
-        new Coalescer.Bounds(maxCalls, MAX_SUBMIT_WRITES, MAX_SUBMIT_BYTES),
+        new Coalescer.Bounds(maxCalls, Wire.MAX_SUBMIT_WRITES, Wire.MAX_SUBMIT_WRITE_BYTES),
         calls.callTimeout(),
         q -> q.ticket().close(),
         timer);
@@ -53,7 +47,7 @@ public final class Writes {
       Optional<WriteFailure> f = failure.apply(r);
       if (f.isPresent()) {
         NodeStatus s = NodeStatus.ofFailure(f.get());
-        if (RetryRules.retryable(s)) {
+        if (Decision.of(s).retry()) {
           return Optional.of(s);
         }
       }

@@ -14,6 +14,7 @@ import io.github.handlestore.proto.v1.ErrorDetail;
 import io.github.handlestore.proto.v1.WriteFailure;
 import io.grpc.Metadata;
 import io.grpc.Status;
+import java.security.cert.CertificateException;
 import java.time.Duration;
 import javax.net.ssl.SSLHandshakeException;
 import org.junit.jupiter.api.Test;
@@ -58,7 +59,7 @@ class NodeStatusTest {
     assertEquals("10.0.0.2:7001", e.leaderAddress());
     assertEquals(2, e.details().leaderId());
     assertEquals("not the leader", e.getMessage());
-    assertTrue(RetryRules.retryable(s));
+    assertTrue(Decision.of(s).retry());
     assertEquals("10.0.0.2:7001", RetryRules.leaderOf(s.trailers()));
   }
 
@@ -77,31 +78,51 @@ class NodeStatusTest {
     RevisionMismatchException e =
         assertInstanceOf(RevisionMismatchException.class, s.toException());
     assertEquals(42, e.currentRevision());
-    assertFalse(RetryRules.retryable(s));
+    assertFalse(Decision.of(s).retry());
   }
 
   @Test
   void withoutAReasonTheCodeDecides() {
-    assertTrue(RetryRules.retryable(NodeStatus.of(Status.UNAVAILABLE, new Metadata())));
-    assertTrue(RetryRules.retryable(NodeStatus.of(Status.DEADLINE_EXCEEDED, null)));
-    assertTrue(RetryRules.retryable(NodeStatus.of(Status.INTERNAL, null)));
-    assertFalse(RetryRules.retryable(NodeStatus.of(Status.NOT_FOUND, null)));
-    assertFalse(RetryRules.retryable(NodeStatus.of(Status.PERMISSION_DENIED, null)));
+    assertTrue(Decision.of(NodeStatus.of(Status.UNAVAILABLE, new Metadata())).retry());
+    assertTrue(Decision.of(NodeStatus.of(Status.DEADLINE_EXCEEDED, null)).retry());
+    assertTrue(Decision.of(NodeStatus.of(Status.INTERNAL, null)).retry());
+    assertFalse(Decision.of(NodeStatus.of(Status.NOT_FOUND, null)).retry());
+    assertFalse(Decision.of(NodeStatus.of(Status.PERMISSION_DENIED, null)).retry());
     Metadata garbage = new Metadata();
     garbage.put(NodeStatus.DETAILS_KEY, new byte[] {(byte) 0xff, 1, 2});
     assertEquals("", NodeStatus.of(Status.UNAVAILABLE, garbage).details().reason());
   }
 
+  /** grpc-java says "ssl exception": the verdict is in the cause chain, read with it. */
+  static NodeStatus sslException(Throwable cause) {
+    return NodeStatus.of(
+        Status.UNAVAILABLE.withDescription("ssl exception").withCause(cause), null);
+  }
+
   @Test
-  void aFailedHandshakeIsNotRetried() {
-    NodeStatus s =
-        NodeStatus.of(
-            Status.UNAVAILABLE
-                .withDescription("io exception")
-                .withCause(new SSLHandshakeException("PKIX")),
-            null);
-    assertTrue(RetryRules.tlsRefused(s));
-    assertFalse(RetryRules.retryable(s));
+  void aRejectedCertificateIsNotRetried() {
+    Decision d = Decision.of(sslException(new SSLHandshakeException("PKIX path building failed")));
+    assertTrue(d.tls());
+    assertFalse(d.retry());
+    assertFalse(d.resume());
+  }
+
+  @Test
+  void aHostNameMismatchIsToldByTheCausesClass() {
+    SSLHandshakeException e = new SSLHandshakeException("No subject alternative names present");
+    e.initCause(new CertificateException("No subject alternative names present"));
+    assertTrue(Decision.of(sslException(e)).tls());
+  }
+
+  @Test
+  void aHandshakeThatBrokeOffIsRetried() {
+    Decision d =
+        Decision.of(
+            sslException(
+                new SSLHandshakeException(
+                    "Connection closed while SSL/TLS handshake was in progress")));
+    assertFalse(d.tls());
+    assertTrue(d.retry());
   }
 
   @Test
@@ -110,7 +131,7 @@ class NodeStatusTest {
     md.put(RetryRules.PUSHBACK_HEADER, "250");
     assertEquals(Duration.ofMillis(250), RetryRules.pushback(md));
     md.put(RetryRules.PUSHBACK_HEADER, "999999");
-    assertEquals(RetryRules.MAX_PUSHBACK, RetryRules.pushback(md));
+    assertEquals(Wire.MAX_PUSHBACK, RetryRules.pushback(md));
     assertEquals(Duration.ZERO, RetryRules.pushback(new Metadata()));
   }
 }
