@@ -6,6 +6,8 @@
 
 use std::fmt::Write as _;
 
+#[path = "build/table.rs"]
+mod table;
 #[path = "build/wire.rs"]
 mod wire;
 
@@ -118,21 +120,15 @@ struct Row {
     when: String,
 }
 
-/// Reads `reasons.txt` (rows `reason | CODE | retried | when`; `#`
-/// comments), refusing a malformed row.
+/// Reads `reasons.txt`, refusing a malformed row.
 fn rows(text: &str) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let cells: Vec<&str> = line.splitn(4, '|').map(str::trim).collect();
+    for (line, cells) in table::rows("reasons.txt", text, &["reason", "CODE", "retried", "when"])? {
         let [name, code, retry, when] = cells[..] else {
-            return Err(format!("reasons.txt:{}: want `reason | CODE | retried | when`", n + 1));
+            unreachable!("four cells")
         };
         if !["yes", "no", "resume"].contains(&retry) {
-            return Err(format!("reasons.txt:{}: retried is yes, no or resume", n + 1));
+            return Err(format!("reasons.txt:{line}: retried is yes, no or resume"));
         }
         rows.push(Row {
             name: name.into(),

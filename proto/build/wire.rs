@@ -11,27 +11,19 @@ struct Row {
     what: String,
 }
 
-/// Reads `wire.txt` (`#` comments), refusing a malformed row or kind.
+/// Reads `wire.txt`, refusing a malformed row or kind.
 fn rows(text: &str) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let cells: Vec<&str> = line.splitn(4, '|').map(str::trim).collect();
+    for (line, cells) in crate::table::rows("wire.txt", text, &["name", "kind", "value", "what"])? {
         let [name, kind, value, what] = cells[..] else {
-            return Err(format!("wire.txt:{}: want `name | kind | value | what`", n + 1));
+            unreachable!("four cells")
         };
         let numeric = matches!(kind, "ms" | "count" | "bytes");
         if numeric && value.parse::<u64>().is_err() {
-            return Err(format!(
-                "wire.txt:{}: {kind} wants a whole number, not {value:?}",
-                n + 1
-            ));
+            return Err(format!("wire.txt:{line}: {kind} wants a whole number, not {value:?}"));
         }
         if !numeric && !matches!(kind, "string" | "strings") {
-            return Err(format!("wire.txt:{}: unknown kind {kind:?}", n + 1));
+            return Err(format!("wire.txt:{line}: unknown kind {kind:?}"));
         }
         rows.push(Row {
             name: name.into(),
