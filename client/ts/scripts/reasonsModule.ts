@@ -13,6 +13,8 @@
  * package, so the imports go one way (test/layering.test.ts).
  */
 
+import { tableRows } from "./tableRows.js";
+
 interface Row {
   reason: string;
   code: string;
@@ -37,17 +39,10 @@ const RENAMED: Readonly<Record<string, { readonly name: string; readonly why: st
 };
 
 export function parseTable(text: string): Row[] {
-  const rows: Row[] = [];
-  for (const raw of text.split("\n")) {
-    const line = raw.trim();
-    if (line === "" || line.startsWith("#")) continue;
-    const cells = line.split("|").map((c) => c.trim());
-    const [reason, code, retried] = cells;
-    if (cells.length < 4 || !reason || !code || !retried) throw new Error(`reasons.txt: malformed row: ${line}`);
+  return tableRows("reasons.txt", text, 4).map(([reason = "", code = "", retried = "", when = ""]) => {
     if (!["yes", "no", "resume"].includes(retried)) throw new Error(`reasons.txt: ${reason}: retried is ${retried}`);
-    rows.push({ reason, code, retried, when: cells.slice(3).join("|") });
-  }
-  return rows;
+    return { reason, code, retried, when };
+  });
 }
 
 /** `not_found` / `NOT_FOUND` -> `NotFound`. */
